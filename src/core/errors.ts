@@ -1,0 +1,85 @@
+/**
+ * The one error vocabulary. The domain and the adapters throw these; one HTTP middleware turns them into
+ * RFC 9457 problem documents (see src/http/problem.ts).
+ */
+
+export interface FieldError {
+  /** Dotted path of the offending field, e.g. `position.lat`; empty for the whole body. */
+  path: string;
+  message: string;
+}
+
+export abstract class DomainError extends Error {
+  abstract readonly status: number;
+  abstract readonly slug: string;
+  abstract readonly title: string;
+}
+
+export class ValidationError extends DomainError {
+  readonly status = 400;
+  readonly slug = 'validation-error';
+  readonly title = 'The request is not valid';
+  constructor(
+    readonly errors: FieldError[],
+    detail = errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; '),
+  ) {
+    super(detail);
+  }
+}
+
+export class NotFoundError extends DomainError {
+  readonly status = 404;
+  readonly slug = 'not-found';
+  readonly title = 'The resource does not exist';
+}
+
+export class ConflictError extends DomainError {
+  readonly status = 409;
+  readonly slug = 'conflict';
+  readonly title = 'The request conflicts with the current state of the resource';
+}
+
+/** Optimistic concurrency: the stream moved on since the caller read it. */
+export class VersionConflictError extends DomainError {
+  readonly status = 409;
+  readonly slug = 'version-conflict';
+  readonly title = 'The resource was changed by another request';
+  constructor(
+    readonly streamName: string,
+    readonly expected: string,
+    readonly actual: number,
+  ) {
+    super(`Expected version ${expected} but the resource is at version ${actual}`);
+  }
+}
+
+/** The client's If-Match named a version that is no longer current. */
+export class PreconditionFailedError extends DomainError {
+  readonly status = 412;
+  readonly slug = 'precondition-failed';
+  readonly title = 'The resource does not match the If-Match precondition';
+}
+
+export class PayloadTooLargeError extends DomainError {
+  readonly status = 413;
+  readonly slug = 'payload-too-large';
+  readonly title = 'The request body is too large';
+}
+
+export class UnsupportedMediaTypeError extends DomainError {
+  readonly status = 415;
+  readonly slug = 'unsupported-media-type';
+  readonly title = 'The request body has an unsupported media type';
+}
+
+export class UnavailableError extends DomainError {
+  readonly status = 503;
+  readonly slug = 'unavailable';
+  readonly title = 'The service cannot answer this request right now';
+  constructor(
+    detail: string,
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(detail);
+  }
+}

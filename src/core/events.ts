@@ -1,0 +1,33 @@
+/** The envelope every domain event travels in, on every event store adapter. */
+
+export interface EventMetadata {
+  tenantId: string;
+  /** The credential that caused the event, e.g. `apikey:k_123` or `system:cv-worker`. */
+  actor: string;
+  correlationId: string;
+  /** Id of the event or request that caused this one; null for a request with no parent. */
+  causationId: string | null;
+  /** ISO 8601 UTC time the fact happened, taken from the injected clock. */
+  occurredAt: string;
+  schemaVersion: number;
+}
+
+export interface NewEvent<Type extends string = string, Data = unknown> {
+  id: string;
+  type: Type;
+  data: Data;
+  metadata: EventMetadata;
+}
+
+export interface RecordedEvent<Type extends string = string, Data = unknown> extends NewEvent<Type, Data> {
+  streamName: string;
+  /** 0-based version of the event inside its stream. */
+  streamVersion: number;
+  /** Global, strictly increasing position in the store's commit order. */
+  position: number;
+}
+
+/** A stream's version is the version of its last event; -1 means the stream does not exist yet. */
+export const NO_STREAM = -1;
+
+export type ExpectedVersion = number | 'any' | 'no_stream' | 'stream_exists';

@@ -1,0 +1,114 @@
+import type { ExpectedVersion, NewEvent, RecordedEvent } from '../core/events.js';
+
+/**
+ * Which events a read or subscription over all streams sees. All given criteria must match.
+ * `streamPrefixes` match the start of the stream name, e.g. `observation-` (one kind of aggregate across
+ * tenants) or `observation-t_abc_` (one tenant's observations).
+ */
+export interface EventFilter {
+  eventTypes?: readonly string[];
+  streamPrefixes?: readonly string[];
+  tenantId?: string;
+}
+
+export interface AppendResult {
+  /** Version of the stream after the append: the version of its last event. */
+  nextExpectedVersion: number;
+  /** Global position of the last appended event. */
+  lastPosition: number;
+}
+
+export interface ReadAllOptions {
+  /** Exclusive: only events after this position. 0 reads from the beginning. */
+  after?: number;
+  maxCount?: number;
+  filter?: EventFilter;
+}
+
+export interface ReadAllPage {
+  events: RecordedEvent[];
+  /**
+   * The position the read got to. It can be past the last returned event when the filter skipped events,
+   * so a caller resuming from here never scans them again.
+   */
+  lastPosition: number;
+  /** True when the read reached the end of the store as it was at the time of the read. */
+  isEnd: boolean;
+}
+
+export interface CatchUpOptions {
+  /** Exclusive start: the caller's own checkpoint. */
+  after: number;
+  filter?: EventFilter;
+  batchSize?: number;
+}
+
+/**
+ * Called with each batch in order; the subscription waits for the returned promise before the next batch.
+ * `lastPosition` is where the batch read got to (see ReadAllPage), the value a caller stores as checkpoint.
+ */
+export type BatchHandler = (events: RecordedEvent[], lastPosition: number) => Promise<void>;
+
+export interface Subscription {
+  /** Stops delivering; resolves when the handler in flight, if any, has returned. */
+  stop(): Promise<void>;
+  /** Settles when the subscription ends: resolves on stop(), rejects when the handler or the store failed. */
+  readonly done: Promise<void>;
+}
+
+export interface PersistentSubscriptionSettings {
+  filter?: EventFilter;
+  /** Where a new group starts: 'start' replays history, 'end' only sees events appended after creation. */
+  startFrom: 'start' | 'end';
+  /** Deliveries after the first before an event is parked. */
+  maxRetryCount: number;
+}
+
+export type NackAction = 'retry' | 'park';
+
+/** What a persistent consumer hands back for each event. */
+export type ConsumerOutcome = { kind: 'ack' } | { kind: 'nack'; action: NackAction; reason: string };
+
+export interface PersistentEvent {
+  event: RecordedEvent;
+  /** How many times this event was delivered to the group before this delivery. */
+  retryCount: number;
+}
+
+export type PersistentHandler = (delivery: PersistentEvent) => Promise<ConsumerOutcome>;
+
+export interface ParkedEvent {
+  event: RecordedEvent;
+  reason: string;
+  retryCount: number;
+  parkedAt: string;
+}
+
+export interface EventStore {
+  readonly kind: 'sqlite' | 'eventstoredb';
+  /**
+   * Appends the events to the stream in one atomic write, if the stream is at the expected version.
+   * Throws VersionConflictError otherwise, and writes nothing.
+   */
+  appendToStream(streamName: string, events: readonly NewEvent[], expectedVersion: ExpectedVersion): Promise<AppendResult>;
+  /** The stream's events in version order; an empty array when the stream does not exist. */
+  readStream(streamName: string, options?: { fromVersion?: number; maxCount?: number }): Promise<RecordedEvent[]>;
+  readAll(options?: ReadAllOptions): Promise<ReadAllPage>;
+  /** Position of the newest event in the store, 0 when empty. */
+  headPosition(): Promise<number>;
+  /**
+   * A catch-up subscription: delivers every matching event after `after` in commit order, then new events
+   * as they are appended. The caller keeps the checkpoint.
+   */
+  subscribe(options: CatchUpOptions, handler: BatchHandler): Subscription;
+  /** Creates the consumer group if it does not exist; an existing group keeps its checkpoint. */
+  ensurePersistentSubscription(group: string, settings: PersistentSubscriptionSettings): Promise<void>;
+  /** Joins a consumer group. The store keeps the group's checkpoint, retry counts and parked events. */
+  subscribePersistent(group: string, handler: PersistentHandler): Subscription;
+  listParked(group: string): Promise<ParkedEvent[]>;
+  /** Delivers the group's parked events again. */
+  replayParked(group: string): Promise<void>;
+  /** Resolves when the backend answers; rejects otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

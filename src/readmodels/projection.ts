@@ -1,0 +1,14 @@
+import type { RecordedEvent } from '../core/events.js';
+import type { CollectionSpec, DocumentKey } from './port.js';
+
+/**
+ * A read model, written once for every adapter: which events it reads, which document each event
+ * touches, and a pure fold from (document | null, event) to document | null (null deletes).
+ */
+export interface Projection<D> {
+  name: string;
+  collection: CollectionSpec;
+  eventTypes: readonly string[];
+  documentKey(event: RecordedEvent): DocumentKey | null;
+  evolve(doc: D | null, event: RecordedEvent): D | null;
+}
