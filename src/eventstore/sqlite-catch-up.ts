@@ -1,0 +1,37 @@
+import type { BatchHandler, CatchUpOptions, ReadAllOptions, ReadAllPage, Subscription } from './port.js';
+import { stopLatch, type AppendSignal } from './append-signal.js';
+
+export interface LocalSource {
+  readAll: (options: ReadAllOptions) => ReadAllPage;
+  signal: AppendSignal;
+}
+
+/** Reads pages from the caller's checkpoint on; at the end of the store it sleeps until the next append. */
+export const catchUpSubscription = (
+  source: LocalSource,
+  { after, filter, batchSize = 500 }: CatchUpOptions,
+  handler: BatchHandler,
+): Subscription => {
+  const latch = stopLatch();
+  const run = async (): Promise<void> => {
+    let position = after;
+    while (!latch.stopped() && !source.signal.isClosed) {
+      const page = source.readAll({ after: position, maxCount: batchSize, ...(filter ? { filter } : {}) });
+      if (page.events.length > 0) {
+        await handler(page.events, page.lastPosition);
+        position = page.lastPosition;
+        continue; // read again before sleeping: appends made while the handler ran must not be missed
+      }
+      position = page.lastPosition;
+      if (page.isEnd) await Promise.race([source.signal.next(), latch.whenStopped]);
+    }
+  };
+  const done = run();
+  return {
+    done,
+    stop: async () => {
+      latch.stop();
+      await done.catch(() => undefined);
+    },
+  };
+};

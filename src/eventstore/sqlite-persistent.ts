@@ -1,0 +1,195 @@
+import type Database from 'better-sqlite3';
+import type { RecordedEvent } from '../core/events.js';
+import type {
+  ConsumerOutcome,
+  EventFilter,
+  EventStore,
+  ParkedEvent,
+  PersistentHandler,
+  Subscription,
+} from './port.js';
+import { stopLatch } from './append-signal.js';
+import type { LocalSource } from './sqlite-catch-up.js';
+import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
+
+/**
+ * Consumer groups for the embedded store, kept in the store's own tables: the group's checkpoint, the
+ * retry count of the event in hand, and the parked events. Each outcome is committed before the next
+ * delivery, so a restart resumes exactly where the group stopped (the event in hand is delivered again).
+ */
+const schema = `
+  CREATE TABLE IF NOT EXISTS subscription_groups (
+    name            TEXT    PRIMARY KEY,
+    filter          TEXT    NOT NULL,
+    max_retry_count INTEGER NOT NULL,
+    checkpoint      INTEGER NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS subscription_retries (
+    group_name  TEXT    NOT NULL,
+    position    INTEGER NOT NULL,
+    retry_count INTEGER NOT NULL,
+    PRIMARY KEY (group_name, position)
+  );
+  CREATE TABLE IF NOT EXISTS subscription_parked (
+    group_name  TEXT    NOT NULL,
+    position    INTEGER NOT NULL,
+    reason      TEXT    NOT NULL,
+    retry_count INTEGER NOT NULL,
+    parked_at   TEXT    NOT NULL,
+    replay      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (group_name, position)
+  );
+`;
+
+interface GroupRow {
+  filter: string;
+  max_retry_count: number;
+  checkpoint: number;
+}
+
+type PersistentPart = Pick<
+  EventStore,
+  'ensurePersistentSubscription' | 'subscribePersistent' | 'listParked' | 'replayParked'
+>;
+
+const safely = async (handler: PersistentHandler, event: RecordedEvent, retryCount: number) => {
+  try {
+    return await handler({ event, retryCount });
+  } catch (error) {
+    return { kind: 'nack', action: 'retry', reason: (error as Error).message } satisfies ConsumerOutcome;
+  }
+};
+
+export const persistentSubscriptions = (db: Database.Database, source: LocalSource): PersistentPart => {
+  db.exec(schema);
+  const wakeups = new Map<string, () => void>();
+
+  const sql = {
+    group: db.prepare('SELECT filter, max_retry_count, checkpoint FROM subscription_groups WHERE name = ?'),
+    createGroup: db.prepare(
+      'INSERT OR IGNORE INTO subscription_groups (name, filter, max_retry_count, checkpoint) VALUES (?, ?, ?, ?)',
+    ),
+    moveCheckpoint: db.prepare(
+      'UPDATE subscription_groups SET checkpoint = max(checkpoint, ?) WHERE name = ?',
+    ),
+    retryCount: db.prepare('SELECT retry_count FROM subscription_retries WHERE group_name = ? AND position = ?'),
+    setRetryCount: db.prepare(
+      'INSERT OR REPLACE INTO subscription_retries (group_name, position, retry_count) VALUES (?, ?, ?)',
+    ),
+    clearRetries: db.prepare('DELETE FROM subscription_retries WHERE group_name = ? AND position = ?'),
+    park: db.prepare(
+      `INSERT OR REPLACE INTO subscription_parked (group_name, position, reason, retry_count, parked_at, replay)
+       VALUES (?, ?, ?, ?, ?, 0)`,
+    ),
+    unpark: db.prepare('DELETE FROM subscription_parked WHERE group_name = ? AND position = ?'),
+    nextReplay: db.prepare(
+      `SELECT e.* FROM subscription_parked p JOIN events e ON e.position = p.position
+       WHERE p.group_name = ? AND p.replay = 1 ORDER BY p.position LIMIT 1`,
+    ),
+    parked: db.prepare(
+      `SELECT e.*, p.reason, p.retry_count, p.parked_at FROM subscription_parked p
+       JOIN events e ON e.position = p.position WHERE p.group_name = ? ORDER BY p.position`,
+    ),
+    markReplay: db.prepare('UPDATE subscription_parked SET replay = 1 WHERE group_name = ?'),
+    head: db.prepare('SELECT coalesce(max(position), 0) AS head FROM events'),
+  };
+
+  /** Records an outcome; returns the retry count to deliver again with, or null when the event is settled. */
+  const settle = db.transaction(
+    (group: string, maxRetryCount: number, event: RecordedEvent, retryCount: number, outcome: ConsumerOutcome) => {
+      const park = (reason: string) =>
+        sql.park.run(group, event.position, reason, retryCount, new Date().toISOString());
+      if (outcome.kind === 'nack' && outcome.action === 'retry' && retryCount < maxRetryCount) {
+        sql.setRetryCount.run(group, event.position, retryCount + 1);
+        return retryCount + 1;
+      }
+      if (outcome.kind === 'nack') park(outcome.reason);
+      sql.clearRetries.run(group, event.position);
+      sql.moveCheckpoint.run(event.position, group);
+      return null;
+    },
+  );
+
+  const settleReplay = (group: string, event: RecordedEvent, outcome: ConsumerOutcome) => {
+    if (outcome.kind === 'ack') sql.unpark.run(group, event.position);
+    else sql.park.run(group, event.position, outcome.reason, 0, new Date().toISOString());
+  };
+
+  const consume = async (group: string, handler: PersistentHandler, stopped: () => boolean, idle: () => Promise<void>) => {
+    const row = sql.group.get(group) as GroupRow | undefined;
+    if (!row) throw new Error(`The persistent subscription group "${group}" does not exist`);
+    const filter = JSON.parse(row.filter) as EventFilter;
+    while (!stopped() && !source.signal.isClosed) {
+      const replay = sql.nextReplay.get(group) as EventRow | undefined;
+      if (replay) {
+        const event = toRecordedEvent(replay);
+        settleReplay(group, event, await safely(handler, event, 0));
+        continue;
+      }
+      const { checkpoint } = sql.group.get(group) as GroupRow;
+      const page = source.readAll({ after: checkpoint, maxCount: 100, filter });
+      for (const event of page.events) {
+        let retryCount: number | null =
+          (sql.retryCount.get(group, event.position) as { retry_count: number } | undefined)?.retry_count ?? 0;
+        while (retryCount !== null) {
+          const outcome = await safely(handler, event, retryCount);
+          retryCount = settle(group, row.max_retry_count, event, retryCount, outcome);
+        }
+        if (stopped()) return;
+      }
+      if (page.events.length === 0) {
+        sql.moveCheckpoint.run(page.lastPosition, group);
+        if (page.isEnd) await idle();
+      }
+    }
+  };
+
+  return {
+    ensurePersistentSubscription: (group, { filter = {}, startFrom, maxRetryCount }) => {
+      const start = startFrom === 'end' ? (sql.head.get() as { head: number }).head : 0;
+      sql.createGroup.run(group, JSON.stringify(filter), maxRetryCount, start);
+      return Promise.resolve();
+    },
+
+    subscribePersistent: (group, handler): Subscription => {
+      const latch = stopLatch();
+      const idle = () =>
+        new Promise<void>((resolve) => {
+          wakeups.set(group, resolve);
+          void Promise.race([source.signal.next(), latch.whenStopped]).then(() => resolve());
+        });
+      const done = consume(group, handler, latch.stopped, idle).finally(() => wakeups.delete(group));
+      return {
+        done,
+        stop: async () => {
+          latch.stop();
+          await done.catch(() => undefined);
+        },
+      };
+    },
+
+    listParked: (group) => {
+      const rows = sql.parked.all(group) as (EventRow & {
+        reason: string;
+        retry_count: number;
+        parked_at: string;
+      })[];
+      return Promise.resolve(
+        rows.map(
+          (row): ParkedEvent => ({
+            event: toRecordedEvent(row),
+            reason: row.reason,
+            retryCount: row.retry_count,
+            parkedAt: row.parked_at,
+          }),
+        ),
+      );
+    },
+
+    replayParked: (group) => {
+      sql.markReplay.run(group);
+      wakeups.get(group)?.();
+      return Promise.resolve();
+    },
+  };
+};

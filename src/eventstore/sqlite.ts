@@ -1,0 +1,191 @@
+import Database from 'better-sqlite3';
+import type { ExpectedVersion, NewEvent, RecordedEvent } from '../core/events.js';
+import { NO_STREAM } from '../core/events.js';
+import { ConflictError, VersionConflictError } from '../core/errors.js';
+import type { AppendResult, EventFilter, EventStore, ReadAllOptions, ReadAllPage } from './port.js';
+import { catchUpSubscription } from './sqlite-catch-up.js';
+import { persistentSubscriptions } from './sqlite-persistent.js';
+import { AppendSignal } from './append-signal.js';
+import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
+
+/**
+ * The embedded event store: one SQLite file in WAL mode. The `position` column is the global commit
+ * order; (stream_name, stream_version) is unique, which is what makes the expected-version check safe even
+ * against another process writing the same file.
+ */
+const schema = `
+  CREATE TABLE IF NOT EXISTS events (
+    position       INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id       TEXT    NOT NULL UNIQUE,
+    stream_name    TEXT    NOT NULL,
+    stream_version INTEGER NOT NULL,
+    event_type     TEXT    NOT NULL,
+    tenant_id      TEXT    NOT NULL,
+    data           TEXT    NOT NULL,
+    metadata       TEXT    NOT NULL,
+    UNIQUE (stream_name, stream_version)
+  );
+  CREATE INDEX IF NOT EXISTS events_by_type ON events (event_type, position);
+  CREATE INDEX IF NOT EXISTS events_by_tenant ON events (tenant_id, position);
+`;
+
+const describeExpected = (expected: ExpectedVersion): string => String(expected);
+
+const satisfies = (expected: ExpectedVersion, current: number): boolean => {
+  switch (expected) {
+    case 'any':
+      return true;
+    case 'no_stream':
+      return current === NO_STREAM;
+    case 'stream_exists':
+      return current !== NO_STREAM;
+    default:
+      return expected === current;
+  }
+};
+
+/** SQL for an event filter, with its parameters; the text is stable per filter shape, so statements cache. */
+export const filterClause = (filter: EventFilter = {}): { sql: string; params: unknown[] } => {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  if (filter.eventTypes) {
+    parts.push(`event_type IN (${filter.eventTypes.map(() => '?').join(', ') || 'NULL'})`);
+    params.push(...filter.eventTypes);
+  }
+  if (filter.streamPrefixes) {
+    parts.push(`(${filter.streamPrefixes.map(() => 'substr(stream_name, 1, ?) = ?').join(' OR ') || '0'})`);
+    for (const prefix of filter.streamPrefixes) params.push(prefix.length, prefix);
+  }
+  if (filter.tenantId !== undefined) {
+    parts.push('tenant_id = ?');
+    params.push(filter.tenantId);
+  }
+  return { sql: parts.map((part) => ` AND ${part}`).join(''), params };
+};
+
+const isUniqueViolation = (error: unknown): error is InstanceType<typeof Database.SqliteError> =>
+  error instanceof Database.SqliteError && error.code.startsWith('SQLITE_CONSTRAINT');
+
+export const openSqliteEventStore = (file: string): EventStore => {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  // FULL syncs the WAL on every commit: an acknowledged append survives a crash of the process or the machine.
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 5000');
+  db.exec(schema);
+
+  const signal = new AppendSignal();
+  const statements = new Map<string, Database.Statement>();
+  const prepare = (sql: string): Database.Statement => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+
+  const currentVersionOf = (streamName: string): number => {
+    const row = prepare('SELECT max(stream_version) AS version FROM events WHERE stream_name = ?').get(streamName) as {
+      version: number | null;
+    };
+    return row.version ?? NO_STREAM;
+  };
+
+  const insertEvent = db.prepare(
+    `INSERT INTO events (event_id, stream_name, stream_version, event_type, tenant_id, data, metadata)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  );
+
+  const append = db.transaction(
+    (streamName: string, events: readonly NewEvent[], expected: ExpectedVersion): AppendResult => {
+      const current = currentVersionOf(streamName);
+      if (!satisfies(expected, current)) {
+        throw new VersionConflictError(streamName, describeExpected(expected), current);
+      }
+      let version = current;
+      let lastPosition = 0;
+      for (const event of events) {
+        version += 1;
+        const result = insertEvent.run(
+          event.id,
+          streamName,
+          version,
+          event.type,
+          event.metadata.tenantId,
+          JSON.stringify(event.data),
+          JSON.stringify(event.metadata),
+        );
+        lastPosition = Number(result.lastInsertRowid);
+      }
+      return { nextExpectedVersion: version, lastPosition };
+    },
+  );
+
+  const headPositionNow = (): number =>
+    (prepare('SELECT coalesce(max(position), 0) AS head FROM events').get() as { head: number }).head;
+
+  // One deferred transaction, so that the page and the head it is compared with come from the same snapshot.
+  const readAllNow = db.transaction(({ after = 0, maxCount = 1000, filter }: ReadAllOptions = {}): ReadAllPage => {
+    const clause = filterClause(filter);
+    const rows = prepare(
+      `SELECT * FROM events WHERE position > ?${clause.sql} ORDER BY position LIMIT ?`,
+    ).all(after, ...clause.params, maxCount) as EventRow[];
+    const events = rows.map(toRecordedEvent);
+    if (rows.length === maxCount) {
+      return { events, lastPosition: events[events.length - 1]?.position ?? after, isEnd: false };
+    }
+    return { events, lastPosition: Math.max(after, headPositionNow()), isEnd: true };
+  });
+
+  const store: EventStore = {
+    kind: 'sqlite',
+
+    appendToStream: (streamName, events, expectedVersion) => {
+      if (events.length === 0) return Promise.reject(new Error('appendToStream needs at least one event'));
+      try {
+        const result = append.immediate(streamName, events, expectedVersion);
+        signal.notify();
+        return Promise.resolve(result);
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          // Another process won the race between our version read and our insert, or an event id repeats.
+          const current = currentVersionOf(streamName);
+          return Promise.reject(
+            error.message.includes('event_id')
+              ? new ConflictError('An event with this id is already stored')
+              : new VersionConflictError(streamName, describeExpected(expectedVersion), current),
+          );
+        }
+        return Promise.reject(error as Error);
+      }
+    },
+
+    readStream: (streamName, { fromVersion = 0, maxCount = -1 } = {}) => {
+      const rows = prepare(
+        'SELECT * FROM events WHERE stream_name = ? AND stream_version >= ? ORDER BY stream_version LIMIT ?',
+      ).all(streamName, fromVersion, maxCount) as EventRow[];
+      return Promise.resolve(rows.map(toRecordedEvent));
+    },
+
+    readAll: (options) => Promise.resolve(readAllNow(options)),
+
+    headPosition: () => Promise.resolve(headPositionNow()),
+
+    subscribe: (options, handler) => catchUpSubscription({ readAll: readAllNow, signal }, options, handler),
+
+    ...persistentSubscriptions(db, { readAll: readAllNow, signal }),
+
+    ping: () => {
+      prepare('SELECT 1').get();
+      return Promise.resolve();
+    },
+
+    close: () => {
+      signal.close();
+      db.close();
+      return Promise.resolve();
+    },
+  };
+  return store;
+};

@@ -1,0 +1,260 @@
+import { expect } from 'chai';
+import type { RecordedEvent } from '../../src/core/events.js';
+import { VersionConflictError } from '../../src/core/errors.js';
+import type { ConsumerOutcome, EventStore, PersistentEvent } from '../../src/eventstore/port.js';
+import { anEvent, eventually, uniqueTenant } from '../support/events.js';
+
+/**
+ * The behaviour every EventStore adapter promises. Each test works in its own tenant and stream names, so
+ * the suite can run against a shared server that holds other data.
+ */
+export const eventStoreContract = (open: () => Promise<{ store: EventStore; close: () => Promise<void> }>) => {
+  let store: EventStore;
+  let close: () => Promise<void>;
+  let tenant: string;
+  const stream = (kind: string, id: string) => `${kind}-${tenant}_${id}`;
+
+  beforeEach(async () => {
+    ({ store, close } = await open());
+    tenant = uniqueTenant();
+  });
+  afterEach(async () => close());
+
+  describe('appending and reading a stream', () => {
+    it('numbers events from 0 and reads them back in order with their metadata', async () => {
+      const events = [anEvent('ThingHappened', { n: 1 }, tenant), anEvent('ThingHappened', { n: 2 }, tenant)];
+      const result = await store.appendToStream(stream('thing', 'a'), events, 'no_stream');
+      expect(result.nextExpectedVersion).to.equal(1);
+
+      const read = await store.readStream(stream('thing', 'a'));
+      expect(read.map((e) => [e.streamVersion, e.data])).to.deep.equal([
+        [0, { n: 1 }],
+        [1, { n: 2 }],
+      ]);
+      expect(read[0]?.id).to.equal(events[0]?.id);
+      expect(read[0]?.metadata).to.deep.equal(events[0]?.metadata);
+      expect(read[1]?.position).to.be.greaterThan(read[0]?.position ?? Infinity);
+      expect(result.lastPosition).to.be.at.least(read[1]?.position ?? Infinity);
+    });
+
+    it('returns an empty list for a stream that does not exist', async () => {
+      expect(await store.readStream(stream('thing', 'missing'))).to.deep.equal([]);
+    });
+
+    it('reads from a version on', async () => {
+      await store.appendToStream(
+        stream('thing', 'b'),
+        [1, 2, 3].map((n) => anEvent('ThingHappened', { n }, tenant)),
+        'no_stream',
+      );
+      const read = await store.readStream(stream('thing', 'b'), { fromVersion: 1 });
+      expect(read.map((e) => e.data)).to.deep.equal([{ n: 2 }, { n: 3 }]);
+    });
+  });
+
+  describe('optimistic concurrency', () => {
+    it('appends when the stream is at the expected version', async () => {
+      await store.appendToStream(stream('thing', 'c'), [anEvent('A', {}, tenant)], 'no_stream');
+      const result = await store.appendToStream(stream('thing', 'c'), [anEvent('B', {}, tenant)], 0);
+      expect(result.nextExpectedVersion).to.equal(1);
+    });
+
+    it('refuses a stale expected version and writes nothing', async () => {
+      await store.appendToStream(stream('thing', 'd'), [anEvent('A', {}, tenant)], 'no_stream');
+      await store.appendToStream(stream('thing', 'd'), [anEvent('B', {}, tenant)], 0);
+      const error = await store
+        .appendToStream(stream('thing', 'd'), [anEvent('C', {}, tenant), anEvent('D', {}, tenant)], 0)
+        .catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(VersionConflictError);
+      expect((error as VersionConflictError).actual).to.equal(1);
+      expect((await store.readStream(stream('thing', 'd'))).map((e) => e.type)).to.deep.equal(['A', 'B']);
+    });
+
+    it('refuses no_stream for an existing stream and stream_exists for a missing one', async () => {
+      await store.appendToStream(stream('thing', 'e'), [anEvent('A', {}, tenant)], 'no_stream');
+      const missing = await store
+        .appendToStream(stream('thing', 'f'), [anEvent('B', {}, tenant)], 'stream_exists')
+        .catch((e: unknown) => e);
+      expect(missing).to.be.instanceOf(VersionConflictError);
+      const stale = await store
+        .appendToStream(stream('thing', 'e'), [anEvent('B', {}, tenant)], 'no_stream')
+        .catch((e: unknown) => e);
+      expect(stale).to.be.instanceOf(VersionConflictError);
+    });
+
+    it('lets exactly one of two racing appends with the same expected version win', async () => {
+      await store.appendToStream(stream('thing', 'g'), [anEvent('A', {}, tenant)], 'no_stream');
+      const outcomes = await Promise.allSettled([
+        store.appendToStream(stream('thing', 'g'), [anEvent('B', {}, tenant)], 0),
+        store.appendToStream(stream('thing', 'g'), [anEvent('C', {}, tenant)], 0),
+      ]);
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).to.have.length(1);
+      expect(await store.readStream(stream('thing', 'g'))).to.have.length(2);
+    });
+  });
+
+  describe('reading all events', () => {
+    const seed = async () => {
+      await store.appendToStream(stream('alpha', '1'), [anEvent('AlphaMade', { i: 1 }, tenant)], 'no_stream');
+      await store.appendToStream(stream('beta', '1'), [anEvent('BetaMade', { i: 2 }, tenant)], 'no_stream');
+      await store.appendToStream(stream('alpha', '2'), [anEvent('AlphaMade', { i: 3 }, tenant)], 'no_stream');
+    };
+
+    it('filters by stream prefix, in commit order', async () => {
+      await seed();
+      const page = await store.readAll({ filter: { streamPrefixes: [`alpha-${tenant}_`] } });
+      expect(page.events.map((e) => e.data)).to.deep.equal([{ i: 1 }, { i: 3 }]);
+      expect(page.isEnd).to.equal(true);
+    });
+
+    it('filters by event type and tenant', async () => {
+      await seed();
+      const page = await store.readAll({ filter: { eventTypes: ['BetaMade'], tenantId: tenant } });
+      expect(page.events.map((e) => e.data)).to.deep.equal([{ i: 2 }]);
+    });
+
+    it('reads one tenant history in commit order, from an exclusive position, in pages', async () => {
+      await seed();
+      const first = await store.readAll({ maxCount: 2, filter: { tenantId: tenant } });
+      expect(first.events.map((e) => e.data)).to.deep.equal([{ i: 1 }, { i: 2 }]);
+      expect(first.isEnd).to.equal(false);
+      const second = await store.readAll({ after: first.lastPosition, maxCount: 2, filter: { tenantId: tenant } });
+      expect(second.events.map((e) => e.data)).to.deep.equal([{ i: 3 }]);
+      expect(second.isEnd).to.equal(true);
+      expect(second.lastPosition).to.be.at.least(second.events[0]?.position ?? Infinity);
+    });
+
+    it('knows its head position', async () => {
+      await seed();
+      const page = await store.readAll({ filter: { tenantId: tenant } });
+      expect(await store.headPosition()).to.be.at.least(page.events[2]?.position ?? Infinity);
+    });
+  });
+
+  describe('catch-up subscriptions', () => {
+    it('delivers history after the checkpoint, then live appends, until stopped', async () => {
+      await store.appendToStream(stream('thing', 'h'), [anEvent('A', { n: 1 }, tenant)], 'no_stream');
+      await store.appendToStream(stream('thing', 'h'), [anEvent('A', { n: 2 }, tenant)], 0);
+      const [first] = await store.readStream(stream('thing', 'h'));
+      const seen: RecordedEvent[] = [];
+      const subscription = store.subscribe(
+        { after: first?.position ?? 0, filter: { tenantId: tenant } },
+        async (events) => {
+          seen.push(...events);
+          await Promise.resolve();
+        },
+      );
+      await eventually(() => seen.length === 1);
+      await store.appendToStream(stream('thing', 'h'), [anEvent('A', { n: 3 }, tenant)], 1);
+      await eventually(() => seen.length === 2);
+      expect(seen.map((e) => e.data)).to.deep.equal([{ n: 2 }, { n: 3 }]);
+
+      await subscription.stop();
+      await store.appendToStream(stream('thing', 'h'), [anEvent('A', { n: 4 }, tenant)], 2);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(seen).to.have.length(2);
+    });
+
+    it('ends with the handler error', async () => {
+      await store.appendToStream(stream('thing', 'i'), [anEvent('A', {}, tenant)], 'no_stream');
+      const subscription = store.subscribe({ after: 0, filter: { tenantId: tenant } }, () =>
+        Promise.reject(new Error('handler broke')),
+      );
+      const error = await subscription.done.then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect((error as Error).message).to.equal('handler broke');
+    });
+  });
+
+  describe('persistent subscriptions', () => {
+    const consume = (group: string, decide: (d: PersistentEvent) => ConsumerOutcome) => {
+      const deliveries: PersistentEvent[] = [];
+      const subscription = store.subscribePersistent(group, (delivery) => {
+        deliveries.push(delivery);
+        return Promise.resolve(decide(delivery));
+      });
+      return { deliveries, subscription };
+    };
+    const ack: ConsumerOutcome = { kind: 'ack' };
+    const groupName = () => `test-${tenant}`;
+
+    it('delivers each event once to the group and resumes after the last ack', async () => {
+      const group = groupName();
+      await store.ensurePersistentSubscription(group, { startFrom: 'start', maxRetryCount: 2, filter: { tenantId: tenant } });
+      await store.appendToStream(stream('thing', 'j'), [anEvent('A', { n: 1 }, tenant)], 'no_stream');
+      const first = consume(group, () => ack);
+      await eventually(() => first.deliveries.length === 1);
+      await first.subscription.stop();
+
+      await store.appendToStream(stream('thing', 'j'), [anEvent('A', { n: 2 }, tenant)], 0);
+      const second = consume(group, () => ack);
+      await eventually(() => second.deliveries.length === 1);
+      expect(second.deliveries[0]?.event.data).to.deep.equal({ n: 2 });
+      await second.subscription.stop();
+    });
+
+    it('retries a nacked event with a growing retry count and parks it after the maximum', async () => {
+      const group = groupName();
+      await store.ensurePersistentSubscription(group, { startFrom: 'start', maxRetryCount: 2, filter: { tenantId: tenant } });
+      await store.appendToStream(stream('thing', 'k'), [anEvent('Bad', {}, tenant), anEvent('Good', {}, tenant)], 'no_stream');
+      const { deliveries, subscription } = consume(group, (d) =>
+        d.event.type === 'Bad' ? { kind: 'nack', action: 'retry', reason: 'receiver down' } : ack,
+      );
+      await eventually(() => deliveries.some((d) => d.event.type === 'Good'));
+      const bad = deliveries.filter((d) => d.event.type === 'Bad');
+      expect(bad.map((d) => d.retryCount)).to.deep.equal([0, 1, 2]);
+      await eventually(async () => (await store.listParked(group)).length === 1);
+      const [parked] = await store.listParked(group);
+      expect(parked?.event.type).to.equal('Bad');
+      await subscription.stop();
+    });
+
+    it('parks at once on nack park, and delivers parked events again on replay', async () => {
+      const group = groupName();
+      await store.ensurePersistentSubscription(group, { startFrom: 'start', maxRetryCount: 5, filter: { tenantId: tenant } });
+      await store.appendToStream(stream('thing', 'l'), [anEvent('Poison', {}, tenant)], 'no_stream');
+      let accept = false;
+      const { deliveries, subscription } = consume(group, () =>
+        accept ? ack : { kind: 'nack', action: 'park', reason: 'cannot handle' },
+      );
+      await eventually(async () => (await store.listParked(group)).length === 1);
+      expect(deliveries).to.have.length(1);
+      expect((await store.listParked(group))[0]?.reason).to.equal('cannot handle');
+
+      accept = true;
+      await store.replayParked(group);
+      await eventually(() => deliveries.length === 2);
+      await eventually(async () => (await store.listParked(group)).length === 0);
+      await subscription.stop();
+    });
+
+    it('starts a group created with startFrom end after the events already stored', async () => {
+      await store.appendToStream(stream('thing', 'm'), [anEvent('Old', {}, tenant)], 'no_stream');
+      const group = groupName();
+      await store.ensurePersistentSubscription(group, { startFrom: 'end', maxRetryCount: 1, filter: { tenantId: tenant } });
+      const { deliveries, subscription } = consume(group, () => ack);
+      await store.appendToStream(stream('thing', 'm'), [anEvent('New', {}, tenant)], 0);
+      await eventually(() => deliveries.length === 1);
+      expect(deliveries[0]?.event.type).to.equal('New');
+      await subscription.stop();
+    });
+
+    it('keeps the checkpoint of an existing group when it is ensured again', async () => {
+      const group = groupName();
+      const settings = { startFrom: 'start', maxRetryCount: 1, filter: { tenantId: tenant } } as const;
+      await store.ensurePersistentSubscription(group, settings);
+      await store.appendToStream(stream('thing', 'n'), [anEvent('A', {}, tenant)], 'no_stream');
+      const first = consume(group, () => ack);
+      await eventually(() => first.deliveries.length === 1);
+      await first.subscription.stop();
+      await store.ensurePersistentSubscription(group, settings);
+      await store.appendToStream(stream('thing', 'n'), [anEvent('B', {}, tenant)], 0);
+      const second = consume(group, () => ack);
+      await eventually(() => second.deliveries.length === 1);
+      expect(second.deliveries.map((d) => d.event.type)).to.deep.equal(['B']);
+      await second.subscription.stop();
+    });
+  });
+};

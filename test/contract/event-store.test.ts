@@ -1,0 +1,28 @@
+import { join } from 'node:path';
+import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { openEventStoreDb } from '../../src/eventstore/esdb.js';
+import { describeBackend, tempDir } from '../support/adapters.js';
+import { eventStoreContract } from './event-store.contract.js';
+
+describe('EventStore contract', () => {
+  describe('on the embedded SQLite adapter', () => {
+    eventStoreContract(() => {
+      const { dir, remove } = tempDir();
+      const store = openSqliteEventStore(join(dir, 'events.db'));
+      return Promise.resolve({
+        store,
+        close: async () => {
+          await store.close();
+          remove();
+        },
+      });
+    });
+  });
+
+  describeBackend('on EventStoreDB', 'EVENTSTORE_URL', (url) => {
+    eventStoreContract(async () => {
+      const store = await openEventStoreDb(url);
+      return { store, close: () => store.close() };
+    });
+  });
+});
