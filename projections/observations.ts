@@ -1,0 +1,70 @@
+import { toEnvelope } from '../src/core/command-handler.js';
+import { observationDecider } from '../src/observations/decider.js';
+import type { Observation, ObservationEvent } from '../src/observations/observation.js';
+import { observationEventTypes } from '../src/observations/observation.js';
+import type { BoundingBox, Filter, ListQuery } from '../src/readmodels/port.js';
+import type { Projection } from '../src/readmodels/projection.js';
+
+/**
+ * The observations list. Each document is the observation resource itself, folded with the aggregate's own
+ * evolve, so the list and a single read can never disagree on what an event means.
+ */
+export const observationsProjection: Projection<Observation> = {
+  name: 'observations',
+  collection: {
+    name: 'observations',
+    fields: {
+      observedAt: { path: 'observedAt', type: 'text' },
+      updatedAt: { path: 'updatedAt', type: 'text' },
+      createdAt: { path: 'createdAt', type: 'text' },
+      locationId: { path: 'locationId', type: 'text' },
+      visitId: { path: 'visitId', type: 'text' },
+      lat: { path: 'position.lat', type: 'number' },
+      lon: { path: 'position.lon', type: 'number' },
+    },
+    indexes: [['observedAt'], ['updatedAt'], ['createdAt'], ['locationId', 'observedAt'], ['visitId', 'observedAt'], ['lat', 'lon']],
+  },
+  eventTypes: observationEventTypes,
+  documentKey: (event) => ({
+    tenantId: event.metadata.tenantId,
+    id: (event.data as ObservationEvent['data']).observationId,
+  }),
+  evolve: (doc, event) => {
+    const state = observationDecider.evolve(
+      doc ? { status: 'recorded', observation: doc } : { status: 'absent' },
+      toEnvelope<ObservationEvent>(event),
+    );
+    return state.status === 'recorded' ? state.observation : null;
+  },
+};
+
+/** The list query for the observations endpoint's already-validated parameters. */
+export const observationsQuery = (
+  tenantId: string,
+  params: {
+    observedFrom?: string;
+    observedTo?: string;
+    updatedSince?: string;
+    locationId?: string;
+    visitId?: string;
+    bbox?: BoundingBox;
+    sort?: string;
+  },
+): Omit<ListQuery, 'limit' | 'after'> => {
+  const filters: Filter[] = [];
+  if (params.observedFrom) filters.push({ op: 'gte', field: 'observedAt', value: params.observedFrom });
+  if (params.observedTo) filters.push({ op: 'lte', field: 'observedAt', value: params.observedTo });
+  if (params.updatedSince) filters.push({ op: 'gte', field: 'updatedAt', value: params.updatedSince });
+  if (params.locationId) filters.push({ op: 'eq', field: 'locationId', value: params.locationId });
+  if (params.visitId) filters.push({ op: 'eq', field: 'visitId', value: params.visitId });
+  if (params.bbox) filters.push({ op: 'bbox', latField: 'lat', lonField: 'lon', box: params.bbox });
+  const sort = params.sort ?? '-observedAt';
+  const field = sort.replace(/^-/, '');
+  return { tenantId, filters, sort: { field, direction: sort.startsWith('-') ? 'desc' : 'asc' } };
+};
+
+/** The value a keyset cursor remembers for a document: its sort field. */
+export const observationSortValue = (observation: Observation, field: string): string | null => {
+  const value = observation[field as 'observedAt' | 'updatedAt' | 'createdAt'];
+  return typeof value === 'string' ? value : null;
+};

@@ -1,0 +1,55 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import type { Clock, IdGenerator } from './core/ids.js';
+import type { EventStore } from './eventstore/port.js';
+import type { CursorCodec } from './http/cursor.js';
+import { problemMiddleware } from './http/problem.js';
+import { requestContext } from './http/request-context.js';
+import { observationsApi } from './observations/api.js';
+import type { ReadModelStore } from './readmodels/port.js';
+import type { ProjectionRunner } from './readmodels/runner.js';
+
+export interface AppDeps {
+  eventStore: EventStore;
+  readModels: ReadModelStore;
+  projections: { observations: ProjectionRunner };
+  cursors: CursorCodec;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  bodyLimit: number;
+  consistencyTimeoutMs: number;
+}
+
+const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
+
+/** The HTTP application: middleware order is request context, then problems, then routes. */
+export const createApp = (deps: AppDeps): Koa => {
+  const app = new Koa();
+  app.proxy = false;
+  // Errors are answered by problemMiddleware; Koa's own handler would only log them a second time.
+  app.silent = true;
+
+  const root = new Router();
+  root.get('/health', async (ctx) => {
+    await Promise.all([deps.eventStore.ping(), deps.readModels.ping()]);
+    ctx.body = { status: 'ok' };
+  });
+  root.param('tenantId', (id, ctx, next) => {
+    if (!tenantIdPattern.test(id)) {
+      ctx.status = 404;
+      return;
+    }
+    return next();
+  });
+  const observations = observationsApi({ ...deps, projection: deps.projections.observations });
+  root.use(observations.routes());
+  root.use(observations.allowedMethods());
+
+  app.use(requestContext(deps.logger));
+  app.use(problemMiddleware(deps.logger));
+  app.use(root.routes());
+  app.use(root.allowedMethods());
+  return app;
+};

@@ -1,0 +1,80 @@
+import type { EventStore } from '../eventstore/port.js';
+import type { Decider, DomainEvent, Envelope } from './decider.js';
+import { fold } from './decider.js';
+import { PreconditionFailedError, VersionConflictError } from './errors.js';
+import type { EventMetadata, NewEvent, RecordedEvent } from './events.js';
+import { NO_STREAM } from './events.js';
+
+/** Who and what caused a command: becomes the metadata of every event it produces. */
+export interface CommandContext {
+  tenantId: string;
+  actor: string;
+  correlationId: string;
+  causationId: string | null;
+  now: Date;
+  newEventId: () => string;
+}
+
+export interface CommandResult<State, Event extends DomainEvent> {
+  state: State;
+  /** The stream version after the command: the resource's ETag. */
+  version: number;
+  /** Global position of the last event written, or null when the command changed nothing. */
+  position: number | null;
+  events: Event[];
+}
+
+export const schemaVersionOf = (_type: string): number => 1;
+
+/** Trusts the store: the events in an aggregate's stream were written by this aggregate's decider. */
+export const toEnvelope = <Event extends DomainEvent>(event: RecordedEvent): Envelope<Event> =>
+  ({ type: event.type, data: event.data, metadata: event.metadata, streamVersion: event.streamVersion }) as Envelope<Event>;
+
+/**
+ * Reads the stream, folds it, decides, and appends with the version it read. When the client sent
+ * If-Match, a stale version is a 412 before and after deciding; otherwise a race lost is a 409.
+ */
+export const handleCommand = async <State, Command, Event extends DomainEvent>(
+  eventStore: EventStore,
+  decider: Decider<State, Command, Event>,
+  streamName: string,
+  command: Command,
+  context: CommandContext,
+  ifMatch?: number,
+): Promise<CommandResult<State, Event>> => {
+  const recorded = await eventStore.readStream(streamName);
+  const version = recorded.at(-1)?.streamVersion ?? NO_STREAM;
+  if (ifMatch !== undefined && ifMatch !== version) {
+    throw new PreconditionFailedError(`If-Match names version ${ifMatch}, but the resource is at version ${version}`);
+  }
+  const state = fold(decider, recorded.map(toEnvelope<Event>));
+  const events = decider.decide(command, state);
+  if (events.length === 0) return { state, version, position: null, events };
+
+  const metadata = (type: string): EventMetadata => ({
+    tenantId: context.tenantId,
+    actor: context.actor,
+    correlationId: context.correlationId,
+    causationId: context.causationId,
+    occurredAt: context.now.toISOString(),
+    schemaVersion: schemaVersionOf(type),
+  });
+  const toAppend: NewEvent[] = events.map((event) => ({
+    id: context.newEventId(),
+    type: event.type,
+    data: event.data,
+    metadata: metadata(event.type),
+  }));
+  try {
+    const result = await eventStore.appendToStream(streamName, toAppend, version);
+    const written = toAppend.map(
+      (event, index) => ({ ...event, streamVersion: version + 1 + index }) as unknown as Envelope<Event>,
+    );
+    return { state: fold(decider, written, state), version: result.nextExpectedVersion, position: result.lastPosition, events };
+  } catch (error) {
+    if (error instanceof VersionConflictError && ifMatch !== undefined) {
+      throw new PreconditionFailedError(`The resource changed while the request was handled (version ${error.actual})`);
+    }
+    throw error;
+  }
+};

@@ -1,0 +1,28 @@
+import type { EventMetadata } from './events.js';
+
+/** A domain event as deciders produce it: a past-tense fact with its data, before it gets an envelope. */
+export interface DomainEvent<Type extends string = string, Data = unknown> {
+  type: Type;
+  data: Data;
+}
+
+/** What evolve sees: the domain event plus the facts its envelope adds. */
+export type Envelope<E extends DomainEvent> = E & { metadata: EventMetadata; streamVersion: number };
+
+/**
+ * An aggregate's pure logic. decide never does I/O: time, ids and the actor arrive in the command or in
+ * the event metadata.
+ */
+export interface Decider<State, Command, Event extends DomainEvent> {
+  aggregate: string;
+  initialState: () => State;
+  decide: (command: Command, state: State) => Event[];
+  evolve: (state: State, event: Envelope<Event>) => State;
+}
+
+/** Folds a stream's events into state: the one fold used by command handling, projections and replay. */
+export const fold = <State, Event extends DomainEvent>(
+  decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve'>,
+  events: readonly Envelope<Event>[],
+  from: State = decider.initialState(),
+): State => events.reduce(decider.evolve, from);

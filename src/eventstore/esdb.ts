@@ -1,0 +1,335 @@
+import {
+  ANY,
+  BACKWARDS,
+  END,
+  EventStoreDBClient,
+  FORWARDS,
+  NO_STREAM,
+  PARK,
+  PersistentSubscriptionExistsError,
+  RETRY,
+  START,
+  STREAM_EXISTS,
+  StreamNotFoundError,
+  WrongExpectedVersionError,
+  eventTypeFilter,
+  excludeSystemEvents,
+  jsonEvent,
+  persistentSubscriptionToAllSettingsFromDefaults,
+  streamNameFilter,
+  type AllStreamResolvedEvent,
+  type AppendExpectedRevision,
+  type Filter,
+  type JSONType,
+  type ReadPosition,
+  type ReadStreamOptions,
+  type ReadableSubscription,
+  type RecordedEvent as EsdbEvent,
+  type ResolvedEvent,
+} from '@eventstore/db-client';
+import { NO_STREAM as NO_STREAM_VERSION } from '../core/events.js';
+import type { EventMetadata, ExpectedVersion, RecordedEvent } from '../core/events.js';
+import { VersionConflictError } from '../core/errors.js';
+import type { ConsumerOutcome, EventFilter, EventStore, ParkedEvent, Subscription } from './port.js';
+
+/**
+ * The EventStoreDB adapter (client v6, gRPC).
+ *
+ * Positions: our `position` is the *prepare* position of the event in `$all`. Since the server writes
+ * every appended event as its own record (no explicit transactions over gRPC), commit and prepare are equal
+ * and distinct per event, so the number is a strictly increasing global order. Reads of `$all` from a
+ * position are inclusive, so every read from `after` also drops the event at `after` itself.
+ */
+
+const escapeRegex = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Server events (`$>` links, subscription checkpoints, stream metadata) are never ours to deliver. */
+const isSystem = (event: RecordedEvent): boolean =>
+  event.type.startsWith('$') || event.streamName.startsWith('$');
+
+/** The whole port filter, applied client-side: the server can narrow by one criterion only. */
+export const matches = (filter: EventFilter, event: RecordedEvent): boolean =>
+  !isSystem(event) &&
+  (filter.eventTypes === undefined || filter.eventTypes.includes(event.type)) &&
+  (filter.streamPrefixes === undefined ||
+    filter.streamPrefixes.some((prefix) => event.streamName.startsWith(prefix))) &&
+  // The metadata names the tenant exactly; the stream-name regex below cannot tell `t_a` from `t_a_b`.
+  (filter.tenantId === undefined ||
+    (event.metadata as EventMetadata | undefined)?.tenantId === filter.tenantId);
+
+/** One server-side filter, a superset of `matches`, so that most non-matching events never cross the wire. */
+const serverFilter = (filter: EventFilter = {}): Filter => {
+  if (filter.eventTypes?.length) {
+    return eventTypeFilter({ regex: `^(?:${filter.eventTypes.map(escapeRegex).join('|')})$` });
+  }
+  if (filter.streamPrefixes?.length) return streamNameFilter({ prefixes: [...filter.streamPrefixes] });
+  // Stream names are `<category>-<tenantId>_<id>`.
+  if (filter.tenantId !== undefined)
+    return streamNameFilter({ regex: `^[^-]+-${escapeRegex(filter.tenantId)}_` });
+  return excludeSystemEvents();
+};
+
+const toRecorded = (event: EsdbEvent): RecordedEvent => ({
+  id: event.id,
+  type: event.type,
+  data: event.data,
+  metadata: event.metadata as unknown as EventMetadata,
+  streamName: event.streamId,
+  streamVersion: Number(event.revision),
+  // Events read from `$all` always carry their position. Events read from a single stream carry it only on
+  // servers from 22.6 on; on older servers they get 0, so never use readStream positions as checkpoints there.
+  position: Number(event.position?.prepare ?? 0n),
+});
+
+const fromAfter = (after: number): ReadPosition =>
+  after > 0 ? { commit: BigInt(after), prepare: BigInt(after) } : START;
+
+const toExpectedRevision = (expected: ExpectedVersion): AppendExpectedRevision => {
+  switch (expected) {
+    case 'any':
+      return ANY;
+    case 'no_stream':
+      return NO_STREAM;
+    case 'stream_exists':
+      return STREAM_EXISTS;
+    default:
+      return expected === NO_STREAM_VERSION ? NO_STREAM : BigInt(expected);
+  }
+};
+
+/** What the server writes as metadata of the `$>` link in a parked stream (key case varies by version). */
+const parkedLinkInfo = (metadata: unknown, fallbackTime: Date): { reason: string; parkedAt: string } => {
+  const meta = (typeof metadata === 'object' && metadata !== null ? metadata : {}) as Record<string, unknown>;
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  const reason = text(meta.reason) ?? text(meta.Reason) ?? '';
+  const added = new Date(text(meta.added) ?? text(meta.Added) ?? fallbackTime.toISOString());
+  return {
+    // A nack(park) is stored as "Client explicitly NAK'ed message.\n<our reason>".
+    reason: reason.replace(/^Client explicitly NAK'ed message\.\n?/, ''),
+    parkedAt: (Number.isNaN(added.getTime()) ? fallbackTime : added).toISOString(),
+  };
+};
+
+/**
+ * Drives a client subscription as an async iterator, one `deliver` at a time. stop() lets the delivery in
+ * hand finish (and ack), then cancels the gRPC call.
+ */
+const consume = <E>(source: ReadableSubscription<E>, deliver: (item: E) => Promise<void>): Subscription => {
+  let stopped = false;
+  let busy = false;
+  // While iterating, the iterator sees stream errors itself; this only keeps a late one from crashing the process.
+  source.on('error', () => undefined);
+  const close = async () => {
+    source.destroy();
+    await source.unsubscribe();
+  };
+  const run = async (): Promise<void> => {
+    try {
+      for await (const item of source) {
+        if (stopped) return;
+        busy = true;
+        await deliver(item);
+        busy = false;
+        if (stopped) return;
+      }
+      if (!stopped) throw new Error('EventStoreDB ended the subscription');
+    } catch (error) {
+      // Closing the stream under the iterator on stop() is not a failure; a delivery failing is.
+      if (!stopped || busy) throw error;
+    } finally {
+      await close();
+    }
+  };
+  const done = run();
+  return {
+    done,
+    stop: async () => {
+      stopped = true;
+      if (!busy) await close();
+      await done.catch(() => undefined);
+    },
+  };
+};
+
+/** Connects lazily: the first command opens the channel, so this resolves even while the server is down. */
+export const openEventStoreDb = (connectionString: string): Promise<EventStore> => {
+  const client = EventStoreDBClient.connectionString(connectionString);
+  // The server remembers a group's filter, but cannot apply all of it; we re-apply it to what it delivers.
+  const groupFilters = new Map<string, EventFilter>();
+
+  const readResolved = async (streamName: string, options: ReadStreamOptions): Promise<ResolvedEvent[]> => {
+    const resolved: ResolvedEvent[] = [];
+    try {
+      for await (const item of client.readStream(streamName, options)) resolved.push(item);
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return [];
+      throw error;
+    }
+    return resolved;
+  };
+
+  const store: EventStore = {
+    kind: 'eventstoredb',
+
+    appendToStream: async (streamName, events, expectedVersion) => {
+      if (events.length === 0) throw new Error('appendToStream needs at least one event');
+      try {
+        const result = await client.appendToStream(
+          streamName,
+          events.map(({ id, type, data, metadata }) =>
+            jsonEvent({ id, type, data: data as JSONType, metadata: metadata as unknown as JSONType }),
+          ),
+          { expectedRevision: toExpectedRevision(expectedVersion) },
+        );
+        // One append is one write: its reported position is that of its last event.
+        return {
+          nextExpectedVersion: Number(result.nextExpectedRevision),
+          lastPosition: Number(result.position?.prepare ?? 0n),
+        };
+      } catch (error) {
+        if (error instanceof WrongExpectedVersionError) {
+          const actual = error.actualVersion === NO_STREAM ? NO_STREAM_VERSION : Number(error.actualVersion);
+          throw new VersionConflictError(streamName, String(expectedVersion), actual);
+        }
+        throw error;
+      }
+    },
+
+    readStream: async (streamName, { fromVersion = 0, maxCount } = {}) => {
+      const resolved = await readResolved(streamName, {
+        direction: FORWARDS,
+        fromRevision: BigInt(fromVersion),
+        maxCount,
+      });
+      return resolved.flatMap(({ event }) => (event ? [toRecorded(event)] : []));
+    },
+
+    readAll: async ({ after = 0, maxCount = 1000, filter = {} } = {}) => {
+      // The v6 client's readAll takes no server-side filter, so we scan `$all` until the page is full or
+      // the end is reached. lastPosition covers the skipped events too, so the next page does not rescan them.
+      const read = client.readAll({ direction: FORWARDS, fromPosition: fromAfter(after) });
+      const events: RecordedEvent[] = [];
+      let lastPosition = after;
+      try {
+        for await (const { event } of read) {
+          if (!event) continue;
+          const recorded = toRecorded(event);
+          if (after > 0 && recorded.position <= after) continue;
+          lastPosition = recorded.position;
+          if (!matches(filter, recorded)) continue;
+          events.push(recorded);
+          if (events.length >= maxCount) return { events, lastPosition, isEnd: false };
+        }
+      } finally {
+        await read.cancel();
+      }
+      return { events, lastPosition, isEnd: true };
+    },
+
+    headPosition: async () => {
+      // The newest event of ours: the tail of `$all` is often a server event (e.g. a subscription checkpoint).
+      const read = client.readAll({ direction: BACKWARDS, fromPosition: END });
+      try {
+        for await (const { event } of read) {
+          const recorded = event && toRecorded(event);
+          if (recorded && !isSystem(recorded)) return recorded.position;
+        }
+      } finally {
+        await read.cancel();
+      }
+      return 0;
+    },
+
+    subscribe: ({ after, filter = {}, batchSize = 500 }, handler) => {
+      // The stream buffers up to batchSize events while the handler runs; they form the next batch.
+      const source = client.subscribeToAll(
+        { fromPosition: fromAfter(after), filter: serverFilter(filter) },
+        { highWaterMark: batchSize },
+      );
+      return consume(source, async (first) => {
+        const batch: AllStreamResolvedEvent[] = [first];
+        while (batch.length < batchSize) {
+          const next = source.read() as AllStreamResolvedEvent | null;
+          if (next === null) break;
+          batch.push(next);
+        }
+        const seen = batch
+          .flatMap(({ event }) => (event ? [toRecorded(event)] : []))
+          .filter((event) => after === 0 || event.position > after);
+        const events = seen.filter((event) => matches(filter, event));
+        const last = seen.at(-1);
+        if (last && events.length > 0) await handler(events, last.position);
+      });
+    },
+
+    ensurePersistentSubscription: async (group, { filter = {}, startFrom, maxRetryCount }) => {
+      groupFilters.set(group, filter);
+      try {
+        await client.createPersistentSubscriptionToAll(
+          group,
+          persistentSubscriptionToAllSettingsFromDefaults({
+            startFrom: startFrom === 'start' ? START : END,
+            maxRetryCount,
+            resolveLinkTos: false,
+          }),
+          { filter: serverFilter(filter) },
+        );
+      } catch (error) {
+        // An existing group keeps its settings and checkpoint.
+        if (!(error instanceof PersistentSubscriptionExistsError)) throw error;
+      }
+    },
+
+    subscribePersistent: (group, handler) => {
+      // A group ensured by another process: only the server-side part of its filter applies here.
+      const filter = groupFilters.get(group) ?? {};
+      const source = client.subscribeToPersistentSubscriptionToAll(group);
+      return consume(source, async (resolved) => {
+        const event = resolved.event && toRecorded(resolved.event);
+        if (!event || !matches(filter, event)) return source.ack(resolved);
+        // As on the SQLite adapter, a throwing handler is a nack(retry), not the end of the consumer.
+        const outcome = await handler({ event, retryCount: resolved.retryCount ?? 0 }).catch(
+          (error: unknown): ConsumerOutcome => ({ kind: 'nack', action: 'retry', reason: String(error) }),
+        );
+        if (outcome.kind === 'ack') return source.ack(resolved);
+        return source.nack(outcome.action === 'park' ? PARK : RETRY, outcome.reason, resolved);
+      });
+    },
+
+    listParked: async (group) => {
+      // Parked events are `$>` links in this system stream; replaying truncates it. The server keeps no retry
+      // count for a parked event, so retryCount is 0; reason and time come from the link's metadata.
+      const resolved = await readResolved(`$persistentsubscription-$all::${group}-parked`, {
+        resolveLinkTos: true,
+      });
+      return resolved.flatMap(({ event, link }): ParkedEvent[] =>
+        event
+          ? [
+              {
+                event: toRecorded(event),
+                retryCount: 0,
+                ...parkedLinkInfo(link?.metadata, link?.created ?? event.created),
+              },
+            ]
+          : [],
+      );
+    },
+
+    replayParked: (group) => client.replayParkedMessagesToAll(group),
+
+    ping: async () => {
+      // A bounded deadline: reads have none by default and would wait for a server that is down.
+      for await (const _ of client.readAll({
+        direction: BACKWARDS,
+        fromPosition: END,
+        maxCount: 1,
+        deadline: 5000,
+      })) {
+        // draining the one event is the whole check
+      }
+    },
+
+    close: () => client.dispose(),
+  };
+  return Promise.resolve(store);
+};

@@ -1,0 +1,131 @@
+import { isLeft } from 'fp-ts/lib/Either.js';
+import * as t from 'io-ts';
+import type { FieldError } from '../core/errors.js';
+import { ValidationError } from '../core/errors.js';
+
+/**
+ * io-ts at the edge. Codecs are named after what they expect ("a latitude between -90 and 90"), and the
+ * reporter turns io-ts errors into field paths with those names. Past decode, code sees only valid values.
+ */
+
+const pathOf = (context: t.Context): string =>
+  context
+    .slice(1)
+    .filter((entry, index, all) => {
+      // Union branches and refinements repeat the parent key with a numeric or empty key: drop them.
+      const parent = all[index - 1]?.type;
+      return !(parent instanceof t.UnionType || parent instanceof t.IntersectionType) && entry.key !== '';
+    })
+    .map((entry) => entry.key)
+    .join('.');
+
+/** The most specific errors: a path's error is dropped when a deeper path under it also failed. */
+export const fieldErrors = (errors: t.Errors): FieldError[] => {
+  const found = new Map<string, string>();
+  for (const error of errors) {
+    const path = pathOf(error.context);
+    const last = error.context[error.context.length - 1];
+    const message = error.message ?? (last?.actual === undefined ? 'is required' : `must be ${last.type.name}`);
+    if (!found.has(path)) found.set(path, message);
+  }
+  const paths = [...found.keys()];
+  return paths
+    .filter((path) => !paths.some((other) => other !== path && (path === '' || other.startsWith(`${path}.`))))
+    .map((path) => ({ path, message: found.get(path)! }));
+};
+
+export const decodeOrThrow = <A, O>(codec: t.Type<A, O, unknown>, value: unknown): A => {
+  const result = codec.decode(value);
+  if (isLeft(result)) throw new ValidationError(fieldErrors(result.left));
+  return result.right;
+};
+
+/**
+ * An object codec that refuses fields it does not know, naming them, rather than dropping them silently.
+ * Unknown fields and invalid known fields are reported together, so one round trip shows every problem.
+ */
+export const strictObject = <R extends t.Props, O extends t.Props = Record<never, never>>(
+  name: string,
+  required: R,
+  optional: O = {} as O,
+) => {
+  const requiredCodec = t.type(required);
+  const optionalCodec = t.partial(optional);
+  type Out = t.TypeOf<typeof requiredCodec> & t.TypeOf<typeof optionalCodec>;
+  const known = new Set([...Object.keys(required), ...Object.keys(optional)]);
+  return new t.Type<Out, Out, unknown>(
+    name,
+    (u): u is Out => requiredCodec.is(u) && optionalCodec.is(u),
+    (u, context) => {
+      if (typeof u !== 'object' || u === null || Array.isArray(u)) return t.failure(u, context, 'must be a JSON object');
+      const input = u as Record<string, unknown>;
+      const errors: t.ValidationError[] = Object.keys(input)
+        .filter((key) => !known.has(key))
+        .map((key) => ({
+          value: input[key],
+          context: [...context, { key, type: t.unknown, actual: input[key] }],
+          message: 'is not a known field',
+        }));
+      const requiredResult = requiredCodec.validate(input, context);
+      const optionalResult = optionalCodec.validate(input, context);
+      if (isLeft(requiredResult)) errors.push(...requiredResult.left);
+      if (isLeft(optionalResult)) errors.push(...optionalResult.left);
+      if (errors.length > 0 || isLeft(requiredResult) || isLeft(optionalResult)) return t.failures(errors);
+      // Each codec copies the whole input; take every field from the codec that decoded it.
+      const decoded: Record<string, unknown> = {};
+      for (const key of Object.keys(required)) decoded[key] = (requiredResult.right as Record<string, unknown>)[key];
+      for (const key of Object.keys(optional)) {
+        if (key in input) decoded[key] = (optionalResult.right as Record<string, unknown>)[key];
+      }
+      return t.success(decoded as Out);
+    },
+    t.identity,
+  );
+};
+
+/** A refinement with a message of its own. */
+export const refined = <A>(base: t.Type<A, A, unknown>, predicate: (a: A) => boolean, expectation: string) =>
+  new t.Type<A, A, unknown>(
+    expectation,
+    (u): u is A => base.is(u) && predicate(u),
+    (u, context) => {
+      const result = base.validate(u, context);
+      if (isLeft(result)) return t.failure(u, context, `must be ${expectation}`);
+      return predicate(result.right) ? result : t.failure(u, context, `must be ${expectation}`);
+    },
+    t.identity,
+  );
+
+export const boundedString = (min: number, max: number) =>
+  refined(t.string, (s) => s.length >= min && s.length <= max, `a string of ${min} to ${max} characters`);
+
+export const numberBetween = (min: number, max: number, what = 'a number') =>
+  refined(t.number, (n) => Number.isFinite(n) && n >= min && n <= max, `${what} between ${min} and ${max}`);
+
+const isoDateTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** An ISO 8601 date-time with an offset, normalized to UTC (`toISOString`), so that strings sort by time. */
+export const DateTimeString = new t.Type<string, string, unknown>(
+  'an ISO 8601 date-time with a time zone',
+  (u): u is string => typeof u === 'string' && isoDateTime.test(u),
+  (u, context) => {
+    if (typeof u !== 'string' || !isoDateTime.test(u)) {
+      return t.failure(u, context, 'must be an ISO 8601 date-time with a time zone, e.g. 2026-05-01T09:30:00Z');
+    }
+    const time = Date.parse(u);
+    return Number.isNaN(time) ? t.failure(u, context, 'is not a real date') : t.success(new Date(time).toISOString());
+  },
+  t.identity,
+);
+
+export const ResourceId = refined(t.string, (s) => /^[A-Za-z0-9_-]{1,64}$/.test(s), 'an id of 1 to 64 letters, digits, _ or -');
+
+export const PlainObject = new t.Type<Record<string, unknown>, Record<string, unknown>, unknown>(
+  'a JSON object',
+  (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u),
+  (u, context) =>
+    typeof u === 'object' && u !== null && !Array.isArray(u)
+      ? t.success(u as Record<string, unknown>)
+      : t.failure(u, context, 'must be a JSON object'),
+  t.identity,
+);

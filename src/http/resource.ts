@@ -1,0 +1,35 @@
+import type { Context } from 'koa';
+
+/** The ETag of an event-sourced resource is its stream version. */
+export const etagOf = (version: number): string => `"${version}"`;
+
+/**
+ * If-Match as a stream version. `*` asks only that the resource exists, which the command checks anyway.
+ * A value that is not one of our ETags can never match: -2 makes the precondition fail with 412.
+ */
+export const parseIfMatch = (header: string): number | undefined => {
+  const value = header.trim();
+  if (value === '' || value === '*') return undefined;
+  const match = /^(?:W\/)?"(\d{1,15})"$/.exec(value);
+  return match ? Number(match[1]) : -2;
+};
+
+/**
+ * Writes a resource with its ETag. After a write, X-Position carries the global position of the last
+ * event written: a list called with minPosition=<that> waits until its read model includes the write.
+ */
+export const sendResource = (
+  ctx: Context,
+  status: number,
+  body: object,
+  { version, position }: { version: number; position: number | null },
+): void => {
+  ctx.set('ETag', etagOf(version));
+  if (position !== null) ctx.set('X-Position', String(position));
+  if (status === 200 && ctx.method === 'GET' && ctx.get('If-None-Match') === etagOf(version)) {
+    ctx.status = 304;
+    return;
+  }
+  ctx.status = status;
+  ctx.body = body;
+};

@@ -1,0 +1,89 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { Decider, Envelope } from '../core/decider.js';
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
+import { mergePatch } from '../core/merge-patch.js';
+import type {
+  Attributes,
+  Observation,
+  ObservationCommand,
+  ObservationEvent,
+  ObservationFields,
+  ObservationPatch,
+  ObservationState,
+} from './observation.js';
+import { maxAttributesBytes } from './observation.js';
+
+const assertAttributesFit = (attributes: Attributes): void => {
+  const size = Buffer.byteLength(JSON.stringify(attributes));
+  if (size > maxAttributesBytes) {
+    throw new ValidationError([
+      { path: 'attributes', message: `must serialize to at most ${maxAttributesBytes} bytes (is ${size})` },
+    ]);
+  }
+};
+
+/** The fields the patch really changes, with attributes merged into their new whole value. */
+const changesOf = (current: Observation, patch: ObservationPatch): Partial<ObservationFields> => {
+  const next: Partial<ObservationFields> = { ...patch };
+  if (patch.attributes !== undefined) next.attributes = mergePatch(current.attributes, patch.attributes) as Attributes;
+  return Object.fromEntries(
+    Object.entries(next).filter(([field, value]) => !isDeepStrictEqual(current[field as keyof Observation], value)),
+  );
+};
+
+const decide = (command: ObservationCommand, state: ObservationState): ObservationEvent[] => {
+  switch (command.type) {
+    case 'RecordObservation':
+      if (state.status !== 'absent') throw new ConflictError(`Observation ${command.observationId} already exists`);
+      assertAttributesFit(command.fields.attributes);
+      return [{ type: 'ObservationRecorded', data: { observationId: command.observationId, ...command.fields } }];
+    case 'UpdateObservation': {
+      if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
+      const changes = changesOf(state.observation, command.patch);
+      if (Object.keys(changes).length === 0) return [];
+      if (changes.attributes) assertAttributesFit(changes.attributes);
+      return [{ type: 'ObservationUpdated', data: { observationId: state.observation.id, changes } }];
+    }
+    default: {
+      const unknown: never = command;
+      throw new Error(`Unknown command ${JSON.stringify(unknown)}`);
+    }
+  }
+};
+
+const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): ObservationState => {
+  const at = event.metadata.occurredAt;
+  switch (event.type) {
+    case 'ObservationRecorded': {
+      const { observationId, ...fields } = event.data;
+      return {
+        status: 'recorded',
+        observation: {
+          id: observationId,
+          tenantId: event.metadata.tenantId,
+          ...fields,
+          createdAt: at,
+          updatedAt: at,
+          version: event.streamVersion,
+        },
+      };
+    }
+    case 'ObservationUpdated':
+      if (state.status === 'absent') return state;
+      return {
+        status: 'recorded',
+        observation: { ...state.observation, ...event.data.changes, updatedAt: at, version: event.streamVersion },
+      };
+    default: {
+      const unknown: never = event;
+      throw new Error(`Unknown event ${JSON.stringify(unknown)}`);
+    }
+  }
+};
+
+export const observationDecider: Decider<ObservationState, ObservationCommand, ObservationEvent> = {
+  aggregate: 'observation',
+  initialState: () => ({ status: 'absent' }),
+  decide,
+  evolve,
+};

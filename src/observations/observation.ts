@@ -1,0 +1,54 @@
+import type { DomainEvent } from '../core/decider.js';
+
+export interface GeoPosition {
+  lat: number;
+  lon: number;
+  accuracyM?: number;
+}
+
+export type Attributes = Record<string, unknown>;
+
+/** The resource as clients see it, and the document the observations read model stores. */
+export interface Observation {
+  id: string;
+  tenantId: string;
+  observedAt: string;
+  position: GeoPosition | null;
+  locationId: string | null;
+  visitId: string | null;
+  notes: string | null;
+  attributes: Attributes;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+}
+
+/** The fields a client sets. Optional ones are null when absent. */
+export type ObservationFields = Pick<
+  Observation,
+  'observedAt' | 'position' | 'locationId' | 'visitId' | 'notes' | 'attributes'
+>;
+
+export type ObservationRecorded = DomainEvent<'ObservationRecorded', { observationId: string } & ObservationFields>;
+
+/** `changes` holds the new value of every field that changed; attributes are stored whole, after merging. */
+export type ObservationUpdated = DomainEvent<
+  'ObservationUpdated',
+  { observationId: string; changes: Partial<ObservationFields> }
+>;
+
+export type ObservationEvent = ObservationRecorded | ObservationUpdated;
+
+export const observationEventTypes: readonly ObservationEvent['type'][] = ['ObservationRecorded', 'ObservationUpdated'];
+
+export type ObservationState = { status: 'absent' } | { status: 'recorded'; observation: Observation };
+
+/** A merge patch (RFC 7396): present fields replace, null clears, attributes merge key by key. */
+export type ObservationPatch = Partial<Omit<ObservationFields, 'observedAt'>> & { observedAt?: string };
+
+export type ObservationCommand =
+  | { type: 'RecordObservation'; tenantId: string; observationId: string; fields: ObservationFields }
+  | { type: 'UpdateObservation'; patch: ObservationPatch };
+
+/** Attributes are free-form but bounded, so one observation cannot bloat every list page. */
+export const maxAttributesBytes = 16 * 1024;

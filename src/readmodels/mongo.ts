@@ -1,0 +1,286 @@
+import {
+  MongoBulkWriteError,
+  MongoClient,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+  type Collection,
+  type Filter,
+  type IndexDescription,
+  type ReplaceOneModel,
+} from 'mongodb';
+import { UnavailableError } from '../core/errors.js';
+import type {
+  CollectionSpec,
+  DocumentChange,
+  DocumentKey,
+  Filter as ReadModelFilter,
+  ListQuery,
+  ReadModelStore,
+  SortDirection,
+  StoredDocument,
+} from './port.js';
+
+/**
+ * Read models in MongoDB, one collection `rm_<name>` per read model. Without transactions (they need a
+ * replica set) every write is guarded by the document's position instead, so redelivered events are no-ops
+ * and two instances running the same projection cannot move a document or a checkpoint backwards.
+ */
+
+/** The projection's document untouched under `doc`; queries address its fields as `doc.<path>`. */
+export interface StoredRow {
+  _id: string;
+  tenantId: string;
+  id: string;
+  position: number;
+  doc: unknown;
+  /** A tombstone: deleted at `position`, kept so that an older redelivered event cannot recreate it. */
+  deleted?: true;
+}
+
+interface CheckpointRow {
+  _id: string;
+  position: number;
+}
+
+const DUPLICATE_KEY = 11000;
+
+export const collectionName = (name: string): string => `rm_${name}`;
+
+export const storedId = (key: DocumentKey): string => `${key.tenantId}:${key.id}`;
+
+/** The database named by the URL's path, else `observations` (the driver alone would pick `test`). */
+export const databaseName = (url: string): string => {
+  // Not `new URL()`: a connection string may list several hosts, which WHATWG URLs reject.
+  const path = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]*)/.exec(url)?.[1];
+  return path ? decodeURIComponent(path) : 'observations';
+};
+
+const fieldPath = (spec: CollectionSpec, field: string): string => {
+  const fieldSpec = spec.fields[field];
+  if (!fieldSpec) throw new Error(`The read model ${spec.name} has no field ${field}`);
+  return `doc.${fieldSpec.path}`;
+};
+
+/** Every index starts with the tenant (all queries have it) and ends with the id (the keyset tie-breaker). */
+export const toIndexes = (spec: CollectionSpec): IndexDescription[] => [
+  { key: { tenantId: 1, id: 1 }, name: `${spec.name}_tenantId_id`, unique: true },
+  ...spec.indexes
+    .filter((fields) => fields.length > 0)
+    .map((fields) => ({
+      key: { tenantId: 1, ...Object.fromEntries(fields.map((field) => [fieldPath(spec, field), 1])), id: 1 },
+      name: `${spec.name}_${fields.join('_')}`,
+    })),
+];
+
+const escapeRegex = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export const toMongoCondition = (spec: CollectionSpec, filter: ReadModelFilter): Filter<StoredRow> => {
+  switch (filter.op) {
+    case 'eq':
+      return { [fieldPath(spec, filter.field)]: filter.value };
+    case 'in':
+      return { [fieldPath(spec, filter.field)]: { $in: [...filter.values] } };
+    case 'gt':
+    case 'gte':
+    case 'lt':
+    case 'lte':
+      return { [fieldPath(spec, filter.field)]: { [`$${filter.op}`]: filter.value } };
+    case 'prefix':
+      // Anchored and case-sensitive, so the index on the field bounds the scan.
+      return { [fieldPath(spec, filter.field)]: { $regex: `^${escapeRegex(filter.value)}` } };
+    case 'bbox': {
+      const { box } = filter;
+      const lat = fieldPath(spec, filter.latField);
+      const lon = fieldPath(spec, filter.lonField);
+      const latitude = { [lat]: { $gte: box.minLat, $lte: box.maxLat } };
+      if (box.minLon <= box.maxLon) return { ...latitude, [lon]: { $gte: box.minLon, $lte: box.maxLon } };
+      // Across the antimeridian the box is two: east of minLon or west of maxLon.
+      return { ...latitude, $or: [{ [lon]: { $gte: box.minLon } }, { [lon]: { $lte: box.maxLon } }] };
+    }
+  }
+};
+
+/**
+ * Documents strictly after the (sort value, id) pair in the sort order. MongoDB sorts null and missing
+ * values before every other value, and `$lt`/`$gt` never match null, so nulls need their own terms: they
+ * are the first page going up and the last pages going down.
+ */
+export const toAfterCondition = (
+  path: string,
+  direction: SortDirection,
+  after: NonNullable<ListQuery['after']>,
+): Filter<StoredRow> => {
+  const beyond = direction === 'asc' ? '$gt' : '$lt';
+  const tie = { [path]: after.value, id: { [beyond]: after.id } };
+  if (after.value === null) return direction === 'asc' ? { $or: [tie, { [path]: { $ne: null } }] } : tie;
+  const past = { [path]: { [beyond]: after.value } };
+  return direction === 'asc' ? { $or: [past, tie] } : { $or: [past, tie, { [path]: null }] };
+};
+
+export const toMongoFilter = (spec: CollectionSpec, query: ListQuery): Filter<StoredRow> => {
+  const conditions = query.filters.map((filter) => toMongoCondition(spec, filter));
+  if (query.after) {
+    conditions.push(toAfterCondition(fieldPath(spec, query.sort.field), query.sort.direction, query.after));
+  }
+  // $and rather than merging the conditions into one object: two filters may constrain the same field.
+  return {
+    tenantId: query.tenantId,
+    deleted: { $ne: true },
+    ...(conditions.length > 0 && { $and: conditions }),
+  };
+};
+
+/** The id breaks ties, so the order is total and keyset pages neither skip nor repeat documents. */
+export const toMongoSort = (spec: CollectionSpec, query: ListQuery): Record<string, 1 | -1> => {
+  const direction = query.sort.direction === 'asc' ? 1 : -1;
+  return { [fieldPath(spec, query.sort.field)]: direction, id: direction };
+};
+
+/**
+ * Replaces the stored document only when it is below the change's position. When the guard does not match,
+ * the upsert inserts a second document with the same _id and fails with a duplicate key.
+ */
+export const toGuardedReplace = (change: DocumentChange): ReplaceOneModel<StoredRow> => {
+  const { tenantId, id, position } = change;
+  return {
+    filter: { _id: storedId(change), position: { $lt: position } },
+    replacement:
+      change.doc === null
+        ? { tenantId, id, position, doc: null, deleted: true }
+        : { tenantId, id, position, doc: change.doc },
+    upsert: true,
+  };
+};
+
+const isDuplicateKey = (error: unknown): boolean =>
+  error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+
+/** A bulk failure made only of duplicate keys, with no write concern error behind them. */
+const isDuplicateKeysOnly = (error: unknown): error is MongoBulkWriteError =>
+  error instanceof MongoBulkWriteError &&
+  error.err === undefined &&
+  error.result.getWriteConcernError() === undefined &&
+  [error.writeErrors].flat().length > 0 &&
+  [error.writeErrors].flat().every((writeError) => writeError.code === DUPLICATE_KEY);
+
+const replaceGuarded = async (rows: Collection<StoredRow>, model: ReplaceOneModel<StoredRow>) => {
+  try {
+    await rows.replaceOne(model.filter, model.replacement, { upsert: true });
+  } catch (error) {
+    // The document exists by now (tombstones are never removed), so this duplicate key is conclusive.
+    if (!isDuplicateKey(error)) throw error;
+  }
+};
+
+const writeGuarded = async (rows: Collection<StoredRow>, models: ReplaceOneModel<StoredRow>[]) => {
+  try {
+    await rows.bulkWrite(
+      models.map((replaceOne) => ({ replaceOne })),
+      { ordered: false },
+    );
+  } catch (error) {
+    if (!isDuplicateKeysOnly(error)) throw error;
+    // Usually a duplicate key is a redelivery: the stored document is at or past the change. But it can also
+    // be another instance inserting the same new document first, at a lower position, so retry those writes
+    // once. And the driver stops after the first batch with errors, unordered or not: if some writes never
+    // ran, replay them all (the guard makes that harmless).
+    const failed = [error.writeErrors].flat();
+    const settled = error.result.matchedCount + error.result.upsertedCount + failed.length;
+    const retry =
+      settled < models.length ? models : failed.flatMap((writeError) => models[writeError.index] ?? []);
+    for (const model of retry) await replaceGuarded(rows, model);
+  }
+};
+
+/** Only the last change of each document can win; sending the earlier ones would just fail their guards. */
+const latestByCollection = (changes: readonly DocumentChange[]): Map<string, DocumentChange[]> => {
+  const latest = new Map<string, Map<string, DocumentChange>>();
+  for (const change of changes) {
+    const documents = latest.get(change.collection) ?? new Map<string, DocumentChange>();
+    latest.set(change.collection, documents);
+    const seen = documents.get(storedId(change));
+    if (!seen || seen.position < change.position) documents.set(storedId(change), change);
+  }
+  return new Map([...latest].map(([collection, documents]) => [collection, [...documents.values()]]));
+};
+
+/** Connection failures on the request path become 503s; anything else is a bug to report as such. */
+const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
+  try {
+    return await work;
+  } catch (error) {
+    if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) {
+      throw new UnavailableError(`MongoDB is unreachable: ${error.message}`);
+    }
+    throw error;
+  }
+};
+
+export const openMongoReadModels = async (url: string): Promise<ReadModelStore> => {
+  const client = new MongoClient(url);
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  const db = client.db(databaseName(url));
+  const rows = (collection: string) => db.collection<StoredRow>(collectionName(collection));
+  const checkpoints = db.collection<CheckpointRow>('checkpoints');
+  const specs = new Map<string, CollectionSpec>();
+
+  return {
+    kind: 'mongodb',
+
+    ensureCollection: async (spec) => {
+      // Creating an index that exists with the same name and keys is a no-op, so this is idempotent.
+      await rows(spec.name).createIndexes(toIndexes(spec));
+      specs.set(spec.name, spec);
+    },
+
+    get: async <D>(collection: string, key: DocumentKey): Promise<StoredDocument<D> | null> => {
+      const row = await orUnavailable(rows(collection).findOne({ _id: storedId(key) }));
+      return row && !row.deleted ? { doc: row.doc as D, position: row.position } : null;
+    },
+
+    list: async <D>(collection: string, query: ListQuery): Promise<D[]> => {
+      const spec = specs.get(collection);
+      if (!spec) throw new Error(`The read model ${collection} was not ensured before being listed`);
+      // MongoDB reads a limit of 0 as "no limit".
+      if (query.limit <= 0) return [];
+      const cursor = rows(collection).find(toMongoFilter(spec, query), {
+        sort: toMongoSort(spec, query),
+        limit: query.limit,
+        projection: { _id: 0, doc: 1 },
+      });
+      const found = await orUnavailable(cursor.toArray());
+      return found.map((row) => row.doc as D);
+    },
+
+    commit: async (projection, changes, checkpoint) => {
+      for (const [collection, latest] of latestByCollection(changes)) {
+        await writeGuarded(rows(collection), latest.map(toGuardedReplace));
+      }
+      // Only after the documents: a crash in between redelivers the batch, which the guards absorb.
+      // $max so that an instance running behind never moves the checkpoint backwards.
+      await checkpoints.updateOne({ _id: projection }, { $max: { position: checkpoint } }, { upsert: true });
+    },
+
+    getCheckpoint: async (projection) => (await checkpoints.findOne({ _id: projection }))?.position ?? 0,
+
+    reset: async (projection, collection) => {
+      // The checkpoint first: a crash in between leaves stale documents for the next reset to remove, never a
+      // checkpoint past documents that are gone.
+      await checkpoints.deleteOne({ _id: projection });
+      // deleteMany rather than drop: the indexes stay, and the collection need not be ensured again.
+      await rows(collection).deleteMany({});
+    },
+
+    ping: async () => {
+      await orUnavailable(db.command({ ping: 1 }));
+    },
+
+    close: () => client.close(),
+  };
+};

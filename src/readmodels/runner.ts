@@ -1,0 +1,123 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { RecordedEvent } from '../core/events.js';
+import type { EventStore, Subscription } from '../eventstore/port.js';
+import type { DocumentChange, ReadModelStore } from './port.js';
+import type { Projection } from './projection.js';
+
+interface Working<D> {
+  tenantId: string;
+  id: string;
+  doc: D | null;
+  position: number;
+  changed: boolean;
+}
+
+/**
+ * Folds one batch into document changes. Each document is loaded once per batch; an event at or below a
+ * document's stored position was applied before (a redelivery after a crash) and is skipped.
+ */
+export const applyBatch = async <D>(
+  projection: Projection<D>,
+  readModels: ReadModelStore,
+  events: readonly RecordedEvent[],
+): Promise<DocumentChange[]> => {
+  const working = new Map<string, Working<D>>();
+  for (const event of events) {
+    const key = projection.documentKey(event);
+    if (!key) continue;
+    const mapKey = `${key.tenantId}\u0000${key.id}`;
+    let entry = working.get(mapKey);
+    if (!entry) {
+      const stored = await readModels.get<D>(projection.collection.name, key);
+      entry = { ...key, doc: stored?.doc ?? null, position: stored?.position ?? 0, changed: false };
+      working.set(mapKey, entry);
+    }
+    if (event.position <= entry.position) continue;
+    entry.doc = projection.evolve(entry.doc, event);
+    entry.position = event.position;
+    entry.changed = true;
+  }
+  return [...working.values()]
+    .filter((entry) => entry.changed)
+    .map(({ tenantId, id, doc, position }) => ({ collection: projection.collection.name, tenantId, id, doc, position }));
+};
+
+export interface ProjectionRunner {
+  readonly name: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Resolves true once the read model has applied everything up to `position`, false after `timeoutMs`. */
+  waitFor(position: number, timeoutMs: number): Promise<boolean>;
+  status(): { checkpoint: number; lastError: string | null };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs a projection as a catch-up subscription from its stored checkpoint. Each batch's documents and the
+ * checkpoint are committed together. A failing batch is logged and retried from the checkpoint.
+ */
+export const projectionRunner = <D>(
+  projection: Projection<D>,
+  deps: { eventStore: EventStore; readModels: ReadModelStore; logger: Logger; batchSize?: number },
+): ProjectionRunner => {
+  const { eventStore, readModels, logger } = deps;
+  const progress = new EventEmitter();
+  progress.setMaxListeners(0);
+  let checkpoint = 0;
+  let lastError: string | null = null;
+  let subscription: Subscription | null = null;
+  let running = false;
+
+  const subscribe = async (): Promise<void> => {
+    checkpoint = await readModels.getCheckpoint(projection.name);
+    subscription = eventStore.subscribe(
+      { after: checkpoint, filter: { eventTypes: projection.eventTypes }, batchSize: deps.batchSize ?? 500 },
+      async (events, lastPosition) => {
+        await readModels.commit(projection.name, await applyBatch(projection, readModels, events), lastPosition);
+        checkpoint = lastPosition;
+        lastError = null;
+        progress.emit('progress', checkpoint);
+      },
+    );
+    subscription.done.catch(async (error: unknown) => {
+      lastError = (error as Error).message;
+      logger.error({ err: error, projection: projection.name }, 'projection failed; retrying from its checkpoint');
+      await sleep(1000);
+      if (running) await subscribe();
+    });
+  };
+
+  return {
+    name: projection.name,
+    start: async () => {
+      running = true;
+      await readModels.ensureCollection(projection.collection);
+      await subscribe();
+    },
+    stop: async () => {
+      running = false;
+      await subscription?.stop();
+    },
+    waitFor: async (position, timeoutMs) => {
+      const deadline = Date.now() + timeoutMs;
+      // The stored checkpoint is asked too: with several instances, another one may have applied the event.
+      while ((checkpoint < position) && (await readModels.getCheckpoint(projection.name)) < position) {
+        const left = deadline - Date.now();
+        if (left <= 0) return false;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            progress.off('progress', done);
+            resolve();
+          };
+          const timer = setTimeout(done, Math.min(left, 100));
+          progress.on('progress', done);
+        });
+      }
+      return true;
+    },
+    status: () => ({ checkpoint, lastError }),
+  };
+};
