@@ -289,7 +289,11 @@ export const openEventStoreDb = (connectionString: string): Promise<EventStore> 
         if (!event || !matches(filter, event)) return source.ack(resolved);
         // As on the SQLite adapter, a throwing handler is a nack(retry), not the end of the consumer.
         const outcome = await handler({ event, retryCount: resolved.retryCount ?? 0 }).catch(
-          (error: unknown): ConsumerOutcome => ({ kind: 'nack', action: 'retry', reason: String(error) }),
+          (error: unknown): ConsumerOutcome => ({
+            kind: 'nack',
+            action: 'retry',
+            reason: error instanceof Error ? error.message : String(error),
+          }),
         );
         if (outcome.kind === 'ack') return source.ack(resolved);
         return source.nack(outcome.action === 'park' ? PARK : RETRY, outcome.reason, resolved);

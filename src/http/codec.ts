@@ -25,7 +25,7 @@ export const fieldErrors = (errors: t.Errors): FieldError[] => {
   for (const error of errors) {
     const path = pathOf(error.context);
     const last = error.context[error.context.length - 1];
-    const message = error.message ?? (last?.actual === undefined ? 'is required' : `must be ${last.type.name}`);
+    const message = last?.actual === undefined ? 'is required' : (error.message ?? `must be ${last.type.name}`);
     if (!found.has(path)) found.set(path, message);
   }
   const paths = [...found.keys()];

@@ -84,13 +84,10 @@ const createTableSql = (spec: CollectionSpec): string => {
     const name = `${table(spec.name)}_by_${fields.join('_')}`;
     return `CREATE INDEX IF NOT EXISTS ${name} ON ${table(spec.name)} (tenant_id, ${fields.map(column).join(', ')}, id);`;
   });
+  const columns = ['tenant_id TEXT NOT NULL', 'id TEXT NOT NULL', 'position INTEGER NOT NULL', 'doc TEXT', ...generated];
   return `
     CREATE TABLE IF NOT EXISTS ${table(spec.name)} (
-      tenant_id TEXT    NOT NULL,
-      id        TEXT    NOT NULL,
-      position  INTEGER NOT NULL,
-      doc       TEXT,
-      ${generated.join(',\n      ')},
+      ${columns.join(',\n      ')},
       PRIMARY KEY (tenant_id, id)
     ) WITHOUT ROWID;
     ${indexes.join('\n    ')}`;

@@ -1,0 +1,243 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { pino } from 'pino';
+import type { EventStore } from '../../src/eventstore/port.js';
+import type { CollectionSpec, ListQuery, ReadModelStore } from '../../src/readmodels/port.js';
+import type { Projection } from '../../src/readmodels/projection.js';
+import { applyBatch, projectionRunner } from '../../src/readmodels/runner.js';
+import { anEvent, uniqueTenant } from '../support/events.js';
+
+interface Place {
+  id: string;
+  name: string;
+  rank: number | null;
+  lat: number;
+  lon: number;
+}
+
+/** A projection whose documents count the events applied to them, so that applying one twice shows. */
+interface Tally {
+  id: string;
+  count: number;
+  eventIds: string[];
+}
+
+export interface ReadModelFixture {
+  readModels: ReadModelStore;
+  eventStore: EventStore;
+  close: () => Promise<void>;
+}
+
+export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) => {
+  let readModels: ReadModelStore;
+  let eventStore: EventStore;
+  let close: () => Promise<void>;
+  let tenant: string;
+  const suffix = randomUUID().replace(/-/g, '').slice(0, 8);
+  const places: CollectionSpec = {
+    name: `places_${suffix}`,
+    fields: {
+      name: { path: 'name', type: 'text' },
+      rank: { path: 'rank', type: 'number' },
+      lat: { path: 'lat', type: 'number' },
+      lon: { path: 'lon', type: 'number' },
+    },
+    indexes: [['name'], ['rank'], ['lat', 'lon']],
+  };
+
+  beforeEach(async () => {
+    ({ readModels, eventStore, close } = await open());
+    tenant = uniqueTenant();
+    await readModels.ensureCollection(places);
+  });
+  afterEach(async () => close());
+
+  const put = async (docs: Place[], position = 1, tenantId = tenant) =>
+    readModels.commit(
+      `places-${suffix}`,
+      docs.map((doc) => ({ collection: places.name, tenantId, id: doc.id, position, doc })),
+      position,
+    );
+  const ids = async (query: Partial<ListQuery>) =>
+    (
+      await readModels.list<Place>(places.name, {
+        tenantId: tenant,
+        filters: [],
+        sort: { field: 'name', direction: 'asc' },
+        limit: 100,
+        ...query,
+      })
+    ).map((p) => p.id);
+
+  const seedPlaces = () =>
+    put([
+      { id: 'p1', name: 'Alder', rank: 3, lat: 45, lon: 7 },
+      { id: 'p2', name: 'Birch', rank: 1, lat: 46, lon: 8 },
+      { id: 'p3', name: 'Alpine', rank: null, lat: -10, lon: 179.5 },
+      { id: 'p4', name: 'Cedar', rank: 3, lat: 60, lon: -179.5 },
+    ]);
+
+  describe('documents', () => {
+    it('ensures a collection more than once', async () => {
+      await readModels.ensureCollection(places);
+    });
+
+    it('stores a document with its position and reads it back', async () => {
+      await put([{ id: 'p1', name: 'Alder', rank: 1, lat: 1, lon: 2 }], 7);
+      expect(await readModels.get(places.name, { tenantId: tenant, id: 'p1' })).to.deep.equal({
+        doc: { id: 'p1', name: 'Alder', rank: 1, lat: 1, lon: 2 },
+        position: 7,
+      });
+      expect(await readModels.get(places.name, { tenantId: uniqueTenant(), id: 'p1' })).to.equal(null);
+    });
+
+    it('ignores a change at or below the stored position', async () => {
+      await put([{ id: 'p1', name: 'New', rank: 1, lat: 1, lon: 2 }], 7);
+      await put([{ id: 'p1', name: 'Old', rank: 1, lat: 1, lon: 2 }], 5);
+      await put([{ id: 'p1', name: 'Same', rank: 1, lat: 1, lon: 2 }], 7);
+      expect((await readModels.get<Place>(places.name, { tenantId: tenant, id: 'p1' }))?.doc.name).to.equal('New');
+    });
+
+    it('deletes with null, and an older change cannot bring the document back', async () => {
+      await put([{ id: 'p1', name: 'Alder', rank: 1, lat: 1, lon: 2 }], 3);
+      await readModels.commit('x', [{ collection: places.name, tenantId: tenant, id: 'p1', position: 4, doc: null }], 4);
+      await put([{ id: 'p1', name: 'Zombie', rank: 1, lat: 1, lon: 2 }], 3);
+      expect(await readModels.get(places.name, { tenantId: tenant, id: 'p1' })).to.equal(null);
+      expect(await ids({})).to.deep.equal([]);
+    });
+
+    it('keeps a checkpoint that only moves forward, and resets it with the collection', async () => {
+      const projection = `checkpoint-${suffix}-${tenant}`;
+      expect(await readModels.getCheckpoint(projection)).to.equal(0);
+      await readModels.commit(projection, [], 10);
+      await readModels.commit(projection, [], 4);
+      expect(await readModels.getCheckpoint(projection)).to.equal(10);
+      await readModels.reset(projection, places.name);
+      expect(await readModels.getCheckpoint(projection)).to.equal(0);
+    });
+  });
+
+  describe('list queries', () => {
+    beforeEach(seedPlaces);
+
+    it('only ever returns the tenant’s own documents', async () => {
+      await put([{ id: 'other', name: 'Aaa', rank: 1, lat: 45, lon: 7 }], 1, uniqueTenant());
+      expect(await ids({})).to.deep.equal(['p1', 'p3', 'p2', 'p4']);
+    });
+
+    it('filters by equality, set membership, range and prefix', async () => {
+      expect(await ids({ filters: [{ op: 'eq', field: 'rank', value: 3 }] })).to.deep.equal(['p1', 'p4']);
+      expect(await ids({ filters: [{ op: 'in', field: 'name', values: ['Birch', 'Cedar'] }] })).to.deep.equal(['p2', 'p4']);
+      expect(await ids({ filters: [{ op: 'gte', field: 'lat', value: 45 }, { op: 'lt', field: 'lat', value: 60 }] })).to.deep.equal(
+        ['p1', 'p2'],
+      );
+      expect(await ids({ filters: [{ op: 'prefix', field: 'name', value: 'Al' }] })).to.deep.equal(['p1', 'p3']);
+      expect(await ids({ filters: [{ op: 'prefix', field: 'name', value: '.*' }] })).to.deep.equal([]);
+    });
+
+    it('filters by bounding box, also across the antimeridian', async () => {
+      const box = { minLon: 6, minLat: 44, maxLon: 9, maxLat: 47 };
+      expect(await ids({ filters: [{ op: 'bbox', latField: 'lat', lonField: 'lon', box }] })).to.deep.equal(['p1', 'p2']);
+      const across = { minLon: 179, minLat: -20, maxLon: -179, maxLat: 70 };
+      expect(await ids({ filters: [{ op: 'bbox', latField: 'lat', lonField: 'lon', box: across }] })).to.deep.equal([
+        'p3',
+        'p4',
+      ]);
+    });
+
+    it('sorts both ways with the id as tie-breaker and missing values lowest', async () => {
+      expect(await ids({ sort: { field: 'rank', direction: 'asc' } })).to.deep.equal(['p3', 'p2', 'p1', 'p4']);
+      expect(await ids({ sort: { field: 'rank', direction: 'desc' } })).to.deep.equal(['p4', 'p1', 'p2', 'p3']);
+    });
+
+    for (const direction of ['asc', 'desc'] as const) {
+      it(`pages with keyset cursors in ${direction} order without gaps or repeats`, async () => {
+        const all = await ids({ sort: { field: 'rank', direction } });
+        const seen: string[] = [];
+        let after: ListQuery['after'];
+        for (;;) {
+          const page = await readModels.list<Place>(places.name, {
+            tenantId: tenant,
+            filters: [],
+            sort: { field: 'rank', direction },
+            limit: 1,
+            ...(after ? { after } : {}),
+          });
+          const last = page[0];
+          if (!last) break;
+          seen.push(last.id);
+          after = { value: last.rank, id: last.id };
+        }
+        expect(seen).to.deep.equal(all);
+      });
+    }
+  });
+
+  describe('projections over these stores', () => {
+    const tallies = (): Projection<Tally> => ({
+      name: `tallies-${suffix}-${tenant}`,
+      collection: { name: `tallies_${suffix}`, fields: {}, indexes: [] },
+      eventTypes: ['Tallied'],
+      documentKey: (event) => ({ tenantId: event.metadata.tenantId, id: (event.data as { key: string }).key }),
+      evolve: (doc, event) => ({
+        id: (event.data as { key: string }).key,
+        count: (doc?.count ?? 0) + 1,
+        eventIds: [...(doc?.eventIds ?? []), event.id],
+      }),
+    });
+    const logger = pino({ level: 'silent' });
+
+    const seedEvents = async () => {
+      for (const key of ['a', 'b', 'c']) {
+        const events = [1, 2, 3].map((n) => anEvent('Tallied', { key, n }, tenant));
+        await eventStore.appendToStream(`tally-${tenant}_${key}`, events, 'no_stream');
+      }
+      return (await eventStore.readAll({ filter: { tenantId: tenant } })).events;
+    };
+    const snapshot = async (projection: Projection<Tally>) =>
+      Promise.all(['a', 'b', 'c'].map((id) => readModels.get(projection.collection.name, { tenantId: tenant, id })));
+    const catchUp = async (projection: Projection<Tally>) => {
+      const runner = projectionRunner(projection, { eventStore, readModels, logger, batchSize: 2 });
+      await runner.start();
+      expect(await runner.waitFor(await eventStore.headPosition(), 5000)).to.equal(true);
+      await runner.stop();
+    };
+    const cleanRebuild = async (projection: Projection<Tally>) => {
+      await readModels.reset(projection.name, projection.collection.name);
+      await catchUp(projection);
+      return snapshot(projection);
+    };
+
+    it('leaves the read model as a clean rebuild would after a duplicate delivery', async () => {
+      const projection = tallies();
+      await readModels.ensureCollection(projection.collection);
+      const events = await seedEvents();
+      const changes = await applyBatch(projection, readModels, events);
+      await readModels.commit(projection.name, changes, events.at(-1)!.position);
+      // The same batch arrives again, as after a lost acknowledgement.
+      await readModels.commit(projection.name, await applyBatch(projection, readModels, events), events.at(-1)!.position);
+      const afterDuplicate = await snapshot(projection);
+      expect(afterDuplicate.map((d) => (d?.doc as Tally).count)).to.deep.equal([3, 3, 3]);
+      expect(afterDuplicate).to.deep.equal(await cleanRebuild(projection));
+    });
+
+    it('leaves the read model as a clean rebuild would after a crash between the writes and the checkpoint', async () => {
+      const projection = tallies();
+      await readModels.ensureCollection(projection.collection);
+      const events = await seedEvents();
+      // Documents written for the first six events, then the process dies before the checkpoint moves.
+      const firstPart = events.slice(0, 6);
+      await readModels.commit(projection.name, await applyBatch(projection, readModels, firstPart), 0);
+      expect(await readModels.getCheckpoint(projection.name)).to.equal(0);
+      // On restart the runner replays from the old checkpoint; documents already ahead skip those events.
+      await catchUp(projection);
+      const afterCrash = await snapshot(projection);
+      expect(afterCrash.map((d) => (d?.doc as Tally).eventIds)).to.deep.equal(
+        ['a', 'b', 'c'].map((key) =>
+          events.filter((e) => (e.data as { key: string }).key === key).map((e) => e.id),
+        ),
+      );
+      expect(afterCrash).to.deep.equal(await cleanRebuild(projection));
+    });
+  });
+};
