@@ -22,7 +22,14 @@ export const observationsProjection: Projection<Observation> = {
       lat: { path: 'position.lat', type: 'number' },
       lon: { path: 'position.lon', type: 'number' },
     },
-    indexes: [['observedAt'], ['updatedAt'], ['createdAt'], ['locationId', 'observedAt'], ['visitId', 'observedAt'], ['lat', 'lon']],
+    indexes: [
+      ['observedAt'],
+      ['updatedAt'],
+      ['createdAt'],
+      ['locationId', 'observedAt'],
+      ['visitId', 'observedAt'],
+      ['lat', 'lon'],
+    ],
   },
   eventTypes: observationEventTypes,
   documentKey: (event) => ({

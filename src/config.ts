@@ -16,7 +16,13 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
-const read = <T>(env: NodeJS.ProcessEnv, name: string, fallback: string, parse: (s: string) => T | undefined, expected: string): T => {
+const read = <T>(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: string,
+  parse: (s: string) => T | undefined,
+  expected: string,
+): T => {
   const raw = env[name] ?? fallback;
   const value = parse(raw);
   if (value === undefined) throw new ConfigError(`${name}=${raw} is not valid: expected ${expected}`);
@@ -39,7 +45,13 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
     throw new ConfigError('NODE_ENV=production needs every secret set explicitly: CURSOR_SECRET is missing');
   }
   return {
-    port: read(env, 'PORT', '3000', (s) => (/^\d+$/.test(s) && Number(s) < 65536 ? Number(s) : undefined), 'a TCP port'),
+    port: read(
+      env,
+      'PORT',
+      '3000',
+      (s) => (/^\d+$/.test(s) && Number(s) < 65536 ? Number(s) : undefined),
+      'a TCP port',
+    ),
     host: env.HOST?.trim() || '127.0.0.1',
     dataDir: env.DATA_DIR?.trim() || './data',
     eventStoreUrl: optionalUrl(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kdb']),

@@ -28,7 +28,12 @@ const main = async (): Promise<void> => {
   });
   const server = app.listen(config.port, config.host, () => {
     logger.info(
-      { port: config.port, host: config.host, eventStore: stores.eventStore.kind, readModels: stores.readModels.kind },
+      {
+        port: config.port,
+        host: config.host,
+        eventStore: stores.eventStore.kind,
+        readModels: stores.readModels.kind,
+      },
       `listening on http://${config.host}:${config.port}`,
     );
   });

@@ -16,7 +16,9 @@ export interface Stores {
  * The embedded SQLite files unless EVENTSTORE_URL / MONGODB_URL name a server. The production clients are
  * loaded only when used, so the embedded default starts without them.
  */
-export const openStores = async (config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl'>): Promise<Stores> => {
+export const openStores = async (
+  config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl'>,
+): Promise<Stores> => {
   mkdirSync(config.dataDir, { recursive: true });
   const eventStore = config.eventStoreUrl
     ? await (await import('./eventstore/esdb.js')).openEventStoreDb(config.eventStoreUrl)

@@ -28,7 +28,12 @@ export const schemaVersionOf = (_type: string): number => 1;
 
 /** Trusts the store: the events in an aggregate's stream were written by this aggregate's decider. */
 export const toEnvelope = <Event extends DomainEvent>(event: RecordedEvent): Envelope<Event> =>
-  ({ type: event.type, data: event.data, metadata: event.metadata, streamVersion: event.streamVersion }) as Envelope<Event>;
+  ({
+    type: event.type,
+    data: event.data,
+    metadata: event.metadata,
+    streamVersion: event.streamVersion,
+  }) as Envelope<Event>;
 
 /**
  * Reads the stream, folds it, decides, and appends with the version it read. When the client sent
@@ -45,7 +50,9 @@ export const handleCommand = async <State, Command, Event extends DomainEvent>(
   const recorded = await eventStore.readStream(streamName);
   const version = recorded.at(-1)?.streamVersion ?? NO_STREAM;
   if (ifMatch !== undefined && ifMatch !== version) {
-    throw new PreconditionFailedError(`If-Match names version ${ifMatch}, but the resource is at version ${version}`);
+    throw new PreconditionFailedError(
+      `If-Match names version ${ifMatch}, but the resource is at version ${version}`,
+    );
   }
   const state = fold(decider, recorded.map(toEnvelope<Event>));
   const events = decider.decide(command, state);
@@ -70,10 +77,17 @@ export const handleCommand = async <State, Command, Event extends DomainEvent>(
     const written = toAppend.map(
       (event, index) => ({ ...event, streamVersion: version + 1 + index }) as unknown as Envelope<Event>,
     );
-    return { state: fold(decider, written, state), version: result.nextExpectedVersion, position: result.lastPosition, events };
+    return {
+      state: fold(decider, written, state),
+      version: result.nextExpectedVersion,
+      position: result.lastPosition,
+      events,
+    };
   } catch (error) {
     if (error instanceof VersionConflictError && ifMatch !== undefined) {
-      throw new PreconditionFailedError(`The resource changed while the request was handled (version ${error.actual})`);
+      throw new PreconditionFailedError(
+        `The resource changed while the request was handled (version ${error.actual})`,
+      );
     }
     throw error;
   }

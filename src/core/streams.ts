@@ -6,9 +6,11 @@
  *   and every event also carries the tenant in its metadata for whole-tenant history in commit order.
  * Tenant ids and entity ids are `<prefix>_<base32>` and never contain `-`, so the name parses back.
  */
-export const streamName = (aggregate: string, tenantId: string, id: string): string => `${aggregate}-${tenantId}_${id}`;
+export const streamName = (aggregate: string, tenantId: string, id: string): string =>
+  `${aggregate}-${tenantId}_${id}`;
 
-export const tenantStreamPrefix = (aggregate: string, tenantId: string): string => `${aggregate}-${tenantId}_`;
+export const tenantStreamPrefix = (aggregate: string, tenantId: string): string =>
+  `${aggregate}-${tenantId}_`;
 
 const pattern = /^([a-z][a-zA-Z]*)-(t_[0-9a-z]+)_(.+)$/;
 

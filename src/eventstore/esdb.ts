@@ -53,7 +53,7 @@ export const matches = (filter: EventFilter, event: RecordedEvent): boolean =>
   (filter.eventTypes === undefined || filter.eventTypes.includes(event.type)) &&
   (filter.streamPrefixes === undefined ||
     filter.streamPrefixes.some((prefix) => event.streamName.startsWith(prefix))) &&
-  // The metadata names the tenant exactly; the stream-name regex below cannot tell `t_a` from `t_a_b`.
+  // As on the SQLite adapter, the tenant is the one in the metadata (the stream name carries the same).
   (filter.tenantId === undefined ||
     (event.metadata as EventMetadata | undefined)?.tenantId === filter.tenantId);
 
@@ -153,7 +153,10 @@ const consume = <E>(source: ReadableSubscription<E>, deliver: (item: E) => Promi
 
 /** Connects lazily: the first command opens the channel, so this resolves even while the server is down. */
 export const openEventStoreDb = (connectionString: string): Promise<EventStore> => {
-  const client = EventStoreDBClient.connectionString(connectionString);
+  // The v6 client parses only esdb:// and esdb+discover://; KurrentDB's schemes name the same protocol.
+  const client = EventStoreDBClient.connectionString(
+    connectionString.replace(/^(?:kurrentdb|kdb)(\+discover)?:\/\//, 'esdb$1://'),
+  );
   // The server remembers a group's filter, but cannot apply all of it; we re-apply it to what it delivers.
   const groupFilters = new Map<string, EventFilter>();
 

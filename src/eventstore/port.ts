@@ -90,9 +90,16 @@ export interface EventStore {
    * Appends the events to the stream in one atomic write, if the stream is at the expected version.
    * Throws VersionConflictError otherwise, and writes nothing.
    */
-  appendToStream(streamName: string, events: readonly NewEvent[], expectedVersion: ExpectedVersion): Promise<AppendResult>;
+  appendToStream(
+    streamName: string,
+    events: readonly NewEvent[],
+    expectedVersion: ExpectedVersion,
+  ): Promise<AppendResult>;
   /** The stream's events in version order; an empty array when the stream does not exist. */
-  readStream(streamName: string, options?: { fromVersion?: number; maxCount?: number }): Promise<RecordedEvent[]>;
+  readStream(
+    streamName: string,
+    options?: { fromVersion?: number; maxCount?: number },
+  ): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<ReadAllPage>;
   /** Position of the newest event in the store, 0 when empty. */
   headPosition(): Promise<number>;

@@ -72,7 +72,9 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     moveCheckpoint: db.prepare(
       'UPDATE subscription_groups SET checkpoint = max(checkpoint, ?) WHERE name = ?',
     ),
-    retryCount: db.prepare('SELECT retry_count FROM subscription_retries WHERE group_name = ? AND position = ?'),
+    retryCount: db.prepare(
+      'SELECT retry_count FROM subscription_retries WHERE group_name = ? AND position = ?',
+    ),
     setRetryCount: db.prepare(
       'INSERT OR REPLACE INTO subscription_retries (group_name, position, retry_count) VALUES (?, ?, ?)',
     ),
@@ -96,7 +98,13 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
 
   /** Records an outcome; returns the retry count to deliver again with, or null when the event is settled. */
   const settle = db.transaction(
-    (group: string, maxRetryCount: number, event: RecordedEvent, retryCount: number, outcome: ConsumerOutcome) => {
+    (
+      group: string,
+      maxRetryCount: number,
+      event: RecordedEvent,
+      retryCount: number,
+      outcome: ConsumerOutcome,
+    ) => {
       const park = (reason: string) =>
         sql.park.run(group, event.position, reason, retryCount, new Date().toISOString());
       if (outcome.kind === 'nack' && outcome.action === 'retry' && retryCount < maxRetryCount) {
@@ -115,7 +123,12 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     else sql.park.run(group, event.position, outcome.reason, 0, new Date().toISOString());
   };
 
-  const consume = async (group: string, handler: PersistentHandler, stopped: () => boolean, idle: () => Promise<void>) => {
+  const consume = async (
+    group: string,
+    handler: PersistentHandler,
+    stopped: () => boolean,
+    idle: () => Promise<void>,
+  ) => {
     const row = sql.group.get(group) as GroupRow | undefined;
     if (!row) throw new Error(`The persistent subscription group "${group}" does not exist`);
     const filter = JSON.parse(row.filter) as EventFilter;
@@ -130,7 +143,8 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       const page = source.readAll({ after: checkpoint, maxCount: 100, filter });
       for (const event of page.events) {
         let retryCount: number | null =
-          (sql.retryCount.get(group, event.position) as { retry_count: number } | undefined)?.retry_count ?? 0;
+          (sql.retryCount.get(group, event.position) as { retry_count: number } | undefined)?.retry_count ??
+          0;
         while (retryCount !== null) {
           const outcome = await safely(handler, event, retryCount);
           retryCount = settle(group, row.max_retry_count, event, retryCount, outcome);
@@ -175,14 +189,12 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
         parked_at: string;
       })[];
       return Promise.resolve(
-        rows.map(
-          (row): ParkedEvent => ({
-            event: toRecordedEvent(row),
-            reason: row.reason,
-            retryCount: row.retry_count,
-            parkedAt: row.parked_at,
-          }),
-        ),
+        rows.map((row): ParkedEvent => ({
+          event: toRecordedEvent(row),
+          reason: row.reason,
+          retryCount: row.retry_count,
+          parkedAt: row.parked_at,
+        })),
       );
     },
 

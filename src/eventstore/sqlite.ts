@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import type { ExpectedVersion, NewEvent, RecordedEvent } from '../core/events.js';
+import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
 import type { AppendResult, EventFilter, EventStore, ReadAllOptions, ReadAllPage } from './port.js';
@@ -86,7 +86,9 @@ export const openSqliteEventStore = (file: string): EventStore => {
   };
 
   const currentVersionOf = (streamName: string): number => {
-    const row = prepare('SELECT max(stream_version) AS version FROM events WHERE stream_name = ?').get(streamName) as {
+    const row = prepare('SELECT max(stream_version) AS version FROM events WHERE stream_name = ?').get(
+      streamName,
+    ) as {
       version: number | null;
     };
     return row.version ?? NO_STREAM;
@@ -126,17 +128,19 @@ export const openSqliteEventStore = (file: string): EventStore => {
     (prepare('SELECT coalesce(max(position), 0) AS head FROM events').get() as { head: number }).head;
 
   // One deferred transaction, so that the page and the head it is compared with come from the same snapshot.
-  const readAllNow = db.transaction(({ after = 0, maxCount = 1000, filter }: ReadAllOptions = {}): ReadAllPage => {
-    const clause = filterClause(filter);
-    const rows = prepare(
-      `SELECT * FROM events WHERE position > ?${clause.sql} ORDER BY position LIMIT ?`,
-    ).all(after, ...clause.params, maxCount) as EventRow[];
-    const events = rows.map(toRecordedEvent);
-    if (rows.length === maxCount) {
-      return { events, lastPosition: events[events.length - 1]?.position ?? after, isEnd: false };
-    }
-    return { events, lastPosition: Math.max(after, headPositionNow()), isEnd: true };
-  });
+  const readAllNow = db.transaction(
+    ({ after = 0, maxCount = 1000, filter }: ReadAllOptions = {}): ReadAllPage => {
+      const clause = filterClause(filter);
+      const rows = prepare(
+        `SELECT * FROM events WHERE position > ?${clause.sql} ORDER BY position LIMIT ?`,
+      ).all(after, ...clause.params, maxCount) as EventRow[];
+      const events = rows.map(toRecordedEvent);
+      if (rows.length === maxCount) {
+        return { events, lastPosition: events[events.length - 1]?.position ?? after, isEnd: false };
+      }
+      return { events, lastPosition: Math.max(after, headPositionNow()), isEnd: true };
+    },
+  );
 
   const store: EventStore = {
     kind: 'sqlite',
@@ -157,7 +161,7 @@ export const openSqliteEventStore = (file: string): EventStore => {
               : new VersionConflictError(streamName, describeExpected(expectedVersion), current),
           );
         }
-        return Promise.reject(error as Error);
+        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
       }
     },
 

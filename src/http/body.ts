@@ -18,13 +18,19 @@ export const readJsonBody = async (
   }
   const encoding = ctx.get('Content-Encoding').toLowerCase();
   if (encoding && encoding !== 'identity') {
-    throw new UnsupportedMediaTypeError(`Content-Encoding ${encoding} is not supported; send the body uncompressed`);
+    throw new UnsupportedMediaTypeError(
+      `Content-Encoding ${encoding} is not supported; send the body uncompressed`,
+    );
   }
   const charset = ctx.request.charset || 'utf-8';
   if (charset.toLowerCase() !== 'utf-8' && charset.toLowerCase() !== 'utf8') {
     throw new UnsupportedMediaTypeError(`JSON bodies must be UTF-8, not ${charset}`);
   }
-  const text = await getRawBody(ctx.req, { length: ctx.get('Content-Length') || undefined, limit, encoding: 'utf-8' });
+  const text = await getRawBody(ctx.req, {
+    length: ctx.get('Content-Length') || undefined,
+    limit,
+    encoding: 'utf-8',
+  });
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {

@@ -25,7 +25,8 @@ export const fieldErrors = (errors: t.Errors): FieldError[] => {
   for (const error of errors) {
     const path = pathOf(error.context);
     const last = error.context[error.context.length - 1];
-    const message = last?.actual === undefined ? 'is required' : (error.message ?? `must be ${last.type.name}`);
+    const message =
+      last?.actual === undefined ? 'is required' : (error.message ?? `must be ${last.type.name}`);
     if (!found.has(path)) found.set(path, message);
   }
   const paths = [...found.keys()];
@@ -57,7 +58,8 @@ export const strictObject = <R extends t.Props, O extends t.Props = Record<never
     name,
     (u): u is Out => requiredCodec.is(u) && optionalCodec.is(u),
     (u, context) => {
-      if (typeof u !== 'object' || u === null || Array.isArray(u)) return t.failure(u, context, 'must be a JSON object');
+      if (typeof u !== 'object' || u === null || Array.isArray(u))
+        return t.failure(u, context, 'must be a JSON object');
       const input = u as Record<string, unknown>;
       const errors: t.ValidationError[] = Object.keys(input)
         .filter((key) => !known.has(key))
@@ -73,7 +75,8 @@ export const strictObject = <R extends t.Props, O extends t.Props = Record<never
       if (errors.length > 0 || isLeft(requiredResult) || isLeft(optionalResult)) return t.failures(errors);
       // Each codec copies the whole input; take every field from the codec that decoded it.
       const decoded: Record<string, unknown> = {};
-      for (const key of Object.keys(required)) decoded[key] = (requiredResult.right as Record<string, unknown>)[key];
+      for (const key of Object.keys(required))
+        decoded[key] = (requiredResult.right as Record<string, unknown>)[key];
       for (const key of Object.keys(optional)) {
         if (key in input) decoded[key] = (optionalResult.right as Record<string, unknown>)[key];
       }
@@ -110,15 +113,25 @@ export const DateTimeString = new t.Type<string, string, unknown>(
   (u): u is string => typeof u === 'string' && isoDateTime.test(u),
   (u, context) => {
     if (typeof u !== 'string' || !isoDateTime.test(u)) {
-      return t.failure(u, context, 'must be an ISO 8601 date-time with a time zone, e.g. 2026-05-01T09:30:00Z');
+      return t.failure(
+        u,
+        context,
+        'must be an ISO 8601 date-time with a time zone, e.g. 2026-05-01T09:30:00Z',
+      );
     }
     const time = Date.parse(u);
-    return Number.isNaN(time) ? t.failure(u, context, 'is not a real date') : t.success(new Date(time).toISOString());
+    return Number.isNaN(time)
+      ? t.failure(u, context, 'is not a real date')
+      : t.success(new Date(time).toISOString());
   },
   t.identity,
 );
 
-export const ResourceId = refined(t.string, (s) => /^[A-Za-z0-9_-]{1,64}$/.test(s), 'an id of 1 to 64 letters, digits, _ or -');
+export const ResourceId = refined(
+  t.string,
+  (s) => /^[A-Za-z0-9_-]{1,64}$/.test(s),
+  'an id of 1 to 64 letters, digits, _ or -',
+);
 
 export const PlainObject = new t.Type<Record<string, unknown>, Record<string, unknown>, unknown>(
   'a JSON object',

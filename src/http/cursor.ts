@@ -12,14 +12,17 @@ export interface CursorPosition {
   id: string;
 }
 
-const invalid = () => new ValidationError([{ path: 'cursor', message: 'is not a cursor this service issued for this query' }]);
+const invalid = () =>
+  new ValidationError([{ path: 'cursor', message: 'is not a cursor this service issued for this query' }]);
 
 export const cursorCodec = (secret: string) => {
   const sign = (payload: string) => createHmac('sha256', secret).update(payload).digest().subarray(0, 16);
 
   return {
     encode: (position: CursorPosition, query: string): string => {
-      const payload = Buffer.from(JSON.stringify({ v: position.value, i: position.id, q: query })).toString('base64url');
+      const payload = Buffer.from(JSON.stringify({ v: position.value, i: position.id, q: query })).toString(
+        'base64url',
+      );
       return `${payload}.${sign(payload).toString('base64url')}`;
     },
 
@@ -29,9 +32,15 @@ export const cursorCodec = (secret: string) => {
       const expected = sign(payload);
       const given = Buffer.from(signature, 'base64url');
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid();
-      const parsed = JSON.parse(Buffer.from(payload, 'base64url').toString()) as { v: Scalar | null; i: string; q: string };
+      const parsed = JSON.parse(Buffer.from(payload, 'base64url').toString()) as {
+        v: Scalar | null;
+        i: string;
+        q: string;
+      };
       if (parsed.q !== query) {
-        throw new ValidationError([{ path: 'cursor', message: 'belongs to a query with other filters or sorting' }]);
+        throw new ValidationError([
+          { path: 'cursor', message: 'belongs to a query with other filters or sorting' },
+        ]);
       }
       return { value: parsed.v, id: parsed.i };
     },

@@ -26,7 +26,12 @@ const generic = (status: number, slug: string, detail?: string): Problem => ({
 });
 
 /** raw-body and Koa signal request-level failures with `type` or `status` on the error. */
-const fromTransportError = (error: { type?: string; status?: number; expose?: boolean; message?: string }) => {
+const fromTransportError = (error: {
+  type?: string;
+  status?: number;
+  expose?: boolean;
+  message?: string;
+}) => {
   switch (error.type) {
     case 'entity.too.large':
       return generic(413, 'payload-too-large', 'The request body is larger than the configured limit');
@@ -68,15 +73,22 @@ export const problemMiddleware =
     try {
       await next();
       if (ctx.body === undefined || ctx.body === null) {
-        if (ctx.status === 404) problem = generic(404, 'not-found', `No route matches ${ctx.method} ${ctx.path}`);
-        else if (ctx.status === 405) problem = generic(405, 'method-not-allowed', `${ctx.method} is not allowed here`);
-        else if (ctx.status === 501) problem = generic(501, 'not-implemented', `${ctx.method} is not supported`);
+        if (ctx.status === 404)
+          problem = generic(404, 'not-found', `No route matches ${ctx.method} ${ctx.path}`);
+        else if (ctx.status === 405)
+          problem = generic(405, 'method-not-allowed', `${ctx.method} is not allowed here`);
+        else if (ctx.status === 501)
+          problem = generic(501, 'not-implemented', `${ctx.method} is not supported`);
       }
     } catch (error) {
       problem = toProblem(error);
       if (!problem) {
-        (ctx.state.logger as Logger | undefined ?? logger).error({ err: error }, 'unhandled error');
-        problem = generic(500, 'internal-error', 'An unexpected error occurred; quote the request id when reporting it');
+        ((ctx.state.logger as Logger | undefined) ?? logger).error({ err: error }, 'unhandled error');
+        problem = generic(
+          500,
+          'internal-error',
+          'An unexpected error occurred; quote the request id when reporting it',
+        );
       }
       if (error instanceof UnavailableError) ctx.set('Retry-After', String(error.retryAfterSeconds));
     }

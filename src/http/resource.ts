@@ -33,3 +33,7 @@ export const sendResource = (
   ctx.status = status;
   ctx.body = body;
 };
+
+/** A path parameter the router matched; the routes' patterns guarantee it is there. */
+export const pathParam = (ctx: Context, name: string): string =>
+  String((ctx.params as Record<string, string>)[name]);

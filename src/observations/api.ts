@@ -1,6 +1,10 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { observationSortValue, observationsProjection, observationsQuery } from '../../projections/observations.js';
+import {
+  observationSortValue,
+  observationsProjection,
+  observationsQuery,
+} from '../../projections/observations.js';
 import type { CommandContext } from '../core/command-handler.js';
 import { handleCommand, toEnvelope } from '../core/command-handler.js';
 import { fold } from '../core/decider.js';
@@ -10,7 +14,7 @@ import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
-import { parseIfMatch, sendResource } from '../http/resource.js';
+import { parseIfMatch, pathParam, sendResource } from '../http/resource.js';
 import type { CursorCodec } from '../http/cursor.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionRunner } from '../readmodels/runner.js';
@@ -33,7 +37,7 @@ const path = (tenantId: string, id: string) => `/v1/tenants/${tenantId}/observat
 
 /** Every event a request writes carries the tenant, the actor, and the request as cause. */
 export const commandContext = (ctx: Context, deps: { clock: Clock }): CommandContext => ({
-  tenantId: ctx.params.tenantId as string,
+  tenantId: pathParam(ctx, 'tenantId'),
   actor: (ctx.state.actor as string | undefined) ?? 'anonymous',
   correlationId: ctx.state.correlationId as string,
   causationId: ctx.state.requestId as string,
@@ -48,11 +52,12 @@ const observationOf = (state: ObservationState): Observation => {
 
 export const observationsApi = (deps: ObservationsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/observations' });
-  const stream = (ctx: Context) => streamName('observation', ctx.params.tenantId as string, ctx.params.id as string);
+  const stream = (ctx: Context) =>
+    streamName('observation', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id'));
 
   router.post('/', async (ctx) => {
     const body = decodeOrThrow(CreateObservationBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
-    const tenantId = ctx.params.tenantId as string;
+    const tenantId = pathParam(ctx, 'tenantId');
     const observationId = deps.ids('o');
     const result = await handleCommand(
       deps.eventStore,
@@ -79,10 +84,15 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
 
   router.get('/', async (ctx) => {
     const params = decodeOrThrow(ListObservationsQuery, ctx.query);
-    if (params.minPosition !== undefined && !(await deps.projection.waitFor(params.minPosition, deps.consistencyTimeoutMs))) {
-      throw new UnavailableError(`The list has not caught up with position ${params.minPosition} yet; retry shortly`);
+    if (
+      params.minPosition !== undefined &&
+      !(await deps.projection.waitFor(params.minPosition, deps.consistencyTimeoutMs))
+    ) {
+      throw new UnavailableError(
+        `The list has not caught up with position ${params.minPosition} yet; retry shortly`,
+      );
     }
-    const query = observationsQuery(ctx.params.tenantId as string, params);
+    const query = observationsQuery(pathParam(ctx, 'tenantId'), params);
     const queryKey = JSON.stringify([query.filters, query.sort]);
     const limit = params.limit ?? 50;
     const after = params.cursor === undefined ? undefined : deps.cursors.decode(params.cursor, queryKey);
@@ -111,7 +121,10 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
   router.patch('/:id', async (ctx) => {
     const patch = decodeOrThrow(
       PatchObservationBody,
-      await readJsonBody(ctx, { limit: deps.bodyLimit, mediaTypes: ['application/merge-patch+json', 'application/json'] }),
+      await readJsonBody(ctx, {
+        limit: deps.bodyLimit,
+        mediaTypes: ['application/merge-patch+json', 'application/json'],
+      }),
     );
     const result = await handleCommand(
       deps.eventStore,

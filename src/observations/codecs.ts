@@ -26,9 +26,17 @@ const optionalFields = {
   attributes: PlainObject,
 };
 
-export const CreateObservationBody = strictObject('an observation', { observedAt: DateTimeString }, optionalFields);
+export const CreateObservationBody = strictObject(
+  'an observation',
+  { observedAt: DateTimeString },
+  optionalFields,
+);
 
-export const PatchObservationBody = strictObject('an observation patch', {}, { observedAt: DateTimeString, ...optionalFields });
+export const PatchObservationBody = strictObject(
+  'an observation patch',
+  {},
+  { observedAt: DateTimeString, ...optionalFields },
+);
 
 /** Query strings arrive as text: these codecs parse it. */
 const single = <A>(name: string, parse: (s: string) => A | undefined, message: string) =>
@@ -51,10 +59,14 @@ const wholeNumber = (min: number, max: number) =>
   );
 
 const fromCodec = <A>(codec: t.Type<A, A, unknown>) =>
-  single(codec.name, (s) => {
-    const result = codec.decode(s);
-    return result._tag === 'Right' ? result.right : undefined;
-  }, `must be ${codec.name}`);
+  single(
+    codec.name,
+    (s) => {
+      const result = codec.decode(s);
+      return result._tag === 'Right' ? result.right : undefined;
+    },
+    `must be ${codec.name}`,
+  );
 
 const parseBbox = (s: string): BoundingBox | undefined => {
   const parts = s.split(',');
@@ -65,14 +77,25 @@ const parseBbox = (s: string): BoundingBox | undefined => {
   return lonOk && latOk ? { minLon, minLat, maxLon, maxLat } : undefined;
 };
 
-export const sortOptions = ['observedAt', '-observedAt', 'updatedAt', '-updatedAt', 'createdAt', '-createdAt'] as const;
+export const sortOptions = [
+  'observedAt',
+  '-observedAt',
+  'updatedAt',
+  '-updatedAt',
+  'createdAt',
+  '-createdAt',
+] as const;
 
 export const ListObservationsQuery = strictObject(
   'list parameters',
   {},
   {
     limit: wholeNumber(1, 200),
-    cursor: single('a cursor', (s) => (s.length > 0 && s.length <= 1024 ? s : undefined), 'must be a cursor from nextCursor'),
+    cursor: single(
+      'a cursor',
+      (s) => (s.length > 0 && s.length <= 1024 ? s : undefined),
+      'must be a cursor from nextCursor',
+    ),
     minPosition: wholeNumber(0, Number.MAX_SAFE_INTEGER),
     observedFrom: fromCodec(DateTimeString),
     observedTo: fromCodec(DateTimeString),
@@ -85,7 +108,11 @@ export const ListObservationsQuery = strictObject(
       'must be minLon,minLat,maxLon,maxLat with longitudes in -180..180, latitudes in -90..90 and minLat <= maxLat',
     ),
     sort: fromCodec(
-      refined(t.string, (s) => (sortOptions as readonly string[]).includes(s), `one of ${sortOptions.join(', ')}`),
+      refined(
+        t.string,
+        (s) => (sortOptions as readonly string[]).includes(s),
+        `one of ${sortOptions.join(', ')}`,
+      ),
     ),
   },
 );

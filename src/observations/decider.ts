@@ -25,18 +25,24 @@ const assertAttributesFit = (attributes: Attributes): void => {
 /** The fields the patch really changes, with attributes merged into their new whole value. */
 const changesOf = (current: Observation, patch: ObservationPatch): Partial<ObservationFields> => {
   const next: Partial<ObservationFields> = { ...patch };
-  if (patch.attributes !== undefined) next.attributes = mergePatch(current.attributes, patch.attributes) as Attributes;
+  if (patch.attributes !== undefined)
+    next.attributes = mergePatch(current.attributes, patch.attributes) as Attributes;
   return Object.fromEntries(
-    Object.entries(next).filter(([field, value]) => !isDeepStrictEqual(current[field as keyof Observation], value)),
+    Object.entries(next).filter(
+      ([field, value]) => !isDeepStrictEqual(current[field as keyof Observation], value),
+    ),
   );
 };
 
 const decide = (command: ObservationCommand, state: ObservationState): ObservationEvent[] => {
   switch (command.type) {
     case 'RecordObservation':
-      if (state.status !== 'absent') throw new ConflictError(`Observation ${command.observationId} already exists`);
+      if (state.status !== 'absent')
+        throw new ConflictError(`Observation ${command.observationId} already exists`);
       assertAttributesFit(command.fields.attributes);
-      return [{ type: 'ObservationRecorded', data: { observationId: command.observationId, ...command.fields } }];
+      return [
+        { type: 'ObservationRecorded', data: { observationId: command.observationId, ...command.fields } },
+      ];
     case 'UpdateObservation': {
       if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
       const changes = changesOf(state.observation, command.patch);
@@ -72,7 +78,12 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
       if (state.status === 'absent') return state;
       return {
         status: 'recorded',
-        observation: { ...state.observation, ...event.data.changes, updatedAt: at, version: event.streamVersion },
+        observation: {
+          ...state.observation,
+          ...event.data.changes,
+          updatedAt: at,
+          version: event.streamVersion,
+        },
       };
     default: {
       const unknown: never = event;

@@ -29,7 +29,10 @@ export type ObservationFields = Pick<
   'observedAt' | 'position' | 'locationId' | 'visitId' | 'notes' | 'attributes'
 >;
 
-export type ObservationRecorded = DomainEvent<'ObservationRecorded', { observationId: string } & ObservationFields>;
+export type ObservationRecorded = DomainEvent<
+  'ObservationRecorded',
+  { observationId: string } & ObservationFields
+>;
 
 /** `changes` holds the new value of every field that changed; attributes are stored whole, after merging. */
 export type ObservationUpdated = DomainEvent<
@@ -39,7 +42,10 @@ export type ObservationUpdated = DomainEvent<
 
 export type ObservationEvent = ObservationRecorded | ObservationUpdated;
 
-export const observationEventTypes: readonly ObservationEvent['type'][] = ['ObservationRecorded', 'ObservationUpdated'];
+export const observationEventTypes: readonly ObservationEvent['type'][] = [
+  'ObservationRecorded',
+  'ObservationUpdated',
+];
 
 export type ObservationState = { status: 'absent' } | { status: 'recorded'; observation: Observation };
 

@@ -40,7 +40,13 @@ export const applyBatch = async <D>(
   }
   return [...working.values()]
     .filter((entry) => entry.changed)
-    .map(({ tenantId, id, doc, position }) => ({ collection: projection.collection.name, tenantId, id, doc, position }));
+    .map(({ tenantId, id, doc, position }) => ({
+      collection: projection.collection.name,
+      tenantId,
+      id,
+      doc,
+      position,
+    }));
 };
 
 export interface ProjectionRunner {
@@ -75,7 +81,11 @@ export const projectionRunner = <D>(
     subscription = eventStore.subscribe(
       { after: checkpoint, filter: { eventTypes: projection.eventTypes }, batchSize: deps.batchSize ?? 500 },
       async (events, lastPosition) => {
-        await readModels.commit(projection.name, await applyBatch(projection, readModels, events), lastPosition);
+        await readModels.commit(
+          projection.name,
+          await applyBatch(projection, readModels, events),
+          lastPosition,
+        );
         checkpoint = lastPosition;
         lastError = null;
         progress.emit('progress', checkpoint);
@@ -83,7 +93,10 @@ export const projectionRunner = <D>(
     );
     subscription.done.catch(async (error: unknown) => {
       lastError = (error as Error).message;
-      logger.error({ err: error, projection: projection.name }, 'projection failed; retrying from its checkpoint');
+      logger.error(
+        { err: error, projection: projection.name },
+        'projection failed; retrying from its checkpoint',
+      );
       await sleep(1000);
       if (running) await subscribe();
     });
@@ -103,7 +116,7 @@ export const projectionRunner = <D>(
     waitFor: async (position, timeoutMs) => {
       const deadline = Date.now() + timeoutMs;
       // The stored checkpoint is asked too: with several instances, another one may have applied the event.
-      while ((checkpoint < position) && (await readModels.getCheckpoint(projection.name)) < position) {
+      while (checkpoint < position && (await readModels.getCheckpoint(projection.name)) < position) {
         const left = deadline - Date.now();
         if (left <= 0) return false;
         await new Promise<void>((resolve) => {

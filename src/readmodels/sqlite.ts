@@ -76,7 +76,8 @@ const keysetSql = (query: ListQuery): { sql: string; params: (string | number)[]
 
 const createTableSql = (spec: CollectionSpec): string => {
   const generated = Object.entries(spec.fields).map(([name, field]) => {
-    if (!identifier.test(name) || !jsonPath.test(field.path)) throw new Error(`Invalid field ${name}: ${field.path}`);
+    if (!identifier.test(name) || !jsonPath.test(field.path))
+      throw new Error(`Invalid field ${name}: ${field.path}`);
     const type = field.type === 'number' ? 'REAL' : 'TEXT';
     return `${column(name)} ${type} GENERATED ALWAYS AS (json_extract(doc, '$.${field.path}')) VIRTUAL`;
   });
@@ -84,7 +85,13 @@ const createTableSql = (spec: CollectionSpec): string => {
     const name = `${table(spec.name)}_by_${fields.join('_')}`;
     return `CREATE INDEX IF NOT EXISTS ${name} ON ${table(spec.name)} (tenant_id, ${fields.map(column).join(', ')}, id);`;
   });
-  const columns = ['tenant_id TEXT NOT NULL', 'id TEXT NOT NULL', 'position INTEGER NOT NULL', 'doc TEXT', ...generated];
+  const columns = [
+    'tenant_id TEXT NOT NULL',
+    'id TEXT NOT NULL',
+    'position INTEGER NOT NULL',
+    'doc TEXT',
+    ...generated,
+  ];
   return `
     CREATE TABLE IF NOT EXISTS ${table(spec.name)} (
       ${columns.join(',\n      ')},
@@ -121,16 +128,23 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
      ON CONFLICT (projection) DO UPDATE SET position = max(position, excluded.position)`,
   );
 
-  const commit = db.transaction((projection: string, changes: readonly DocumentChange[], checkpoint: number) => {
-    for (const change of changes) {
-      prepare(
-        `INSERT INTO ${known(change.collection)} (tenant_id, id, position, doc) VALUES (?, ?, ?, ?)
+  const commit = db.transaction(
+    (projection: string, changes: readonly DocumentChange[], checkpoint: number) => {
+      for (const change of changes) {
+        prepare(
+          `INSERT INTO ${known(change.collection)} (tenant_id, id, position, doc) VALUES (?, ?, ?, ?)
          ON CONFLICT (tenant_id, id) DO UPDATE SET position = excluded.position, doc = excluded.doc
          WHERE excluded.position > position`,
-      ).run(change.tenantId, change.id, change.position, change.doc === null ? null : JSON.stringify(change.doc));
-    }
-    moveCheckpoint.run(projection, checkpoint);
-  });
+        ).run(
+          change.tenantId,
+          change.id,
+          change.position,
+          change.doc === null ? null : JSON.stringify(change.doc),
+        );
+      }
+      moveCheckpoint.run(projection, checkpoint);
+    },
+  );
 
   return {
     kind: 'sqlite',
@@ -142,10 +156,9 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     },
 
     get: <D>(collection: string, { tenantId, id }: { tenantId: string; id: string }) => {
-      const row = prepare(`SELECT doc, position FROM ${known(collection)} WHERE tenant_id = ? AND id = ?`).get(
-        tenantId,
-        id,
-      ) as { doc: string | null; position: number } | undefined;
+      const row = prepare(
+        `SELECT doc, position FROM ${known(collection)} WHERE tenant_id = ? AND id = ?`,
+      ).get(tenantId, id) as { doc: string | null; position: number } | undefined;
       const found: StoredDocument<D> | null =
         row?.doc != null ? { doc: JSON.parse(row.doc) as D, position: row.position } : null;
       return Promise.resolve(found);
@@ -170,8 +183,7 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
 
     getCheckpoint: (projection) => {
       const row = prepare('SELECT position FROM checkpoints WHERE projection = ?').get(projection) as
-        | { position: number }
-        | undefined;
+        { position: number } | undefined;
       return Promise.resolve(row?.position ?? 0);
     },
 

@@ -8,7 +8,9 @@ import { anEvent, eventually, uniqueTenant } from '../support/events.js';
  * The behaviour every EventStore adapter promises. Each test works in its own tenant and stream names, so
  * the suite can run against a shared server that holds other data.
  */
-export const eventStoreContract = (open: () => Promise<{ store: EventStore; close: () => Promise<void> }>) => {
+export const eventStoreContract = (
+  open: () => Promise<{ store: EventStore; close: () => Promise<void> }>,
+) => {
   let store: EventStore;
   let close: () => Promise<void>;
   let tenant: string;
@@ -118,7 +120,11 @@ export const eventStoreContract = (open: () => Promise<{ store: EventStore; clos
       const first = await store.readAll({ maxCount: 2, filter: { tenantId: tenant } });
       expect(first.events.map((e) => e.data)).to.deep.equal([{ i: 1 }, { i: 2 }]);
       expect(first.isEnd).to.equal(false);
-      const second = await store.readAll({ after: first.lastPosition, maxCount: 2, filter: { tenantId: tenant } });
+      const second = await store.readAll({
+        after: first.lastPosition,
+        maxCount: 2,
+        filter: { tenantId: tenant },
+      });
       expect(second.events.map((e) => e.data)).to.deep.equal([{ i: 3 }]);
       expect(second.isEnd).to.equal(true);
       expect(second.lastPosition).to.be.at.least(second.events[0]?.position ?? Infinity);
@@ -182,7 +188,11 @@ export const eventStoreContract = (open: () => Promise<{ store: EventStore; clos
 
     it('delivers each event once to the group and resumes after the last ack', async () => {
       const group = groupName();
-      await store.ensurePersistentSubscription(group, { startFrom: 'start', maxRetryCount: 2, filter: { tenantId: tenant } });
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'start',
+        maxRetryCount: 2,
+        filter: { tenantId: tenant },
+      });
       await store.appendToStream(stream('thing', 'j'), [anEvent('A', { n: 1 }, tenant)], 'no_stream');
       const first = consume(group, () => ack);
       await eventually(() => first.deliveries.length === 1);
@@ -197,8 +207,16 @@ export const eventStoreContract = (open: () => Promise<{ store: EventStore; clos
 
     it('retries a nacked event with a growing retry count and parks it after the maximum', async () => {
       const group = groupName();
-      await store.ensurePersistentSubscription(group, { startFrom: 'start', maxRetryCount: 2, filter: { tenantId: tenant } });
-      await store.appendToStream(stream('thing', 'k'), [anEvent('Bad', {}, tenant), anEvent('Good', {}, tenant)], 'no_stream');
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'start',
+        maxRetryCount: 2,
+        filter: { tenantId: tenant },
+      });
+      await store.appendToStream(
+        stream('thing', 'k'),
+        [anEvent('Bad', {}, tenant), anEvent('Good', {}, tenant)],
+        'no_stream',
+      );
       const { deliveries, subscription } = consume(group, (d) =>
         d.event.type === 'Bad' ? { kind: 'nack', action: 'retry', reason: 'receiver down' } : ack,
       );
@@ -213,7 +231,11 @@ export const eventStoreContract = (open: () => Promise<{ store: EventStore; clos
 
     it('parks at once on nack park, and delivers parked events again on replay', async () => {
       const group = groupName();
-      await store.ensurePersistentSubscription(group, { startFrom: 'start', maxRetryCount: 5, filter: { tenantId: tenant } });
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'start',
+        maxRetryCount: 5,
+        filter: { tenantId: tenant },
+      });
       await store.appendToStream(stream('thing', 'l'), [anEvent('Poison', {}, tenant)], 'no_stream');
       let accept = false;
       const { deliveries, subscription } = consume(group, () =>
@@ -233,7 +255,11 @@ export const eventStoreContract = (open: () => Promise<{ store: EventStore; clos
     it('starts a group created with startFrom end after the events already stored', async () => {
       await store.appendToStream(stream('thing', 'm'), [anEvent('Old', {}, tenant)], 'no_stream');
       const group = groupName();
-      await store.ensurePersistentSubscription(group, { startFrom: 'end', maxRetryCount: 1, filter: { tenantId: tenant } });
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'end',
+        maxRetryCount: 1,
+        filter: { tenantId: tenant },
+      });
       const { deliveries, subscription } = consume(group, () => ack);
       await store.appendToStream(stream('thing', 'm'), [anEvent('New', {}, tenant)], 0);
       await eventually(() => deliveries.length === 1);

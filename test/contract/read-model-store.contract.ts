@@ -95,12 +95,18 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
       await put([{ id: 'p1', name: 'New', rank: 1, lat: 1, lon: 2 }], 7);
       await put([{ id: 'p1', name: 'Old', rank: 1, lat: 1, lon: 2 }], 5);
       await put([{ id: 'p1', name: 'Same', rank: 1, lat: 1, lon: 2 }], 7);
-      expect((await readModels.get<Place>(places.name, { tenantId: tenant, id: 'p1' }))?.doc.name).to.equal('New');
+      expect((await readModels.get<Place>(places.name, { tenantId: tenant, id: 'p1' }))?.doc.name).to.equal(
+        'New',
+      );
     });
 
     it('deletes with null, and an older change cannot bring the document back', async () => {
       await put([{ id: 'p1', name: 'Alder', rank: 1, lat: 1, lon: 2 }], 3);
-      await readModels.commit('x', [{ collection: places.name, tenantId: tenant, id: 'p1', position: 4, doc: null }], 4);
+      await readModels.commit(
+        'x',
+        [{ collection: places.name, tenantId: tenant, id: 'p1', position: 4, doc: null }],
+        4,
+      );
       await put([{ id: 'p1', name: 'Zombie', rank: 1, lat: 1, lon: 2 }], 3);
       expect(await readModels.get(places.name, { tenantId: tenant, id: 'p1' })).to.equal(null);
       expect(await ids({})).to.deep.equal([]);
@@ -127,27 +133,49 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
 
     it('filters by equality, set membership, range and prefix', async () => {
       expect(await ids({ filters: [{ op: 'eq', field: 'rank', value: 3 }] })).to.deep.equal(['p1', 'p4']);
-      expect(await ids({ filters: [{ op: 'in', field: 'name', values: ['Birch', 'Cedar'] }] })).to.deep.equal(['p2', 'p4']);
-      expect(await ids({ filters: [{ op: 'gte', field: 'lat', value: 45 }, { op: 'lt', field: 'lat', value: 60 }] })).to.deep.equal(
-        ['p1', 'p2'],
+      expect(await ids({ filters: [{ op: 'in', field: 'name', values: ['Birch', 'Cedar'] }] })).to.deep.equal(
+        ['p2', 'p4'],
       );
-      expect(await ids({ filters: [{ op: 'prefix', field: 'name', value: 'Al' }] })).to.deep.equal(['p1', 'p3']);
+      expect(
+        await ids({
+          filters: [
+            { op: 'gte', field: 'lat', value: 45 },
+            { op: 'lt', field: 'lat', value: 60 },
+          ],
+        }),
+      ).to.deep.equal(['p1', 'p2']);
+      expect(await ids({ filters: [{ op: 'prefix', field: 'name', value: 'Al' }] })).to.deep.equal([
+        'p1',
+        'p3',
+      ]);
       expect(await ids({ filters: [{ op: 'prefix', field: 'name', value: '.*' }] })).to.deep.equal([]);
     });
 
     it('filters by bounding box, also across the antimeridian', async () => {
       const box = { minLon: 6, minLat: 44, maxLon: 9, maxLat: 47 };
-      expect(await ids({ filters: [{ op: 'bbox', latField: 'lat', lonField: 'lon', box }] })).to.deep.equal(['p1', 'p2']);
-      const across = { minLon: 179, minLat: -20, maxLon: -179, maxLat: 70 };
-      expect(await ids({ filters: [{ op: 'bbox', latField: 'lat', lonField: 'lon', box: across }] })).to.deep.equal([
-        'p3',
-        'p4',
+      expect(await ids({ filters: [{ op: 'bbox', latField: 'lat', lonField: 'lon', box }] })).to.deep.equal([
+        'p1',
+        'p2',
       ]);
+      const across = { minLon: 179, minLat: -20, maxLon: -179, maxLat: 70 };
+      expect(
+        await ids({ filters: [{ op: 'bbox', latField: 'lat', lonField: 'lon', box: across }] }),
+      ).to.deep.equal(['p3', 'p4']);
     });
 
     it('sorts both ways with the id as tie-breaker and missing values lowest', async () => {
-      expect(await ids({ sort: { field: 'rank', direction: 'asc' } })).to.deep.equal(['p3', 'p2', 'p1', 'p4']);
-      expect(await ids({ sort: { field: 'rank', direction: 'desc' } })).to.deep.equal(['p4', 'p1', 'p2', 'p3']);
+      expect(await ids({ sort: { field: 'rank', direction: 'asc' } })).to.deep.equal([
+        'p3',
+        'p2',
+        'p1',
+        'p4',
+      ]);
+      expect(await ids({ sort: { field: 'rank', direction: 'desc' } })).to.deep.equal([
+        'p4',
+        'p1',
+        'p2',
+        'p3',
+      ]);
     });
 
     for (const direction of ['asc', 'desc'] as const) {
@@ -178,7 +206,10 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
       name: `tallies-${suffix}-${tenant}`,
       collection: { name: `tallies_${suffix}`, fields: {}, indexes: [] },
       eventTypes: ['Tallied'],
-      documentKey: (event) => ({ tenantId: event.metadata.tenantId, id: (event.data as { key: string }).key }),
+      documentKey: (event) => ({
+        tenantId: event.metadata.tenantId,
+        id: (event.data as { key: string }).key,
+      }),
       evolve: (doc, event) => ({
         id: (event.data as { key: string }).key,
         count: (doc?.count ?? 0) + 1,
@@ -195,7 +226,9 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
       return (await eventStore.readAll({ filter: { tenantId: tenant } })).events;
     };
     const snapshot = async (projection: Projection<Tally>) =>
-      Promise.all(['a', 'b', 'c'].map((id) => readModels.get(projection.collection.name, { tenantId: tenant, id })));
+      Promise.all(
+        ['a', 'b', 'c'].map((id) => readModels.get(projection.collection.name, { tenantId: tenant, id })),
+      );
     const catchUp = async (projection: Projection<Tally>) => {
       const runner = projectionRunner(projection, { eventStore, readModels, logger, batchSize: 2 });
       await runner.start();
@@ -215,7 +248,11 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
       const changes = await applyBatch(projection, readModels, events);
       await readModels.commit(projection.name, changes, events.at(-1)!.position);
       // The same batch arrives again, as after a lost acknowledgement.
-      await readModels.commit(projection.name, await applyBatch(projection, readModels, events), events.at(-1)!.position);
+      await readModels.commit(
+        projection.name,
+        await applyBatch(projection, readModels, events),
+        events.at(-1)!.position,
+      );
       const afterDuplicate = await snapshot(projection);
       expect(afterDuplicate.map((d) => (d?.doc as Tally).count)).to.deep.equal([3, 3, 3]);
       expect(afterDuplicate).to.deep.equal(await cleanRebuild(projection));

@@ -24,7 +24,9 @@ const fixture = async (openReadModels: (dir: string) => Promise<ReadModelStore>)
 
 describe('ReadModelStore contract', () => {
   describe('on the embedded SQLite adapter', () => {
-    readModelStoreContract(() => fixture((dir) => Promise.resolve(openSqliteReadModels(join(dir, 'readmodels.db')))));
+    readModelStoreContract(() =>
+      fixture((dir) => Promise.resolve(openSqliteReadModels(join(dir, 'readmodels.db')))),
+    );
   });
 
   describeBackend('on MongoDB', 'MONGODB_URL', (url) => {

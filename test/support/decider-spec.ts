@@ -17,7 +17,11 @@ export const deciderSpec =
   (given: Event[]) => {
     const state = fold(
       decider,
-      given.map((event, index) => ({ ...event, metadata: metadata(index), streamVersion: index }) as Envelope<Event>),
+      given.map((event, index): Envelope<Event> => ({
+        ...event,
+        metadata: metadata(index),
+        streamVersion: index,
+      })),
     );
     return {
       when: (command: Command) => ({

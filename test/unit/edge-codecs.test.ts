@@ -25,7 +25,11 @@ describe('request codecs', () => {
 
   it('names the deepest offending path, and unknown fields, in one answer', () => {
     const errors = errorsOf(() =>
-      decodeOrThrow(CreateObservationBody, { observedAt: '2026-05-01T09:30:00Z', position: { lat: 999, lon: 7 }, colour: 'red' }),
+      decodeOrThrow(CreateObservationBody, {
+        observedAt: '2026-05-01T09:30:00Z',
+        position: { lat: 999, lon: 7 },
+        colour: 'red',
+      }),
     );
     expect(errors.map((e) => e.path).sort()).to.deep.equal(['colour', 'position.lat']);
     expect(errors.find((e) => e.path === 'position.lat')?.message).to.match(/latitude between -90 and 90/);
@@ -38,12 +42,12 @@ describe('request codecs', () => {
   });
 
   it('refuses dates without a time zone and impossible dates', () => {
-    expect(errorsOf(() => decodeOrThrow(CreateObservationBody, { observedAt: '2026-05-01T09:30:00' }))[0]?.path).to.equal(
-      'observedAt',
-    );
-    expect(errorsOf(() => decodeOrThrow(CreateObservationBody, { observedAt: '2026-13-45T09:30:00Z' }))[0]?.path).to.equal(
-      'observedAt',
-    );
+    expect(
+      errorsOf(() => decodeOrThrow(CreateObservationBody, { observedAt: '2026-05-01T09:30:00' }))[0]?.path,
+    ).to.equal('observedAt');
+    expect(
+      errorsOf(() => decodeOrThrow(CreateObservationBody, { observedAt: '2026-13-45T09:30:00Z' }))[0]?.path,
+    ).to.equal('observedAt');
   });
 
   it('parses list parameters and refuses a limit of 500, a bad bbox and unknown parameters', () => {
@@ -54,15 +58,23 @@ describe('request codecs', () => {
     expect(errorsOf(() => decodeOrThrow(ListObservationsQuery, { limit: '500' }))).to.deep.equal([
       { path: 'limit', message: 'must be a whole number from 1 to 200' },
     ]);
-    expect(errorsOf(() => decodeOrThrow(ListObservationsQuery, { bbox: '6,46,8,44' }))[0]?.path).to.equal('bbox');
-    expect(errorsOf(() => decodeOrThrow(ListObservationsQuery, { pageSize: '5' }))[0]?.path).to.equal('pageSize');
-    expect(errorsOf(() => decodeOrThrow(ListObservationsQuery, { limit: ['5', '6'] }))[0]?.message).to.equal('must be given once');
+    expect(errorsOf(() => decodeOrThrow(ListObservationsQuery, { bbox: '6,46,8,44' }))[0]?.path).to.equal(
+      'bbox',
+    );
+    expect(errorsOf(() => decodeOrThrow(ListObservationsQuery, { pageSize: '5' }))[0]?.path).to.equal(
+      'pageSize',
+    );
+    expect(errorsOf(() => decodeOrThrow(ListObservationsQuery, { limit: ['5', '6'] }))[0]?.message).to.equal(
+      'must be given once',
+    );
   });
 });
 
 describe('JSON merge patch', () => {
   it('merges objects, removes keys set to null, and replaces everything else', () => {
-    expect(mergePatch({ a: 1, b: { c: 2, d: 3 }, e: [1] }, { b: { c: null, f: 4 }, e: [2], g: 'x' })).to.deep.equal({
+    expect(
+      mergePatch({ a: 1, b: { c: 2, d: 3 }, e: [1] }, { b: { c: null, f: 4 }, e: [2], g: 'x' }),
+    ).to.deep.equal({
       a: 1,
       b: { d: 3, f: 4 },
       e: [2],

@@ -45,7 +45,10 @@ describe('the observation decider', () => {
   describe('when an observation is patched', () => {
     it('records only the fields that change, with attributes merged key by key', () => {
       given([recorded])
-        .when({ type: 'UpdateObservation', patch: { notes: 'near the creek', attributes: { count: 3, species: null, sex: 'f' } } })
+        .when({
+          type: 'UpdateObservation',
+          patch: { notes: 'near the creek', attributes: { count: 3, species: null, sex: 'f' } },
+        })
         .then([
           {
             type: 'ObservationUpdated',
@@ -61,11 +64,15 @@ describe('the observation decider', () => {
     });
 
     it('records nothing when the patch changes nothing', () => {
-      given([recorded]).when({ type: 'UpdateObservation', patch: { notes: 'near the creek' } }).then([]);
+      given([recorded])
+        .when({ type: 'UpdateObservation', patch: { notes: 'near the creek' } })
+        .then([]);
     });
 
     it('answers not found for an observation that was never recorded', () => {
-      given([]).when({ type: 'UpdateObservation', patch: { notes: 'x' } }).thenThrows(NotFoundError);
+      given([])
+        .when({ type: 'UpdateObservation', patch: { notes: 'x' } })
+        .thenThrows(NotFoundError);
     });
   });
 
