@@ -1,0 +1,83 @@
+import { expect } from 'chai';
+import { join } from 'node:path';
+import { handleCommand, type CommandContext } from '../../src/core/command-handler.js';
+import type { Decider } from '../../src/core/decider.js';
+import { PreconditionFailedError, VersionConflictError } from '../../src/core/errors.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { tempDir } from '../support/adapters.js';
+import { anEvent } from '../support/events.js';
+
+type Counted = { type: 'Counted'; data: { n: number } };
+
+const context: CommandContext = {
+  tenantId: 't_test',
+  actor: 'test',
+  correlationId: 'corr',
+  causationId: 'cause',
+  now: new Date('2026-01-01T00:00:00Z'),
+  newEventId: () => crypto.randomUUID(),
+};
+
+/** A counter whose decide lets the test slip a competing write in between the read and the append. */
+const counter = (beforeDeciding: () => void = () => undefined): Decider<number, 'count', Counted> => ({
+  aggregate: 'counter',
+  initialState: () => 0,
+  decide: (_command, state) => {
+    beforeDeciding();
+    return [{ type: 'Counted', data: { n: state + 1 } }];
+  },
+  evolve: (_state, event) => event.data.n,
+});
+
+describe('the command handler', () => {
+  let store: EventStore;
+  let remove: () => void;
+  const stream = 'counter-t_test_c_1';
+
+  beforeEach(() => {
+    const dir = tempDir();
+    remove = dir.remove;
+    store = openSqliteEventStore(join(dir.dir, 'events.db'));
+  });
+  afterEach(async () => {
+    await store.close();
+    remove();
+  });
+
+  it('appends what the decider decides, with the context as metadata, and returns the new state', async () => {
+    const first = await handleCommand(store, counter(), stream, 'count', context);
+    const second = await handleCommand(store, counter(), stream, 'count', context);
+    expect([first.state, first.version, second.state, second.version]).to.deep.equal([1, 0, 2, 1]);
+    const [event] = await store.readStream(stream);
+    expect(event?.metadata).to.deep.equal({
+      tenantId: 't_test',
+      actor: 'test',
+      correlationId: 'corr',
+      causationId: 'cause',
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      schemaVersion: 1,
+    });
+  });
+
+  it('refuses with a version conflict (409) when another write lands between its read and its append', async () => {
+    await handleCommand(store, counter(), stream, 'count', context);
+    const sneakIn = () => void store.appendToStream(stream, [anEvent('Counted', { n: 99 }, 't_test')], 0);
+    const error = await handleCommand(store, counter(sneakIn), stream, 'count', context).catch(
+      (e: unknown) => e,
+    );
+    expect(error).to.be.instanceOf(VersionConflictError);
+    expect((await store.readStream(stream)).map((e) => e.data)).to.deep.equal([{ n: 1 }, { n: 99 }]);
+  });
+
+  it('answers 412 instead when the client sent If-Match', async () => {
+    await handleCommand(store, counter(), stream, 'count', context);
+    const sneakIn = () => void store.appendToStream(stream, [anEvent('Counted', { n: 99 }, 't_test')], 0);
+    const raced = await handleCommand(store, counter(sneakIn), stream, 'count', context, 0).catch(
+      (e: unknown) => e,
+    );
+    expect(raced).to.be.instanceOf(PreconditionFailedError);
+    const stale = await handleCommand(store, counter(), stream, 'count', context, 0).catch((e: unknown) => e);
+    expect(stale).to.be.instanceOf(PreconditionFailedError);
+  });
+});
