@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import { UnavailableError } from './core/errors.js';
 import type { Clock, IdGenerator } from './core/ids.js';
 import type { EventStore } from './eventstore/port.js';
 import type { CursorCodec } from './http/cursor.js';
@@ -33,7 +34,12 @@ export const createApp = (deps: AppDeps): Koa => {
 
   const root = new Router();
   root.get('/health', async (ctx) => {
-    await Promise.all([deps.eventStore.ping(), deps.readModels.ping()]);
+    try {
+      await Promise.all([deps.eventStore.ping(), deps.readModels.ping()]);
+    } catch (error) {
+      (ctx.state.logger as Logger).warn({ err: error }, 'health check failed');
+      throw new UnavailableError('A store does not answer', 5);
+    }
     ctx.body = { status: 'ok' };
   });
   root.param('tenantId', (id, ctx, next) => {

@@ -308,6 +308,13 @@ describe('the observations API', () => {
       expect(response.headers.get('allow')).to.include('POST');
     });
 
+    it('reports 503 from health when a store stops answering', async () => {
+      await server.stores.readModels.close();
+      const response = await request(`${server.url}/health`);
+      expectProblem(response, 503);
+      expect(response.headers.get('retry-after')).to.equal('5');
+    });
+
     it('answers an unexpected failure with a bare 500', async () => {
       await server.stores.readModels.close();
       const response = await request(base(server));
