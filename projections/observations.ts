@@ -1,15 +1,15 @@
-import { toEnvelope } from '../src/core/command-handler.js';
 import { observationDecider } from '../src/observations/decider.js';
-import type { Observation, ObservationEvent } from '../src/observations/observation.js';
+import type { Observation, ObservationState } from '../src/observations/observation.js';
 import { observationEventTypes } from '../src/observations/observation.js';
 import type { BoundingBox, Filter, ListQuery } from '../src/readmodels/port.js';
 import type { Projection } from '../src/readmodels/projection.js';
+import { aggregateProjection } from '../src/readmodels/aggregate-projection.js';
 
 /**
  * The observations list. Each document is the observation resource itself, folded with the aggregate's own
  * evolve, so the list and a single read can never disagree on what an event means.
  */
-export const observationsProjection: Projection<Observation> = {
+export const observationsProjection: Projection<Observation> = aggregateProjection({
   name: 'observations',
   collection: {
     name: 'observations',
@@ -31,19 +31,12 @@ export const observationsProjection: Projection<Observation> = {
       ['lat', 'lon'],
     ],
   },
+  decider: observationDecider,
   eventTypes: observationEventTypes,
-  documentKey: (event) => ({
-    tenantId: event.metadata.tenantId,
-    id: (event.data as ObservationEvent['data']).observationId,
-  }),
-  evolve: (doc, event) => {
-    const state = observationDecider.evolve(
-      doc ? { status: 'recorded', observation: doc } : { status: 'absent' },
-      toEnvelope<ObservationEvent>(event),
-    );
-    return state.status === 'recorded' ? state.observation : null;
-  },
-};
+  key: (event) => ({ tenantId: event.metadata.tenantId, id: event.data.observationId }),
+  toState: (doc: Observation | null): ObservationState => (doc ? { status: 'recorded', observation: doc } : { status: 'absent' }),
+  toDoc: (state) => (state.status === 'recorded' ? state.observation : null),
+});
 
 /** The list query for the observations endpoint's already-validated parameters. */
 export const observationsQuery = (

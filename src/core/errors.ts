@@ -13,6 +13,14 @@ export abstract class DomainError extends Error {
   abstract readonly status: number;
   abstract readonly slug: string;
   abstract readonly title: string;
+  /** Extra members of the problem document. */
+  get extensions(): Record<string, unknown> {
+    return {};
+  }
+  /** Response headers the status calls for (Retry-After, WWW-Authenticate). */
+  get headers(): Record<string, string> {
+    return {};
+  }
 }
 
 export class ValidationError extends DomainError {
@@ -24,6 +32,9 @@ export class ValidationError extends DomainError {
     detail = errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; '),
   ) {
     super(detail);
+  }
+  override get extensions() {
+    return { errors: this.errors };
   }
 }
 
@@ -81,5 +92,57 @@ export class UnavailableError extends DomainError {
     readonly retryAfterSeconds = 1,
   ) {
     super(detail);
+  }
+  override get headers(): Record<string, string> {
+    return { 'Retry-After': String(this.retryAfterSeconds) };
+  }
+}
+
+/** Missing, malformed, invalid, expired or revoked credentials. Never says which. */
+export class UnauthorizedError extends DomainError {
+  readonly status = 401;
+  readonly slug = 'unauthorized';
+  readonly title = 'Valid credentials are required';
+  constructor(
+    detail = 'Send an API key in X-API-Key or a bearer token in Authorization',
+    /** RFC 6750 error code for WWW-Authenticate, when credentials were sent but refused. */
+    readonly bearerError?: 'invalid_token',
+  ) {
+    super(detail);
+  }
+  override get headers(): Record<string, string> {
+    const error = this.bearerError ? `, error="${this.bearerError}"` : '';
+    return { 'WWW-Authenticate': `Bearer realm="observation-service"${error}, ApiKey realm="observation-service"` };
+  }
+}
+
+/** Valid credentials without the permission the route needs. */
+export class ForbiddenError extends DomainError {
+  readonly status = 403;
+  readonly slug = 'forbidden';
+  readonly title = 'The credentials do not allow this request';
+  constructor(
+    detail: string,
+    readonly requiredScope?: string,
+  ) {
+    super(detail);
+  }
+  override get extensions() {
+    return this.requiredScope ? { requiredScope: this.requiredScope } : {};
+  }
+}
+
+export class TooManyRequestsError extends DomainError {
+  readonly status = 429;
+  readonly slug = 'too-many-requests';
+  readonly title = 'Too many requests';
+  constructor(
+    detail: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(detail);
+  }
+  override get headers(): Record<string, string> {
+    return { 'Retry-After': String(this.retryAfterSeconds) };
   }
 }

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
 import type { FieldError } from '../core/errors.js';
-import { DomainError, UnavailableError } from '../core/errors.js';
+import { DomainError } from '../core/errors.js';
 
 /** An RFC 9457 problem document. `type` is relative to the service and documented in docs/errors.md. */
 export interface Problem {
@@ -12,6 +12,7 @@ export interface Problem {
   detail?: string;
   instance?: string;
   errors?: FieldError[];
+  [extension: string]: unknown;
 }
 
 export const problemContentType = 'application/problem+json';
@@ -55,7 +56,7 @@ export const toProblem = (error: unknown): Problem | null => {
       title: error.title,
       status: error.status,
       detail: error.message,
-      ...('errors' in error ? { errors: error.errors as FieldError[] } : {}),
+      ...error.extensions,
     };
   }
   return typeof error === 'object' && error !== null ? fromTransportError(error) : null;
@@ -90,7 +91,7 @@ export const problemMiddleware =
           'An unexpected error occurred; quote the request id when reporting it',
         );
       }
-      if (error instanceof UnavailableError) ctx.set('Retry-After', String(error.retryAfterSeconds));
+      if (error instanceof DomainError) ctx.set(error.headers);
     }
     if (problem) {
       ctx.status = problem.status;
