@@ -34,7 +34,8 @@ export const observationsProjection: Projection<Observation> = aggregateProjecti
   decider: observationDecider,
   eventTypes: observationEventTypes,
   key: (event) => ({ tenantId: event.metadata.tenantId, id: event.data.observationId }),
-  toState: (doc: Observation | null): ObservationState => (doc ? { status: 'recorded', observation: doc } : { status: 'absent' }),
+  toState: (doc: Observation | null): ObservationState =>
+    doc ? { status: 'recorded', observation: doc } : { status: 'absent' },
   toDoc: (state) => (state.status === 'recorded' ? state.observation : null),
 });
 

@@ -1,8 +1,16 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import { loginApi } from './auth/api.js';
+import type { Authenticator } from './auth/authenticate.js';
+import { oauthApi } from './auth/oauth-api.js';
+import type { FailureLimiter } from './auth/rate-limit.js';
+import type { Revocations } from './auth/revocations.js';
+import type { Keyring } from './auth/signing-keys.js';
+import type { TokenSettings } from './auth/tokens.js';
 import { UnavailableError } from './core/errors.js';
 import type { Clock, IdGenerator } from './core/ids.js';
+import { credentialsApi } from './credentials/api.js';
 import type { EventStore } from './eventstore/port.js';
 import type { CursorCodec } from './http/cursor.js';
 import { problemMiddleware } from './http/problem.js';
@@ -10,6 +18,7 @@ import { requestContext } from './http/request-context.js';
 import { observationsApi } from './observations/api.js';
 import type { ReadModelStore } from './readmodels/port.js';
 import type { ProjectionRunner } from './readmodels/runner.js';
+import { tenantsApi } from './tenants/api.js';
 
 export interface AppDeps {
   eventStore: EventStore;
@@ -21,6 +30,12 @@ export interface AppDeps {
   logger: Logger;
   bodyLimit: number;
   consistencyTimeoutMs: number;
+  auth: Authenticator;
+  keyring: () => Keyring;
+  tokens: TokenSettings;
+  refreshTokenTtlSeconds: number;
+  revocations: Revocations;
+  failures: { byEmail: FailureLimiter; byAddress: FailureLimiter };
 }
 
 const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
@@ -49,9 +64,16 @@ export const createApp = (deps: AppDeps): Koa => {
     }
     return next();
   });
-  const observations = observationsApi({ ...deps, projection: deps.projections.observations });
-  root.use(observations.routes());
-  root.use(observations.allowedMethods());
+
+  for (const api of [
+    oauthApi(deps),
+    loginApi(deps),
+    tenantsApi(deps),
+    credentialsApi(deps),
+    observationsApi({ ...deps, projection: deps.projections.observations }),
+  ]) {
+    root.use(api.routes());
+  }
 
   app.use(requestContext(deps.logger));
   app.use(problemMiddleware(deps.logger));

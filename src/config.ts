@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { parseByteSize, parseDuration } from './core/durations.js';
 
 /** Everything the service reads from its environment; README.md's configuration table mirrors this. */
@@ -12,7 +13,19 @@ export interface Config {
   bodyLimit: number;
   consistencyTimeoutMs: number;
   cursorSecret: string | null;
+  platformAdminKey: string | null;
+  /** The service's public base URL: the issuer of its tokens. */
+  publicUrl: string;
+  tokenAudience: string;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  signingKeysFile: string;
+  /** True when SIGNING_KEYS_FILE was given; otherwise a development keyring is created in DATA_DIR. */
+  signingKeysExplicit: boolean;
 }
+
+/** Secrets that NODE_ENV=production insists on: a generated default would differ between instances. */
+const productionSecrets = ['PLATFORM_ADMIN_KEY', 'CURSOR_SECRET', 'SIGNING_KEYS_FILE'] as const;
 
 export class ConfigError extends Error {}
 
@@ -40,26 +53,40 @@ const optionalUrl = (env: NodeJS.ProcessEnv, name: string, schemes: readonly str
 
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
   const production = env.NODE_ENV === 'production';
-  const cursorSecret = env.CURSOR_SECRET?.trim() || null;
-  if (production && !cursorSecret) {
-    throw new ConfigError('NODE_ENV=production needs every secret set explicitly: CURSOR_SECRET is missing');
+  const given = (name: string) => env[name]?.trim() || null;
+  const missing = productionSecrets.filter((name) => !given(name));
+  if (production && missing.length > 0) {
+    throw new ConfigError(
+      `NODE_ENV=production needs every secret set explicitly; missing: ${missing.join(', ')}`,
+    );
   }
+  const port = read(
+    env,
+    'PORT',
+    '3000',
+    (s) => (/^\d+$/.test(s) && Number(s) < 65536 ? Number(s) : undefined),
+    'a TCP port',
+  );
+  const dataDir = given('DATA_DIR') ?? './data';
+  const seconds = (name: string, fallback: string) =>
+    Math.round(read(env, name, fallback, parseDuration, 'a duration such as 15m') / 1000);
   return {
-    port: read(
-      env,
-      'PORT',
-      '3000',
-      (s) => (/^\d+$/.test(s) && Number(s) < 65536 ? Number(s) : undefined),
-      'a TCP port',
-    ),
-    host: env.HOST?.trim() || '127.0.0.1',
-    dataDir: env.DATA_DIR?.trim() || './data',
+    port,
+    host: given('HOST') ?? '127.0.0.1',
+    dataDir,
     eventStoreUrl: optionalUrl(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kdb']),
     mongodbUrl: optionalUrl(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
     production,
-    logLevel: env.LOG_LEVEL?.trim() || 'info',
+    logLevel: given('LOG_LEVEL') ?? 'info',
     bodyLimit: read(env, 'BODY_LIMIT', '1mb', parseByteSize, 'a size such as 1mb or 512kb'),
     consistencyTimeoutMs: read(env, 'CONSISTENCY_TIMEOUT', '5s', parseDuration, 'a duration such as 5s'),
-    cursorSecret,
+    cursorSecret: given('CURSOR_SECRET'),
+    platformAdminKey: given('PLATFORM_ADMIN_KEY'),
+    publicUrl: (given('PUBLIC_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    tokenAudience: given('TOKEN_AUDIENCE') ?? 'observation-service',
+    accessTokenTtlSeconds: seconds('ACCESS_TOKEN_TTL', '15m'),
+    refreshTokenTtlSeconds: seconds('REFRESH_TOKEN_TTL', '30d'),
+    signingKeysFile: given('SIGNING_KEYS_FILE') ?? join(dataDir, 'signing-keys.json'),
+    signingKeysExplicit: given('SIGNING_KEYS_FILE') !== null,
   };
 };

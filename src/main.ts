@@ -1,38 +1,25 @@
 import { pino } from 'pino';
-import { observationsProjection } from '../projections/observations.js';
-import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { newId, systemClock } from './core/ids.js';
-import { cursorCodec } from './http/cursor.js';
-import { projectionRunner } from './readmodels/runner.js';
-import { developmentSecret } from './secrets.js';
-import { openStores } from './stores.js';
+import { startService } from './service.js';
 
-/** Wires configuration, stores, projections and HTTP together, and shuts them down in reverse order. */
+/** Starts the service from the environment, and stops it cleanly on SIGINT or SIGTERM. */
 const main = async (): Promise<void> => {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel });
-  const stores = await openStores(config);
-  const observations = projectionRunner(observationsProjection, { ...stores, logger });
-  await observations.start();
-
-  const app = createApp({
-    ...stores,
-    projections: { observations },
-    cursors: cursorCodec(config.cursorSecret ?? developmentSecret(config.dataDir, 'cursorSecret')),
-    clock: systemClock,
-    ids: (prefix) => newId(prefix),
-    logger,
-    bodyLimit: config.bodyLimit,
-    consistencyTimeoutMs: config.consistencyTimeoutMs,
-  });
-  const server = app.listen(config.port, config.host, () => {
+  const service = await startService(config, logger);
+  if (!config.platformAdminKey) {
+    logger.warn(
+      { file: `${config.dataDir}/secrets.json` },
+      `development platform admin key (PLATFORM_ADMIN_KEY unset): ${service.platformAdminKey}`,
+    );
+  }
+  const server = service.app.listen(config.port, config.host, () => {
     logger.info(
       {
         port: config.port,
         host: config.host,
-        eventStore: stores.eventStore.kind,
-        readModels: stores.readModels.kind,
+        eventStore: service.stores.eventStore.kind,
+        readModels: service.stores.readModels.kind,
       },
       `listening on http://${config.host}:${config.port}`,
     );
@@ -42,10 +29,7 @@ const main = async (): Promise<void> => {
     logger.info({ signal }, 'shutting down');
     server.close();
     server.closeIdleConnections();
-    void observations
-      .stop()
-      .then(() => stores.close())
-      .then(() => process.exit(0));
+    void service.stop().then(() => process.exit(0));
   };
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));

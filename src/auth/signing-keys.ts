@@ -1,4 +1,10 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type JsonWebKey } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  type JsonWebKey,
+} from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -67,12 +73,25 @@ export const keyringOf = (keys: readonly SigningKey[]): Keyring => {
   const active = keys.filter((key) => key.retiredAt === null);
   const signing = active.at(-1);
   if (!signing) throw new Error('The signing keyring has no active key');
-  const publicKeys = active.map((key) => ({ kid: key.kid, publicKey: createPublicKey(createPrivateKey(key.privateKeyPem)) }));
+  const publicKeys = active.map((key) => ({
+    kid: key.kid,
+    publicKey: createPublicKey(createPrivateKey(key.privateKeyPem)),
+  }));
   return {
     signing,
-    verifying: new Map(publicKeys.map(({ kid, publicKey }) => [kid, publicKey.export({ type: 'spki', format: 'pem' }).toString()])),
+    verifying: new Map(
+      publicKeys.map(({ kid, publicKey }) => [
+        kid,
+        publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      ]),
+    ),
     jwks: {
-      keys: publicKeys.map(({ kid, publicKey }) => ({ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' })),
+      keys: publicKeys.map(({ kid, publicKey }) => ({
+        ...publicKey.export({ format: 'jwk' }),
+        kid,
+        alg: 'ES256',
+        use: 'sig',
+      })),
     },
   };
 };
@@ -80,7 +99,10 @@ export const keyringOf = (keys: readonly SigningKey[]): Keyring => {
 /** Loads the keyring, creating a first key when the file does not exist yet (development only). */
 export const loadKeyring = (file: string, { create }: { create: boolean }): Keyring => {
   if (!existsSync(file)) {
-    if (!create) throw new Error(`SIGNING_KEYS_FILE ${file} does not exist; create it with "npm run cli -- keys rotate"`);
+    if (!create)
+      throw new Error(
+        `SIGNING_KEYS_FILE ${file} does not exist; create it with "npm run cli -- keys rotate"`,
+      );
     rotateKeys(file);
   }
   return keyringOf(readKeys(file));

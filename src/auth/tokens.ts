@@ -29,8 +29,9 @@ export const signAccessToken = (
   settings: TokenSettings,
   claims: { sub: string; tenantId: string; scopes: readonly Scope[]; sid?: string },
   now: Date,
-): string =>
-  jwt.sign(
+): { token: string; jti: string } => {
+  const jti = randomUUID();
+  const token = jwt.sign(
     {
       tenantId: claims.tenantId,
       scope: claims.scopes.join(' '),
@@ -44,10 +45,12 @@ export const signAccessToken = (
       issuer: settings.issuer,
       audience: settings.audience,
       subject: claims.sub,
-      jwtid: randomUUID(),
+      jwtid: jti,
       expiresIn: settings.accessTokenTtlSeconds,
     },
   );
+  return { token, jti };
+};
 
 /** Returns the claims of a valid token, or null for anything else: no detail leaks to the caller. */
 export const verifyAccessToken = (keyring: Keyring, settings: TokenSettings, token: string, now: Date) => {
@@ -63,8 +66,9 @@ export const verifyAccessToken = (keyring: Keyring, settings: TokenSettings, tok
       clockTimestamp: Math.floor(now.getTime() / 1000),
     }) as Partial<AccessClaims>;
     const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];
-    if (typeof claims.sub !== 'string' || typeof claims.tenantId !== 'string' || !scopes.every(isScope)) return null;
-    return { ...(claims as AccessClaims), scopes: scopes as Scope[] };
+    if (typeof claims.sub !== 'string' || typeof claims.tenantId !== 'string' || !scopes.every(isScope))
+      return null;
+    return { ...(claims as AccessClaims), scopes };
   } catch {
     return null;
   }

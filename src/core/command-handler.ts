@@ -92,3 +92,16 @@ export const handleCommand = async <State, Command, Event extends DomainEvent>(
     throw error;
   }
 };
+
+/** An aggregate's current state and version, folded from its stream. */
+export const readAggregate = async <State, Event extends DomainEvent>(
+  eventStore: EventStore,
+  decider: Pick<Decider<State, never, Event>, 'initialState' | 'evolve'>,
+  streamName: string,
+): Promise<{ state: State; version: number }> => {
+  const recorded = await eventStore.readStream(streamName);
+  return {
+    state: fold(decider, recorded.map(toEnvelope<Event>)),
+    version: recorded.at(-1)?.streamVersion ?? NO_STREAM,
+  };
+};

@@ -112,7 +112,9 @@ export class UnauthorizedError extends DomainError {
   }
   override get headers(): Record<string, string> {
     const error = this.bearerError ? `, error="${this.bearerError}"` : '';
-    return { 'WWW-Authenticate': `Bearer realm="observation-service"${error}, ApiKey realm="observation-service"` };
+    return {
+      'WWW-Authenticate': `Bearer realm="observation-service"${error}, ApiKey realm="observation-service"`,
+    };
   }
 }
 

@@ -46,6 +46,7 @@ export interface CatchUpOptions {
 /**
  * Called with each batch in order; the subscription waits for the returned promise before the next batch.
  * `lastPosition` is where the batch read got to (see ReadAllPage), the value a caller stores as checkpoint.
+ * A batch can be empty: the read passed only events the filter skipped, and `lastPosition` says how far.
  */
 export type BatchHandler = (events: RecordedEvent[], lastPosition: number) => Promise<void>;
 

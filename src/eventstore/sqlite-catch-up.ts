@@ -22,7 +22,12 @@ export const catchUpSubscription = (
         position = page.lastPosition;
         continue; // read again before sleeping: appends made while the handler ran must not be missed
       }
-      position = page.lastPosition;
+      if (page.lastPosition > position) {
+        // Only filtered-out events were appended: say how far the read got, as EventStoreDB's checkpoints do.
+        await handler([], page.lastPosition);
+        position = page.lastPosition;
+        continue;
+      }
       if (page.isEnd) await Promise.race([source.signal.next(), latch.whenStopped]);
     }
   };

@@ -142,3 +142,33 @@ export const PlainObject = new t.Type<Record<string, unknown>, Record<string, un
       : t.failure(u, context, 'must be a JSON object'),
   t.identity,
 );
+
+/** Query strings arrive as text: these codecs parse it. */
+export const singleParam = <A>(name: string, parse: (s: string) => A | undefined, message: string) =>
+  new t.Type<A, A, unknown>(
+    name,
+    (_u): _u is A => false,
+    (u, context) => {
+      if (Array.isArray(u)) return t.failure(u, context, 'must be given once');
+      const parsed = typeof u === 'string' ? parse(u) : undefined;
+      return parsed === undefined ? t.failure(u, context, message) : t.success(parsed);
+    },
+    t.identity,
+  );
+
+export const wholeNumberParam = (min: number, max: number) =>
+  singleParam(
+    `a whole number from ${min} to ${max}`,
+    (s) => (/^\d{1,15}$/.test(s) && Number(s) >= min && Number(s) <= max ? Number(s) : undefined),
+    `must be a whole number from ${min} to ${max}`,
+  );
+
+export const paramOf = <A>(codec: t.Type<A, A, unknown>) =>
+  singleParam(
+    codec.name,
+    (s) => {
+      const result = codec.decode(s);
+      return result._tag === 'Right' ? result.right : undefined;
+    },
+    `must be ${codec.name}`,
+  );

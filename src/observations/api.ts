@@ -5,22 +5,23 @@ import {
   observationsProjection,
   observationsQuery,
 } from '../../projections/observations.js';
-import type { CommandContext } from '../core/command-handler.js';
-import { handleCommand, toEnvelope } from '../core/command-handler.js';
-import { fold } from '../core/decider.js';
+import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, UnavailableError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
+import { commandContext } from '../http/command-context.js';
+import { listPage } from '../http/paging.js';
 import { parseIfMatch, pathParam, sendResource } from '../http/resource.js';
 import type { CursorCodec } from '../http/cursor.js';
+import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionRunner } from '../readmodels/runner.js';
 import { CreateObservationBody, ListObservationsQuery, PatchObservationBody } from './codecs.js';
 import { observationDecider } from './decider.js';
-import type { Observation, ObservationEvent, ObservationState } from './observation.js';
+import type { Observation, ObservationState } from './observation.js';
 
 export interface ObservationsApiDeps {
   eventStore: EventStore;
@@ -31,19 +32,10 @@ export interface ObservationsApiDeps {
   ids: IdGenerator;
   bodyLimit: number;
   consistencyTimeoutMs: number;
+  auth: Authenticator;
 }
 
 const path = (tenantId: string, id: string) => `/v1/tenants/${tenantId}/observations/${id}`;
-
-/** Every event a request writes carries the tenant, the actor, and the request as cause. */
-export const commandContext = (ctx: Context, deps: { clock: Clock }): CommandContext => ({
-  tenantId: pathParam(ctx, 'tenantId'),
-  actor: (ctx.state.actor as string | undefined) ?? 'anonymous',
-  correlationId: ctx.state.correlationId as string,
-  causationId: ctx.state.requestId as string,
-  now: deps.clock(),
-  newEventId: () => crypto.randomUUID(),
-});
 
 const observationOf = (state: ObservationState): Observation => {
   if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
@@ -52,10 +44,12 @@ const observationOf = (state: ObservationState): Observation => {
 
 export const observationsApi = (deps: ObservationsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/observations' });
+  const read = requireScope(deps.auth, 'observations:read');
+  const write = requireScope(deps.auth, 'observations:write');
   const stream = (ctx: Context) =>
     streamName('observation', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id'));
 
-  router.post('/', async (ctx) => {
+  router.post('/', write, async (ctx) => {
     const body = decodeOrThrow(CreateObservationBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
     const tenantId = pathParam(ctx, 'tenantId');
     const observationId = deps.ids('o');
@@ -82,7 +76,7 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
     sendResource(ctx, 201, observationOf(result.state), result);
   });
 
-  router.get('/', async (ctx) => {
+  router.get('/', read, async (ctx) => {
     const params = decodeOrThrow(ListObservationsQuery, ctx.query);
     if (
       params.minPosition !== undefined &&
@@ -93,32 +87,25 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
       );
     }
     const query = observationsQuery(pathParam(ctx, 'tenantId'), params);
-    const queryKey = JSON.stringify([query.filters, query.sort]);
-    const limit = params.limit ?? 50;
-    const after = params.cursor === undefined ? undefined : deps.cursors.decode(params.cursor, queryKey);
-    const rows = await deps.readModels.list<Observation>(observationsProjection.collection.name, {
-      ...query,
-      limit: limit + 1,
-      ...(after ? { after } : {}),
-    });
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    const nextCursor =
-      rows.length > limit && last
-        ? deps.cursors.encode({ value: observationSortValue(last, query.sort.field), id: last.id }, queryKey)
-        : null;
+    const page = await listPage<Observation>(
+      deps,
+      observationsProjection.collection.name,
+      query,
+      { limit: params.limit ?? 50, cursor: params.cursor },
+      (observation) => observationSortValue(observation, query.sort.field),
+    );
     ctx.set('X-Projection-Position', String(deps.projection.status().checkpoint));
-    ctx.body = { data: page, nextCursor };
+    ctx.body = page;
   });
 
   // A single observation is folded from its stream: always fresh, whatever the projection's lag.
-  router.get('/:id', async (ctx) => {
-    const events = await deps.eventStore.readStream(stream(ctx));
-    const observation = observationOf(fold(observationDecider, events.map(toEnvelope<ObservationEvent>)));
+  router.get('/:id', read, async (ctx) => {
+    const { state } = await readAggregate(deps.eventStore, observationDecider, stream(ctx));
+    const observation = observationOf(state);
     sendResource(ctx, 200, observation, { version: observation.version, position: null });
   });
 
-  router.patch('/:id', async (ctx) => {
+  router.patch('/:id', write, async (ctx) => {
     const patch = decodeOrThrow(
       PatchObservationBody,
       await readJsonBody(ctx, {

@@ -1,6 +1,10 @@
 import * as t from 'io-ts';
+import { pageParams } from '../http/paging.js';
 import {
   boundedString,
+  paramOf,
+  singleParam,
+  wholeNumberParam,
   DateTimeString,
   numberBetween,
   PlainObject,
@@ -38,36 +42,6 @@ export const PatchObservationBody = strictObject(
   { observedAt: DateTimeString, ...optionalFields },
 );
 
-/** Query strings arrive as text: these codecs parse it. */
-const single = <A>(name: string, parse: (s: string) => A | undefined, message: string) =>
-  new t.Type<A, A, unknown>(
-    name,
-    (_u): _u is A => false,
-    (u, context) => {
-      if (Array.isArray(u)) return t.failure(u, context, 'must be given once');
-      const parsed = typeof u === 'string' ? parse(u) : undefined;
-      return parsed === undefined ? t.failure(u, context, message) : t.success(parsed);
-    },
-    t.identity,
-  );
-
-const wholeNumber = (min: number, max: number) =>
-  single(
-    `a whole number from ${min} to ${max}`,
-    (s) => (/^\d{1,15}$/.test(s) && Number(s) >= min && Number(s) <= max ? Number(s) : undefined),
-    `must be a whole number from ${min} to ${max}`,
-  );
-
-const fromCodec = <A>(codec: t.Type<A, A, unknown>) =>
-  single(
-    codec.name,
-    (s) => {
-      const result = codec.decode(s);
-      return result._tag === 'Right' ? result.right : undefined;
-    },
-    `must be ${codec.name}`,
-  );
-
 const parseBbox = (s: string): BoundingBox | undefined => {
   const parts = s.split(',');
   if (parts.length !== 4 || parts.some((p) => !/^-?\d+(\.\d+)?$/.test(p.trim()))) return undefined;
@@ -90,24 +64,19 @@ export const ListObservationsQuery = strictObject(
   'list parameters',
   {},
   {
-    limit: wholeNumber(1, 200),
-    cursor: single(
-      'a cursor',
-      (s) => (s.length > 0 && s.length <= 1024 ? s : undefined),
-      'must be a cursor from nextCursor',
-    ),
-    minPosition: wholeNumber(0, Number.MAX_SAFE_INTEGER),
-    observedFrom: fromCodec(DateTimeString),
-    observedTo: fromCodec(DateTimeString),
-    updatedSince: fromCodec(DateTimeString),
-    locationId: fromCodec(ResourceId),
-    visitId: fromCodec(ResourceId),
-    bbox: single(
+    ...pageParams,
+    minPosition: wholeNumberParam(0, Number.MAX_SAFE_INTEGER),
+    observedFrom: paramOf(DateTimeString),
+    observedTo: paramOf(DateTimeString),
+    updatedSince: paramOf(DateTimeString),
+    locationId: paramOf(ResourceId),
+    visitId: paramOf(ResourceId),
+    bbox: singleParam(
       'a bounding box',
       parseBbox,
       'must be minLon,minLat,maxLon,maxLat with longitudes in -180..180, latitudes in -90..90 and minLat <= maxLat',
     ),
-    sort: fromCodec(
+    sort: paramOf(
       refined(
         t.string,
         (s) => (sortOptions as readonly string[]).includes(s),

@@ -20,8 +20,9 @@ export const aggregateProjection = <State, Event extends DomainEvent, Doc>(optio
   name: options.name,
   collection: options.collection,
   eventTypes: options.eventTypes,
-  documentKey: (event) => options.key(event as RecordedEvent<Event['type'], Event['data']>),
-  evolve: (doc, event) => options.toDoc(options.decider.evolve(options.toState(doc), toEnvelope<Event>(event))),
+  documentKey: (event) => options.key(event),
+  evolve: (doc, event) =>
+    options.toDoc(options.decider.evolve(options.toState(doc), toEnvelope<Event>(event))),
 });
 
 /**

@@ -4,6 +4,8 @@ import { eventually } from '../support/events.js';
 import { freePort, startTs, stop } from '../support/process.js';
 import { request } from '../support/server.js';
 
+const platformKey = 'e2e-platform-key-0123456789';
+
 /** The service as a user starts it (`npm start` runs `tsx src/main.ts`), on loopback, with its own data dir. */
 const startService = async (dataDir: string) => {
   const port = await freePort();
@@ -12,6 +14,7 @@ const startService = async (dataDir: string) => {
     PORT: String(port),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
+    PLATFORM_ADMIN_KEY: platformKey,
   });
   const url = `http://127.0.0.1:${port}`;
   await eventually(async () => (await fetch(`${url}/health`).catch(() => null))?.ok === true, 20_000);
@@ -23,19 +26,28 @@ describe('the service process', () => {
     const { dir, remove } = tempDir();
     try {
       const first = await startService(dir);
-      const created = await request(`${first.url}/v1/tenants/t_e2e/observations`, {
+      const tenant = await request(`${first.url}/v1/tenants`, {
+        method: 'POST',
+        body: { name: 'e2e', notificationEmail: 'ops@e2e.test' },
+        headers: { 'X-API-Key': platformKey },
+      });
+      expect(tenant.status).to.equal(201);
+      const headers = { 'X-API-Key': tenant.body.adminApiKey as string };
+      const created = await request(`${first.url}/v1/tenants/${tenant.body.id}/observations`, {
         method: 'POST',
         body: { observedAt: '2026-05-01T09:30:00Z', notes: 'before restart' },
+        headers,
       });
       expect(created.status).to.equal(201);
       expect(await stop(first.child, first.exited)).to.equal(0);
 
       const second = await startService(dir);
       try {
-        const read = await request(`${second.url}${created.headers.get('location')}`);
+        const read = await request(`${second.url}${created.headers.get('location')}`, { headers });
         expect(read.body).to.deep.equal(created.body);
         const list = await request(
-          `${second.url}/v1/tenants/t_e2e/observations?minPosition=${created.headers.get('x-position')}`,
+          `${second.url}/v1/tenants/${tenant.body.id}/observations?minPosition=${created.headers.get('x-position')}`,
+          { headers },
         );
         expect(list.body.data.map((o: { id: string }) => o.id)).to.deep.equal([created.body.id]);
       } finally {
@@ -56,7 +68,7 @@ describe('the service process', () => {
         CURSOR_SECRET: '',
       });
       expect(await service.exited).to.equal(2);
-      expect(service.output.stderr).to.match(/CURSOR_SECRET/);
+      expect(service.output.stderr).to.match(/PLATFORM_ADMIN_KEY, CURSOR_SECRET, SIGNING_KEYS_FILE/);
     } finally {
       remove();
     }

@@ -1,7 +1,12 @@
 import { expect } from 'chai';
-import { request, startTestServer, type TestServer } from '../support/server.js';
+import { request as anonymous, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
-const tenant = 't_acme';
+let tenant: string;
+let apiKey: string;
+
+/** Requests with an API key that holds observations:read and observations:write. */
+const request = (url: string, init: Parameters<typeof anonymous>[1] = {}) =>
+  anonymous(url, { ...init, headers: { 'X-API-Key': apiKey, ...init.headers } });
 const base = (server: TestServer, tenantId = tenant) => `${server.url}/v1/tenants/${tenantId}/observations`;
 
 const fox = {
@@ -23,7 +28,10 @@ const expectProblem = (response: { status: number; headers: Headers; body: any }
 describe('the observations API', () => {
   let server: TestServer;
   beforeEach(async () => {
-    server = await startTestServer({ consistencyTimeoutMs: 300 });
+    server = await startTestServer({ CONSISTENCY_TIMEOUT: '300ms' });
+    const owner = await withTenant(server);
+    tenant = owner.tenantId;
+    apiKey = await owner.key(['observations:read', 'observations:write']);
   });
   afterEach(async () => server.close());
 
@@ -63,7 +71,7 @@ describe('the observations API', () => {
     it('answers 304 to a read whose If-None-Match is current', async () => {
       const { headers } = await create();
       const read = await fetch(`${server.url}${headers.get('location')}`, {
-        headers: { 'If-None-Match': '"0"' },
+        headers: { 'If-None-Match': '"0"', 'X-API-Key': apiKey },
       });
       expect(read.status).to.equal(304);
     });
@@ -283,10 +291,24 @@ describe('the observations API', () => {
   describe('tenants', () => {
     it('never shows one tenant’s observations to another', async () => {
       const { body: created } = await create();
-      expectProblem(await request(`${base(server, 't_other')}/${created.id}`), 404);
+      const other = await withTenant(server, 'other');
+      const otherKey = await other.key(['observations:read']);
+      const asOther = (url: string) => anonymous(url, { headers: { 'X-API-Key': otherKey } });
+      expectProblem(await asOther(`${base(server, other.tenantId)}/${created.id}`), 404);
       const last = await server.stores.eventStore.headPosition();
-      const list = await request(`${base(server, 't_other')}?minPosition=${last}`);
+      const list = await asOther(`${base(server, other.tenantId)}?minPosition=${last}`);
       expect(list.body.data).to.deep.equal([]);
+    });
+
+    it('answers 404 to a credential used on another tenant’s path, as for a tenant that does not exist', async () => {
+      const { body: created } = await create();
+      const other = await withTenant(server, 'other');
+      const otherKey = await other.key(['observations:read']);
+      const response = await anonymous(`${base(server)}/${created.id}`, {
+        headers: { 'X-API-Key': otherKey },
+      });
+      expectProblem(response, 404);
+      expect(response.body.detail).to.equal('No such tenant');
     });
 
     it('answers a malformed tenant id with 404', async () => {
@@ -295,8 +317,8 @@ describe('the observations API', () => {
   });
 
   describe('everything else', () => {
-    it('reports health once the stores answer', async () => {
-      const response = await request(`${server.url}/health`);
+    it('reports health once the stores answer, without credentials', async () => {
+      const response = await anonymous(`${server.url}/health`);
       expect(response.status).to.equal(200);
       expect(response.body).to.deep.equal({ status: 'ok' });
     });

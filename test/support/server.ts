@@ -1,61 +1,56 @@
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { pino } from 'pino';
-import { observationsProjection } from '../../projections/observations.js';
-import { createApp } from '../../src/app.js';
-import { newId, systemClock } from '../../src/core/ids.js';
-import { cursorCodec } from '../../src/http/cursor.js';
-import { projectionRunner } from '../../src/readmodels/runner.js';
-import { openStores, type Stores } from '../../src/stores.js';
+import { loadConfig } from '../../src/config.js';
+import { startService, type Service } from '../../src/service.js';
+import type { Stores } from '../../src/stores.js';
 import { tempDir } from './adapters.js';
 
 export interface TestServer {
   url: string;
   stores: Stores;
+  service: Service;
+  platformAdminKey: string;
   close: () => Promise<void>;
 }
 
-/** The real application on real stores in a temporary directory, listening on an ephemeral loopback port. */
-export const startTestServer = async (
-  options: { bodyLimit?: number; consistencyTimeoutMs?: number } = {},
-): Promise<TestServer> => {
+/**
+ * The real service on real embedded stores in a temporary directory, listening on an ephemeral loopback
+ * port. The port is bound first, so the service's public URL (its token issuer) is the real one.
+ */
+export const startTestServer = async (env: Record<string, string> = {}): Promise<TestServer> => {
   const { dir, remove } = tempDir();
-  const stores = await openStores({ dataDir: dir, eventStoreUrl: null, mongodbUrl: null });
-  const logger = pino({ level: 'silent' });
-  const observations = projectionRunner(observationsProjection, { ...stores, logger });
-  await observations.start();
-  const app = createApp({
-    ...stores,
-    projections: { observations },
-    cursors: cursorCodec('test-secret'),
-    clock: systemClock,
-    ids: (prefix) => newId(prefix),
-    logger,
-    bodyLimit: options.bodyLimit ?? 1024 * 1024,
-    consistencyTimeoutMs: options.consistencyTimeoutMs ?? 5000,
-  });
-  const server: Server = await new Promise((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const config = loadConfig({
+    DATA_DIR: dir,
+    PORT: String(port),
+    PUBLIC_URL: url,
+    CURSOR_SECRET: 'test-secret',
+    ...env,
+  });
+  const service = await startService(config, pino({ level: 'silent' }));
+  server.on('request', service.app.callback());
   return {
-    url: `http://127.0.0.1:${port}`,
-    stores,
+    url,
+    stores: service.stores,
+    service,
+    platformAdminKey: service.platformAdminKey,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      await observations.stop();
-      await stores.close();
+      await service.stop();
       remove();
     },
   };
 };
 
+type RequestInit = { method?: string; body?: unknown; headers?: Record<string, string>; rawBody?: string };
+
 /** JSON over real HTTP; returns the status, headers and parsed body (problem documents included). */
-export const request = async (
-  url: string,
-  init: { method?: string; body?: unknown; headers?: Record<string, string>; rawBody?: string } = {},
-) => {
+export const request = async (url: string, init: RequestInit = {}) => {
   const headers: Record<string, string> = {
     ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
     ...init.headers,
@@ -76,4 +71,28 @@ export const request = async (
     // Tests read response bodies loosely; the shapes are what they assert.
     body: (text ? JSON.parse(text) : undefined) as any, // eslint-disable-line @typescript-eslint/no-unnecessary-type-assertion
   };
+};
+
+/** A tenant with an admin API key, made through the API as an operator would. */
+export const withTenant = async (server: TestServer, name = 'acme') => {
+  const tenant = await request(`${server.url}/v1/tenants`, {
+    method: 'POST',
+    body: { name, notificationEmail: `ops@${name}.test` },
+    headers: { 'X-API-Key': server.platformAdminKey },
+  });
+  if (tenant.status !== 201) throw new Error(`tenant: ${tenant.status} ${JSON.stringify(tenant.body)}`);
+  const tenantId = tenant.body.id as string;
+  const adminKey = tenant.body.adminApiKey as string;
+  /** A fresh API key of the tenant with exactly these scopes. */
+  const key = async (scopes: string[]) => {
+    const response = await request(`${server.url}/v1/tenants/${tenantId}/api-keys`, {
+      method: 'POST',
+      body: { name: scopes.join(' '), scopes },
+      headers: { 'X-API-Key': adminKey },
+    });
+    if (response.status !== 201)
+      throw new Error(`api key: ${response.status} ${JSON.stringify(response.body)}`);
+    return response.body.key as string;
+  };
+  return { tenantId, adminKey, key };
 };

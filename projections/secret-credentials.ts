@@ -1,0 +1,33 @@
+import type { CredentialState, SecretCredential } from '../src/credentials/secret-credential.js';
+import {
+  apiKeyDecider,
+  oauthClientDecider,
+  secretCredentialDecider,
+} from '../src/credentials/secret-credential.js';
+import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
+
+/** API keys and OAuth clients, listed per tenant, without their secret hashes. */
+const credentialsProjection = <C extends string, R extends string, I extends string>(
+  name: string,
+  decider: ReturnType<typeof secretCredentialDecider<C, R, I>>,
+) =>
+  aggregateProjection({
+    name,
+    collection: {
+      name,
+      fields: {
+        tenantId: { path: 'tenantId', type: 'text' },
+        createdAt: { path: 'createdAt', type: 'text' },
+      },
+      indexes: [['tenantId', 'createdAt']],
+    },
+    decider,
+    eventTypes: [decider.eventTypes.created, decider.eventTypes.revoked],
+    key: (event) => ({ tenantId: platformPartition, id: event.data.id }),
+    toState: (doc: SecretCredential | null): CredentialState =>
+      doc ? { status: 'present', credential: doc, secretHash: '' } : { status: 'absent' },
+    toDoc: (state) => (state.status === 'present' ? state.credential : null),
+  });
+
+export const apiKeysProjection = credentialsProjection('api_keys', apiKeyDecider);
+export const oauthClientsProjection = credentialsProjection('oauth_clients', oauthClientDecider);

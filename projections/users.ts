@@ -1,0 +1,26 @@
+import type { User, UserState } from '../src/credentials/user.js';
+import { userDecider, userEventTypes } from '../src/credentials/user.js';
+import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
+
+/**
+ * Users of every tenant, without their password hashes: listed per tenant, and found by e-mail at login.
+ * Documents are folded without the hash, so it never reaches the read model.
+ */
+export const usersProjection = aggregateProjection({
+  name: 'users',
+  collection: {
+    name: 'users',
+    fields: {
+      tenantId: { path: 'tenantId', type: 'text' },
+      email: { path: 'email', type: 'text' },
+      createdAt: { path: 'createdAt', type: 'text' },
+    },
+    indexes: [['tenantId', 'createdAt'], ['email']],
+  },
+  decider: userDecider,
+  eventTypes: userEventTypes,
+  key: (event) => ({ tenantId: platformPartition, id: event.data.userId }),
+  toState: (doc: User | null): UserState =>
+    doc ? { status: 'present', user: doc, passwordHash: '' } : { status: 'absent' },
+  toDoc: (state) => (state.status === 'present' ? state.user : null),
+});

@@ -1,0 +1,185 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import getRawBody from 'raw-body';
+import { handleCommand, readAggregate } from '../core/command-handler.js';
+import type { Clock } from '../core/ids.js';
+import { streamName } from '../core/streams.js';
+import { oauthClientDecider } from '../credentials/secret-credential.js';
+import type { EventStore } from '../eventstore/port.js';
+import { parseClientId } from './credential-strings.js';
+import type { Revocations } from './revocations.js';
+import { scopes, type Scope } from './scopes.js';
+import { sameSecret } from './secrets.js';
+import type { Keyring } from './signing-keys.js';
+import type { TokenSettings } from './tokens.js';
+import { signAccessToken } from './tokens.js';
+
+export interface OAuthApiDeps {
+  eventStore: EventStore;
+  keyring: () => Keyring;
+  tokens: TokenSettings;
+  revocations: Revocations;
+  clock: Clock;
+}
+
+type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'invalid_scope' | 'unsupported_grant_type';
+
+/**
+ * RFC 6749 §5.2 errors. OAuth clients expect `application/json` with `error`, so this is the one place that
+ * does not answer `application/problem+json`; the body still carries the problem members beside `error`.
+ */
+class OAuthError extends Error {
+  constructor(
+    readonly code: OAuthErrorCode,
+    readonly description: string,
+  ) {
+    super(description);
+  }
+  get status() {
+    return this.code === 'invalid_client' ? 401 : 400;
+  }
+}
+
+const sendOAuthError = (ctx: Context, error: OAuthError) => {
+  ctx.status = error.status;
+  ctx.set('Cache-Control', 'no-store');
+  if (error.code === 'invalid_client') ctx.set('WWW-Authenticate', 'Basic realm="observation-service"');
+  ctx.body = {
+    error: error.code,
+    error_description: error.description,
+    type: `/problems/oauth-${error.code.replace(/_/g, '-')}`,
+    title: error.description,
+    status: error.status,
+    requestId: ctx.state.requestId as string,
+  };
+};
+
+/** Client credentials from HTTP Basic (RFC 6749 §2.3.1: each part form-urlencoded) or from the body. */
+const clientCredentials = (ctx: Context, form: URLSearchParams): { id: string; secret: string } => {
+  const basic = /^Basic ([A-Za-z0-9+/]+=*)$/i.exec(ctx.get('Authorization'))?.[1];
+  const inBody = form.has('client_id') || form.has('client_secret');
+  if (basic && inBody) throw new OAuthError('invalid_request', 'Authenticate with one method only');
+  if (basic) {
+    const decoded = Buffer.from(basic, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) throw new OAuthError('invalid_client', 'Client authentication failed');
+    const unescape = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
+    try {
+      return { id: unescape(decoded.slice(0, colon)), secret: unescape(decoded.slice(colon + 1)) };
+    } catch {
+      throw new OAuthError('invalid_client', 'Client authentication failed');
+    }
+  }
+  const id = form.get('client_id');
+  const secret = form.get('client_secret');
+  if (!id || !secret) throw new OAuthError('invalid_client', 'Client authentication failed');
+  return { id, secret };
+};
+
+const requestedScopes = (form: URLSearchParams, allowed: readonly Scope[]): Scope[] => {
+  const scope = form.get('scope');
+  if (scope === null) return [...allowed];
+  const requested = scope.split(' ').filter(Boolean);
+  const unknown = requested.filter((s) => !allowed.includes(s as Scope));
+  if (requested.length === 0 || unknown.length > 0) {
+    throw new OAuthError(
+      'invalid_scope',
+      `The client may not request: ${unknown.join(' ') || '(empty scope)'}`,
+    );
+  }
+  return requested as Scope[];
+};
+
+/** The OAuth 2.0 client-credentials token endpoint (RFC 6749 §4.4) and the discovery documents. */
+export const oauthApi = (deps: OAuthApiDeps): Router => {
+  const router = new Router();
+
+  router.post('/v1/oauth/token', async (ctx) => {
+    try {
+      if (ctx.request.type !== 'application/x-www-form-urlencoded') {
+        throw new OAuthError('invalid_request', 'Send the request as application/x-www-form-urlencoded');
+      }
+      const form = new URLSearchParams(await getRawBody(ctx.req, { limit: 16 * 1024, encoding: 'utf-8' }));
+      const grantType = form.get('grant_type');
+      if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
+      if (grantType !== 'client_credentials') {
+        throw new OAuthError('unsupported_grant_type', 'Only the client_credentials grant is supported');
+      }
+      const credentials = clientCredentials(ctx, form);
+      const client = parseClientId(credentials.id);
+      const stream = client && streamName('oauthclient', client.tenantId, client.id);
+      const { state } = stream
+        ? await readAggregate(deps.eventStore, oauthClientDecider, stream)
+        : { state: null };
+      if (
+        !client ||
+        !stream ||
+        state?.status !== 'present' ||
+        state.credential.status !== 'active' ||
+        deps.revocations.isRevoked([client.id]) ||
+        !sameSecret(credentials.secret, state.secretHash)
+      ) {
+        throw new OAuthError('invalid_client', 'Client authentication failed');
+      }
+      const granted = requestedScopes(form, state.credential.scopes);
+      const now = deps.clock();
+      const { token: accessToken, jti } = signAccessToken(
+        deps.keyring(),
+        deps.tokens,
+        { sub: `client:${client.id}`, tenantId: client.tenantId, scopes: granted },
+        now,
+      );
+      // Each issued token is an event on the client's stream: auditors see which client got what, when.
+      await handleCommand(
+        deps.eventStore,
+        oauthClientDecider,
+        stream,
+        {
+          type: 'RecordTokenIssued',
+          jti,
+          scopes: granted,
+          expiresAt: new Date(now.getTime() + deps.tokens.accessTokenTtlSeconds * 1000).toISOString(),
+        },
+        {
+          tenantId: client.tenantId,
+          actor: `client:${client.id}`,
+          correlationId: ctx.state.correlationId as string,
+          causationId: ctx.state.requestId as string,
+          now,
+          newEventId: () => crypto.randomUUID(),
+        },
+      );
+      ctx.set('Cache-Control', 'no-store');
+      ctx.set('Pragma', 'no-cache');
+      ctx.body = {
+        access_token: accessToken,
+        token_type: 'Bearer',
+        expires_in: deps.tokens.accessTokenTtlSeconds,
+        scope: granted.join(' '),
+      };
+    } catch (error) {
+      if (error instanceof OAuthError) sendOAuthError(ctx, error);
+      else throw error;
+    }
+  });
+
+  router.get('/.well-known/jwks.json', (ctx) => {
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.body = deps.keyring().jwks;
+  });
+
+  router.get('/.well-known/oauth-authorization-server', (ctx) => {
+    const issuer = deps.tokens.issuer;
+    ctx.body = {
+      issuer,
+      token_endpoint: `${issuer}/v1/oauth/token`,
+      jwks_uri: `${issuer}/.well-known/jwks.json`,
+      grant_types_supported: ['client_credentials'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      response_types_supported: [],
+      scopes_supported: scopes,
+    };
+  });
+
+  return router;
+};

@@ -1,0 +1,56 @@
+import type { Logger } from 'pino';
+import type { RecordedEvent } from '../core/events.js';
+import type { EventStore, Subscription } from '../eventstore/port.js';
+
+/** The events after which a credential must stop working, and the id each one ends. */
+const revokedIdOf: Record<string, (data: Record<string, string>) => string | undefined> = {
+  ApiKeyRevoked: (data) => data.id,
+  OAuthClientRevoked: (data) => data.id,
+  UserDisabled: (data) => data.userId,
+  SessionRevoked: (data) => data.sessionId,
+};
+
+export interface Revocations {
+  /** Reads every revocation so far, then follows new ones as they are appended. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  isRevoked(ids: readonly string[]): boolean;
+}
+
+/**
+ * The set of revoked credential ids, kept by a subscription. Authentication checks it on every request,
+ * cached or not, so a revocation takes effect as soon as its event reaches this process (in-process
+ * appends wake the subscription at once; EventStoreDB pushes to every instance).
+ */
+export const revocations = (eventStore: EventStore, logger: Logger): Revocations => {
+  const revoked = new Set<string>();
+  const filter = { eventTypes: Object.keys(revokedIdOf) };
+  let subscription: Subscription | null = null;
+  const add = (events: readonly RecordedEvent[]) => {
+    for (const event of events) {
+      const id = revokedIdOf[event.type]?.(event.data as Record<string, string>);
+      if (id) revoked.add(id);
+    }
+  };
+
+  return {
+    start: async () => {
+      let after = 0;
+      for (;;) {
+        const page = await eventStore.readAll({ after, maxCount: 1000, filter });
+        add(page.events);
+        after = page.lastPosition;
+        if (page.isEnd) break;
+      }
+      subscription = eventStore.subscribe({ after, filter }, (events) => {
+        add(events);
+        return Promise.resolve();
+      });
+      subscription.done.catch((error: unknown) =>
+        logger.error({ err: error }, 'revocation subscription failed'),
+      );
+    },
+    stop: async () => subscription?.stop(),
+    isRevoked: (ids) => ids.some((id) => revoked.has(id)),
+  };
+};

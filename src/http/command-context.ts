@@ -1,0 +1,21 @@
+import type { Context } from 'koa';
+import type { CommandContext } from '../core/command-handler.js';
+import type { Clock } from '../core/ids.js';
+import { pathParam } from './resource.js';
+
+/**
+ * Every event a request writes carries the tenant, the authenticated actor, and the request as cause.
+ * The tenant is the one in the path unless the command creates it.
+ */
+export const commandContext = (
+  ctx: Context,
+  deps: { clock: Clock },
+  tenantId = pathParam(ctx, 'tenantId'),
+): CommandContext => ({
+  tenantId,
+  actor: (ctx.state.actor as string | undefined) ?? 'anonymous',
+  correlationId: ctx.state.correlationId as string,
+  causationId: ctx.state.requestId as string,
+  now: deps.clock(),
+  newEventId: () => crypto.randomUUID(),
+});

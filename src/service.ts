@@ -1,0 +1,127 @@
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import { observationsProjection } from '../projections/observations.js';
+import { apiKeysProjection, oauthClientsProjection } from '../projections/secret-credentials.js';
+import { tenantsProjection } from '../projections/tenants.js';
+import { usersProjection } from '../projections/users.js';
+import { createApp } from './app.js';
+import { authenticator } from './auth/authenticate.js';
+import { failureLimiter } from './auth/rate-limit.js';
+import { revocations } from './auth/revocations.js';
+import { loadKeyring, type Keyring } from './auth/signing-keys.js';
+import type { Config } from './config.js';
+import { newId, systemClock, type Clock } from './core/ids.js';
+import { cursorCodec } from './http/cursor.js';
+import type { Projection } from './readmodels/projection.js';
+import { projectionRunner, type ProjectionRunner } from './readmodels/runner.js';
+import { developmentSecret } from './secrets.js';
+import { openStores, type Stores } from './stores.js';
+
+export interface Service {
+  app: Koa;
+  stores: Stores;
+  runners: ProjectionRunner[];
+  platformAdminKey: string;
+  stop: () => Promise<void>;
+}
+
+/**
+ * Follows the signing-key file: after `keys rotate` or `keys retire`, the running service signs and
+ * verifies with the new keyring without a restart. A broken file keeps the previous keyring.
+ */
+const liveKeyring = (
+  file: string,
+  create: boolean,
+  logger: Logger,
+): { current: () => Keyring; close: () => void } => {
+  let keyring = loadKeyring(file, { create });
+  let watcher: FSWatcher | null = watch(dirname(file), (_event, name) => {
+    if (name !== basename(file)) return;
+    try {
+      keyring = loadKeyring(file, { create: false });
+      logger.info({ kid: keyring.signing.kid }, 'signing keyring reloaded');
+    } catch (error) {
+      logger.warn({ err: error }, 'signing keyring not reloaded');
+    }
+  });
+  watcher.unref();
+  return {
+    current: () => keyring,
+    close: () => {
+      watcher?.close();
+      watcher = null;
+    },
+  };
+};
+
+/** Wires stores, projections, authentication and HTTP from the configuration; main.ts only listens. */
+export const startService = async (
+  config: Config,
+  logger: Logger,
+  { clock = systemClock }: { clock?: Clock } = {},
+): Promise<Service> => {
+  const stores = await openStores(config);
+  const run = <D>(projection: Projection<D>) => projectionRunner(projection, { ...stores, logger });
+  // Every read model the service keeps.
+  const runners = [
+    run(observationsProjection),
+    run(tenantsProjection),
+    run(usersProjection),
+    run(apiKeysProjection),
+    run(oauthClientsProjection),
+  ];
+  await Promise.all(runners.map((runner) => runner.start()));
+  const revoked = revocations(stores.eventStore, logger);
+  await revoked.start();
+  const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
+  const platformAdminKey = config.platformAdminKey ?? developmentSecret(config.dataDir, 'platformAdminKey');
+  const tokens = {
+    issuer: config.publicUrl,
+    audience: config.tokenAudience,
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+  };
+  const byName = (name: string) => runners.find((runner) => runner.name === name)!;
+  const ids = (prefix: string) => newId(prefix, clock());
+
+  const app = createApp({
+    ...stores,
+    logger,
+    clock,
+    ids,
+    bodyLimit: config.bodyLimit,
+    consistencyTimeoutMs: config.consistencyTimeoutMs,
+    cursors: cursorCodec(config.cursorSecret ?? developmentSecret(config.dataDir, 'cursorSecret')),
+    projections: { observations: byName('observations') },
+    auth: authenticator({
+      eventStore: stores.eventStore,
+      keyring: keyring.current,
+      tokens,
+      platformAdminKey,
+      revocations: revoked,
+      clock,
+    }),
+    keyring: keyring.current,
+    tokens,
+    refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+    revocations: revoked,
+    failures: {
+      byEmail: failureLimiter({ max: 5, windowMs: 15 * 60_000 }),
+      byAddress: failureLimiter({ max: 20, windowMs: 15 * 60_000 }),
+    },
+  });
+
+  return {
+    app,
+    stores,
+    runners,
+    platformAdminKey,
+    stop: async () => {
+      keyring.close();
+      await revoked.stop();
+      await Promise.all(runners.map((runner) => runner.stop()));
+      await stores.close();
+    },
+  };
+};
