@@ -32,7 +32,8 @@ export const startTestServer = async (env: Record<string, string> = {}): Promise
     ...env,
   });
   const service = await startService(config, pino({ level: 'silent' }));
-  server.on('request', service.app.callback());
+  const handle = service.app.callback();
+  server.on('request', (req, res) => void handle(req, res));
   return {
     url,
     stores: service.stores,
