@@ -1,4 +1,6 @@
 import Database from 'better-sqlite3';
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
@@ -63,6 +65,25 @@ export const filterClause = (filter: EventFilter = {}): { sql: string; params: u
   return { sql: parts.map((part) => ` AND ${part}`).join(''), params };
 };
 
+/**
+ * Appends by another process on the same file (the CLI beside a running service) change the WAL file;
+ * inotify tells us, and idle subscribers wake up. Bursts are coalesced, so a busy store reads no more.
+ */
+const watchOtherWriters = (file: string, signal: AppendSignal): FSWatcher => {
+  const wal = `${basename(file)}-wal`;
+  let pending: NodeJS.Timeout | null = null;
+  const watcher = watch(dirname(resolve(file)), (_event, name) => {
+    if (name !== wal || pending) return;
+    pending = setTimeout(() => {
+      pending = null;
+      signal.notify();
+    }, 20);
+    pending.unref();
+  });
+  watcher.unref();
+  return watcher;
+};
+
 const isUniqueViolation = (error: unknown): error is InstanceType<typeof Database.SqliteError> =>
   error instanceof Database.SqliteError && error.code.startsWith('SQLITE_CONSTRAINT');
 
@@ -75,6 +96,7 @@ export const openSqliteEventStore = (file: string): EventStore => {
   db.exec(schema);
 
   const signal = new AppendSignal();
+  const watcher = watchOtherWriters(file, signal);
   const statements = new Map<string, Database.Statement>();
   const prepare = (sql: string): Database.Statement => {
     let statement = statements.get(sql);
@@ -186,6 +208,7 @@ export const openSqliteEventStore = (file: string): EventStore => {
     },
 
     close: () => {
+      watcher.close();
       signal.close();
       db.close();
       return Promise.resolve();

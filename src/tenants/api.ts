@@ -2,7 +2,6 @@ import Router from '@koa/router';
 import { tenantsProjection } from '../../projections/tenants.js';
 import type { Authenticator } from '../auth/authenticate.js';
 import { requirePlatform, requireScope } from '../auth/authenticate.js';
-import { handleCommand } from '../core/command-handler.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
@@ -15,11 +14,8 @@ import { commandContext } from '../http/command-context.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { Tenant } from './tenant.js';
-import { tenantDecider } from './tenant.js';
-import { createSecretCredential } from '../credentials/create.js';
-import { loadTenant, tenantStream } from './load.js';
-import { apiKeyDecider } from '../credentials/secret-credential.js';
-import { apiKeyPrefix, formatCredential } from '../auth/credential-strings.js';
+import { loadTenant } from './load.js';
+import { createTenant } from './create.js';
 
 export interface TenantsApiDeps {
   eventStore: EventStore;
@@ -37,35 +33,16 @@ export const tenantsApi = (deps: TenantsApiDeps): Router => {
 
   router.post('/', requirePlatform(deps.auth), async (ctx) => {
     const body = decodeOrThrow(CreateTenantBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
-    const tenantId = deps.ids('t');
-    const result = await handleCommand(
+    const { tenant, adminApiKey, result } = await createTenant(
       deps.eventStore,
-      tenantDecider,
-      tenantStream(tenantId),
-      { type: 'CreateTenant', tenantId, name: body.name, notificationEmail: body.notificationEmail },
-      commandContext(ctx, deps, tenantId),
+      deps.ids,
+      (tenantId) => commandContext(ctx, deps, tenantId),
+      body,
     );
-    if (result.state.status === 'absent') throw new Error('CreateTenant produced no tenant');
-    // Every tenant starts with one admin API key, shown here once, so that its operators can sign in.
-    const initial = await createSecretCredential(
-      deps.eventStore,
-      apiKeyDecider,
-      'apikey',
-      commandContext(ctx, deps, tenantId),
-      {
-        id: deps.ids('k'),
-        name: 'initial admin key',
-        scopes: ['admin'],
-      },
-    );
-    const adminApiKey = formatCredential(apiKeyPrefix, {
-      tenantId,
-      id: initial.credential.id,
-      secret: initial.secret,
-    });
-    ctx.set('Location', `/v1/tenants/${tenantId}`);
+    ctx.set('Location', `/v1/tenants/${tenant.id}`);
     ctx.set('Cache-Control', 'no-store');
-    sendResource(ctx, 201, { ...result.state.tenant, adminApiKey }, result);
+    // Every tenant starts with one admin API key, shown here once, so that its operators can sign in.
+    sendResource(ctx, 201, { ...tenant, adminApiKey }, result);
   });
 
   router.get('/', requirePlatform(deps.auth), async (ctx) => {

@@ -1,0 +1,41 @@
+import { apiKeyPrefix, formatCredential } from '../auth/credential-strings.js';
+import type { CommandContext, CommandResult } from '../core/command-handler.js';
+import { handleCommand } from '../core/command-handler.js';
+import { createSecretCredential } from '../credentials/create.js';
+import { apiKeyDecider } from '../credentials/secret-credential.js';
+import type { EventStore } from '../eventstore/port.js';
+import { tenantStream } from './load.js';
+import type { Tenant, TenantEvent, TenantState } from './tenant.js';
+import { tenantDecider } from './tenant.js';
+
+/**
+ * Creates a tenant and its first admin API key, whose secret is returned once. Used by POST /v1/tenants and
+ * by the CLI. Should the key's append fail after the tenant's, the platform key can still create one.
+ */
+export const createTenant = async (
+  eventStore: EventStore,
+  newId: (prefix: string) => string,
+  context: (tenantId: string) => CommandContext,
+  { name, notificationEmail }: { name: string; notificationEmail: string },
+): Promise<{ tenant: Tenant; adminApiKey: string; result: CommandResult<TenantState, TenantEvent> }> => {
+  const tenantId = newId('t');
+  const result = await handleCommand(
+    eventStore,
+    tenantDecider,
+    tenantStream(tenantId),
+    { type: 'CreateTenant', tenantId, name, notificationEmail },
+    context(tenantId),
+  );
+  if (result.state.status === 'absent') throw new Error('CreateTenant produced no tenant');
+  const initial = await createSecretCredential(eventStore, apiKeyDecider, 'apikey', context(tenantId), {
+    id: newId('k'),
+    name: 'initial admin key',
+    scopes: ['admin'],
+  });
+  const adminApiKey = formatCredential(apiKeyPrefix, {
+    tenantId,
+    id: initial.credential.id,
+    secret: initial.secret,
+  });
+  return { tenant: result.state.tenant, adminApiKey, result };
+};
