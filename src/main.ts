@@ -7,12 +7,6 @@ const main = async (): Promise<void> => {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel });
   const service = await startService(config, logger);
-  if (!config.platformAdminKey) {
-    logger.warn(
-      { file: `${config.dataDir}/secrets.json` },
-      `development platform admin key (PLATFORM_ADMIN_KEY unset): ${service.platformAdminKey}`,
-    );
-  }
   const server = service.app.listen(config.port, config.host, () => {
     logger.info(
       {

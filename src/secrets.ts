@@ -6,7 +6,11 @@ import { join } from 'node:path';
  * A development secret that survives restarts: generated once into DATA_DIR/secrets.json (mode 0600).
  * Production never gets here: loadConfig refuses to start without the secret set explicitly.
  */
-export const developmentSecret = (dataDir: string, name: string): string => {
+export const developmentSecret = (
+  dataDir: string,
+  name: string,
+  onCreate?: (secret: string) => void,
+): string => {
   const file = join(dataDir, 'secrets.json');
   mkdirSync(dataDir, { recursive: true });
   const secrets = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>) : {};
@@ -14,5 +18,6 @@ export const developmentSecret = (dataDir: string, name: string): string => {
   if (existing) return existing;
   const created = randomBytes(32).toString('base64url');
   writeFileSync(file, JSON.stringify({ ...secrets, [name]: created }, null, 2), { mode: 0o600 });
+  onCreate?.(created);
   return created;
 };

@@ -76,7 +76,12 @@ export const startService = async (
   const revoked = revocations(stores.eventStore, logger);
   await revoked.start();
   const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
-  const platformAdminKey = config.platformAdminKey ?? developmentSecret(config.dataDir, 'platformAdminKey');
+  // Printed once, when it is generated; it stays in DATA_DIR/secrets.json.
+  const platformAdminKey =
+    config.platformAdminKey ??
+    developmentSecret(config.dataDir, 'platformAdminKey', (key) =>
+      logger.warn(`PLATFORM_ADMIN_KEY is not set: generated a development platform admin key: ${key}`),
+    );
   const tokens = {
     issuer: config.publicUrl,
     audience: config.tokenAudience,
