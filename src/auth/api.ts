@@ -14,6 +14,7 @@ import { readJsonBody } from '../http/body.js';
 import { boundedString, decodeOrThrow, strictObject } from '../http/codec.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
+import { retryOnConflict } from './conflicts.js';
 import { formatCredential, parseCredential, refreshTokenPrefix } from './credential-strings.js';
 import { decoyHash, verifyPassword } from './passwords.js';
 import type { FailureLimiter } from './rate-limit.js';
@@ -40,7 +41,9 @@ const LoginBody = strictObject(
   { email: Email, password: boundedString(1, 1024) },
   { tenantId: boundedString(1, 64) },
 );
-const RefreshBody = strictObject('a refresh request', { refreshToken: boundedString(1, 512) });
+// As long as any credential authenticate.ts reads: a too-long or wrong-kind token (an access token sent
+// here) is then refused as invalid with 401, like any other bad refresh token, not as a malformed body.
+const RefreshBody = strictObject('a refresh request', { refreshToken: boundedString(1, 4096) });
 
 const loginFailed = () => new UnauthorizedError('The e-mail or the password is wrong');
 
@@ -154,18 +157,22 @@ export const loginApi = (deps: LoginApiDeps): Router => {
     const { userId } = session.state;
 
     const secret = newSecret();
-    const result = await handleCommand(
-      deps.eventStore,
-      sessionDecider,
-      stream,
-      {
-        type: 'Refresh',
-        presentedHash: hashSecret(presented.secret),
-        nextHash: hashSecret(secret),
-        expiresAt: expiry(),
-        now: deps.clock(),
-      },
-      systemContext(ctx, deps.clock, presented.tenantId, `user:${userId}`),
+    // A refresh that loses a race with another refresh of the same token is decided again: the token is
+    // then a used one, and the family is revoked, as for any replay (not a 409 the client might retry).
+    const result = await retryOnConflict(() =>
+      handleCommand(
+        deps.eventStore,
+        sessionDecider,
+        stream,
+        {
+          type: 'Refresh',
+          presentedHash: hashSecret(presented.secret),
+          nextHash: hashSecret(secret),
+          expiresAt: expiry(),
+          now: deps.clock(),
+        },
+        systemContext(ctx, deps.clock, presented.tenantId, `user:${userId}`),
+      ),
     );
     if (result.events.some((event) => event.type === 'SessionRevoked')) {
       throw new UnauthorizedError(

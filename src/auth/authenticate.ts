@@ -36,6 +36,16 @@ const invalid = () => new UnauthorizedError('The credentials are not valid', 'in
  */
 export const authenticator = (deps: AuthenticatorDeps) => {
   const verified = new Map<string, TenantPrincipal>();
+  // A token verified under one keyring says nothing once a key is retired: a reloaded keyring empties the cache.
+  let verifiedWith = deps.keyring();
+  const cachedUnderCurrentKeys = () => {
+    const keyring = deps.keyring();
+    if (keyring !== verifiedWith) {
+      verified.clear();
+      verifiedWith = keyring;
+    }
+    return verified;
+  };
   const remember = (key: string, principal: TenantPrincipal) => {
     if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!);
     verified.set(key, principal);
@@ -105,8 +115,9 @@ export const authenticator = (deps: AuthenticatorDeps) => {
     const bearer = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization)?.[1];
     if (!sentKey && !bearer) throw invalid();
     const credential = sentKey ? apiKey : bearer!;
-    const cacheKey = hashSecret(credential);
-    const cached = fresh(verified.get(cacheKey));
+    // The scheme is part of the key: a credential verified as an API key is no bearer token, nor the reverse.
+    const cacheKey = `${sentKey ? 'key' : 'bearer'}:${hashSecret(credential)}`;
+    const cached = fresh(cachedUnderCurrentKeys().get(cacheKey));
     if (cached) return cached;
     const principal = fresh(
       (sentKey ? await verifyApiKey(credential) : verifyBearer(credential)) ?? undefined,

@@ -6,9 +6,10 @@ import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import { oauthClientDecider } from '../credentials/secret-credential.js';
 import type { EventStore } from '../eventstore/port.js';
+import { retryOnConflict } from './conflicts.js';
 import { parseClientId } from './credential-strings.js';
 import type { Revocations } from './revocations.js';
-import { scopes, type Scope } from './scopes.js';
+import { grants, isScope, scopes, type Scope } from './scopes.js';
 import { sameSecret } from './secrets.js';
 import type { Keyring } from './signing-keys.js';
 import type { TokenSettings } from './tokens.js';
@@ -76,11 +77,15 @@ const clientCredentials = (ctx: Context, form: URLSearchParams): { id: string; s
   return { id, secret };
 };
 
+/**
+ * The scopes of the token: the client's own, or the subset it asks for. `admin` implies every scope, so an
+ * admin client may ask for a narrower token (least privilege for one job) rather than only for `admin`.
+ */
 const requestedScopes = (form: URLSearchParams, allowed: readonly Scope[]): Scope[] => {
   const scope = form.get('scope');
   if (scope === null) return [...allowed];
-  const requested = scope.split(' ').filter(Boolean);
-  const unknown = requested.filter((s) => !allowed.includes(s as Scope));
+  const requested = [...new Set(scope.split(' ').filter(Boolean))];
+  const unknown = requested.filter((s) => !isScope(s) || !grants(allowed, s));
   if (requested.length === 0 || unknown.length > 0) {
     throw new OAuthError(
       'invalid_scope',
@@ -130,24 +135,27 @@ export const oauthApi = (deps: OAuthApiDeps): Router => {
         now,
       );
       // Each issued token is an event on the client's stream: auditors see which client got what, when.
-      await handleCommand(
-        deps.eventStore,
-        oauthClientDecider,
-        stream,
-        {
-          type: 'RecordTokenIssued',
-          jti,
-          scopes: granted,
-          expiresAt: new Date(now.getTime() + deps.tokens.accessTokenTtlSeconds * 1000).toISOString(),
-        },
-        {
-          tenantId: client.tenantId,
-          actor: `client:${client.id}`,
-          correlationId: ctx.state.correlationId as string,
-          causationId: ctx.state.requestId as string,
-          now,
-          newEventId: () => crypto.randomUUID(),
-        },
+      // Workers sharing one client ask at once; a lost append race is retried, not answered with 409.
+      await retryOnConflict(() =>
+        handleCommand(
+          deps.eventStore,
+          oauthClientDecider,
+          stream,
+          {
+            type: 'RecordTokenIssued',
+            jti,
+            scopes: granted,
+            expiresAt: new Date(now.getTime() + deps.tokens.accessTokenTtlSeconds * 1000).toISOString(),
+          },
+          {
+            tenantId: client.tenantId,
+            actor: `client:${client.id}`,
+            correlationId: ctx.state.correlationId as string,
+            causationId: ctx.state.requestId as string,
+            now,
+            newEventId: () => crypto.randomUUID(),
+          },
+        ),
       );
       ctx.set('Cache-Control', 'no-store');
       ctx.set('Pragma', 'no-cache');

@@ -54,11 +54,12 @@ export const signAccessToken = (
 
 /** Returns the claims of a valid token, or null for anything else: no detail leaks to the caller. */
 export const verifyAccessToken = (keyring: Keyring, settings: TokenSettings, token: string, now: Date) => {
-  const decoded = jwt.decode(token, { complete: true });
-  const kid = decoded?.header.kid;
-  const publicKey = kid ? keyring.verifying.get(kid) : undefined;
-  if (!publicKey || decoded?.header.alg !== 'ES256') return null;
   try {
+    // Inside the try: jwt.decode throws, rather than answering null, on a JWT header over a non-JSON payload.
+    const decoded = jwt.decode(token, { complete: true });
+    const kid = decoded?.header.kid;
+    const publicKey = kid ? keyring.verifying.get(kid) : undefined;
+    if (!publicKey || decoded?.header.alg !== 'ES256') return null;
     const claims = jwt.verify(token, publicKey, {
       algorithms: ['ES256'],
       issuer: settings.issuer,

@@ -1,3 +1,4 @@
+import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { scopes, type Scope } from '../auth/scopes.js';
 import { boundedString, refined, strictObject } from '../http/codec.js';
@@ -15,12 +16,27 @@ const ScopeCodec = refined(
   `one of ${scopes.join(', ')}`,
 );
 
-/** A non-empty list of known scopes, each named when it is unknown. */
-export const Scopes = refined(
-  t.array(ScopeCodec),
-  (list) => list.length > 0 && new Set(list).size === list.length,
-  'a non-empty list of distinct scopes',
-) as unknown as t.Type<Scope[], Scope[], unknown>;
+const ScopeList = t.array(ScopeCodec);
+const scopeListExpectation = 'a non-empty list of distinct scopes';
+
+/**
+ * A non-empty list of known scopes, each named when it is unknown (`scopes.1: must be one of …`).
+ * Not `refined`: that would fold the element errors into one message about the whole list.
+ */
+export const Scopes = new t.Type<Scope[], Scope[], unknown>(
+  scopeListExpectation,
+  (u): u is Scope[] => ScopeList.is(u) && u.length > 0 && new Set(u).size === u.length,
+  (u, context) => {
+    if (!Array.isArray(u)) return t.failure(u, context, `must be ${scopeListExpectation}`);
+    const result = ScopeList.validate(u, context);
+    if (isLeft(result)) return result;
+    const list = result.right;
+    return list.length > 0 && new Set(list).size === list.length
+      ? t.success(list as Scope[])
+      : t.failure(u, context, `must be ${scopeListExpectation}`);
+  },
+  t.identity,
+);
 
 export const CreateTenantBody = strictObject('a tenant', {
   name: boundedString(1, 200),

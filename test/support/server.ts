@@ -11,6 +11,8 @@ export interface TestServer {
   stores: Stores;
   service: Service;
   platformAdminKey: string;
+  /** The temporary DATA_DIR: the development signing keyring lives there as signing-keys.json. */
+  dataDir: string;
   close: () => Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export const startTestServer = async (env: Record<string, string> = {}): Promise
     stores: service.stores,
     service,
     platformAdminKey: service.platformAdminKey,
+    dataDir: dir,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

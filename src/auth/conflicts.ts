@@ -1,0 +1,18 @@
+import { VersionConflictError } from '../core/errors.js';
+
+/**
+ * Runs a command again when another request appended to its stream between the read and the append.
+ * Only for commands whose decision is right to retake on the newer state: the token endpoints, where a
+ * lost race is not the caller's mistake (an audit record) or must be judged again (a refresh token that
+ * the other request has just used). With the embedded store a request never interleaves another between
+ * read and append; with EventStoreDB, concurrent requests of one client or session do.
+ */
+export const retryOnConflict = async <T>(run: () => Promise<T>, attempts = 5): Promise<T> => {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await run();
+    } catch (error) {
+      if (!(error instanceof VersionConflictError) || attempt >= attempts) throw error;
+    }
+  }
+};

@@ -1,0 +1,278 @@
+import type Router from '@koa/router';
+import { expect } from 'chai';
+import { scopes } from '../../src/auth/scopes.js';
+import {
+  bearer,
+  clientToken,
+  createOAuthClient,
+  createUser,
+  expectForbidden,
+  expectUnauthorized,
+  loggedIn,
+} from '../support/auth.js';
+import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
+
+/**
+ * The 401/403 matrix, route by route. Each row names the scope a route needs and what a request with it
+ * answers; every row is tried without credentials, with each kind of credential lacking the scope, and
+ * with each kind holding exactly the scope. A last test checks the table against the app's own routes,
+ * so a route added without a row fails here.
+ */
+type Requirement = { scope: (typeof scopes)[number] } | { platformOnly: true };
+
+interface Row {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** `:tenantId` and `:id` are filled in from the fixtures. */
+  path: string;
+  requires: Requirement;
+  /** Whether the platform key may call it (tenant routes where it bootstraps a tenant). */
+  platform: boolean;
+  /** The status of a permitted request. */
+  ok: number;
+  /** Which fixture `:id` names. */
+  id?: 'user' | 'apiKey' | 'oauthClient' | 'observation';
+  body?: (n: number) => unknown;
+  contentType?: string;
+}
+
+const tenantRoutes = '/v1/tenants/:tenantId';
+const observation = { observedAt: '2026-05-01T09:30:00Z', notes: 'matrix' };
+
+const table: Row[] = [
+  {
+    method: 'POST',
+    path: '/v1/tenants',
+    requires: { platformOnly: true },
+    platform: true,
+    ok: 201,
+    body: (n) => ({ name: `matrix-${n}`, notificationEmail: 'ops@matrix.test' }),
+  },
+  { method: 'GET', path: '/v1/tenants', requires: { platformOnly: true }, platform: true, ok: 200 },
+  { method: 'GET', path: tenantRoutes, requires: { scope: 'admin' }, platform: true, ok: 200 },
+  {
+    method: 'POST',
+    path: `${tenantRoutes}/users`,
+    requires: { scope: 'admin' },
+    platform: true,
+    ok: 201,
+    body: (n) => ({
+      email: `matrix-${n}@example.test`,
+      password: 'a long enough password',
+      scopes: ['cv:read'],
+    }),
+  },
+  { method: 'GET', path: `${tenantRoutes}/users`, requires: { scope: 'admin' }, platform: false, ok: 200 },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/users/:id`,
+    id: 'user',
+    requires: { scope: 'admin' },
+    platform: false,
+    ok: 200,
+  },
+  {
+    method: 'POST',
+    path: `${tenantRoutes}/users/:id/disable`,
+    id: 'user',
+    requires: { scope: 'admin' },
+    platform: false,
+    ok: 200,
+  },
+  ...(['api-keys', 'oauth-clients'] as const).flatMap((kind): Row[] => {
+    const id = kind === 'api-keys' ? 'apiKey' : 'oauthClient';
+    return [
+      {
+        method: 'POST',
+        path: `${tenantRoutes}/${kind}`,
+        requires: { scope: 'admin' },
+        platform: true,
+        ok: 201,
+        body: (n) => ({ name: `matrix ${n}`, scopes: ['cv:read'] }),
+      },
+      {
+        method: 'GET',
+        path: `${tenantRoutes}/${kind}`,
+        requires: { scope: 'admin' },
+        platform: false,
+        ok: 200,
+      },
+      {
+        method: 'GET',
+        path: `${tenantRoutes}/${kind}/:id`,
+        id,
+        requires: { scope: 'admin' },
+        platform: false,
+        ok: 200,
+      },
+      {
+        method: 'DELETE',
+        path: `${tenantRoutes}/${kind}/:id`,
+        id,
+        requires: { scope: 'admin' },
+        platform: false,
+        ok: 204,
+      },
+    ];
+  }),
+  {
+    method: 'POST',
+    path: `${tenantRoutes}/observations`,
+    requires: { scope: 'observations:write' },
+    platform: false,
+    ok: 201,
+    body: () => observation,
+  },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/observations`,
+    requires: { scope: 'observations:read' },
+    platform: false,
+    ok: 200,
+  },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/observations/:id`,
+    id: 'observation',
+    requires: { scope: 'observations:read' },
+    platform: false,
+    ok: 200,
+  },
+  {
+    method: 'PATCH',
+    path: `${tenantRoutes}/observations/:id`,
+    id: 'observation',
+    requires: { scope: 'observations:write' },
+    platform: false,
+    ok: 200,
+    body: () => ({ notes: 'patched by the matrix' }),
+    contentType: 'application/merge-patch+json',
+  },
+];
+
+/** Routes that take no credentials at all. */
+const publicRoutes = [
+  'GET /health',
+  'POST /v1/oauth/token',
+  'GET /.well-known/jwks.json',
+  'GET /.well-known/oauth-authorization-server',
+  'POST /v1/auth/token',
+  'POST /v1/auth/refresh',
+];
+
+const kinds = ['API key', 'user token', 'client token'] as const;
+const article = (kind: Kind) => (kind === 'API key' ? 'an' : 'a');
+type Kind = (typeof kinds)[number];
+
+describe('the 401/403 matrix, route by route', () => {
+  let server: TestServer;
+  let tenantId: string;
+  let ids: Record<NonNullable<Row['id']>, string>;
+  /** Credentials by kind and by the scopes they hold, made once. */
+  const credentials = new Map<string, Record<string, string>>();
+  let counter = 0;
+
+  const credential = (kind: Kind, held: readonly string[]) => {
+    const headers = credentials.get(`${kind} ${[...held].sort().join(' ')}`);
+    if (!headers) throw new Error(`no ${kind} with ${held.join(' ')}`);
+    return headers;
+  };
+  /** Every scope except the one the route needs, and except admin, which would imply it. */
+  const allBut = (scope: string) => scopes.filter((s) => s !== scope && s !== 'admin');
+
+  before(async () => {
+    server = await startTestServer();
+    const tenant = await withTenant(server, 'matrix');
+    tenantId = tenant.tenantId;
+    const scopeSets = new Set(
+      table
+        .flatMap((row) => ('scope' in row.requires ? [[row.requires.scope], allBut(row.requires.scope)] : []))
+        .map((set) => set.sort().join(' ')),
+    );
+    scopeSets.add(['admin'].join(' '));
+    for (const set of scopeSets) {
+      const held = set.split(' ');
+      credentials.set(`API key ${set}`, { 'X-API-Key': await tenant.key(held) });
+      credentials.set(`user token ${set}`, bearer((await loggedIn(server, tenant, held)).accessToken));
+      credentials.set(`client token ${set}`, bearer((await clientToken(server, tenant, held)).accessToken));
+    }
+    // The targets of the routes with an id; DELETE and disable only ever touch these.
+    const created = await request(`${server.url}/v1/tenants/${tenantId}/observations`, {
+      method: 'POST',
+      body: observation,
+      headers: credential('API key', ['admin']),
+    });
+    const key = await request(`${server.url}/v1/tenants/${tenantId}/api-keys`, {
+      method: 'POST',
+      body: { name: 'victim', scopes: ['cv:read'] },
+      headers: { 'X-API-Key': tenant.adminKey },
+    });
+    ids = {
+      user: (await createUser(server, tenant, { email: 'victim@example.test', scopes: ['cv:read'] })).id,
+      apiKey: key.body.id as string,
+      oauthClient: (await createOAuthClient(server, tenant, ['cv:read'])).id,
+      observation: created.body.id as string,
+    };
+  });
+  after(async () => server.close());
+
+  const call = (row: Row, headers: Record<string, string>) => {
+    counter += 1;
+    const url = `${server.url}${row.path.replace(':tenantId', tenantId).replace(':id', row.id ? ids[row.id] : '')}`;
+    return request(url, {
+      method: row.method,
+      ...(row.body ? { body: row.body(counter) } : {}),
+      headers: { ...(row.contentType ? { 'content-type': row.contentType } : {}), ...headers },
+    });
+  };
+
+  for (const row of table) {
+    const name = `${row.method} ${row.path}`;
+    describe(name, () => {
+      it('answers 401 with WWW-Authenticate without credentials', async () => {
+        expectUnauthorized(await call(row, {}), name);
+      });
+
+      if ('scope' in row.requires) {
+        const scope = row.requires.scope;
+        for (const kind of kinds) {
+          it(`answers 403 naming ${scope} to ${article(kind)} ${kind} with every other scope but admin`, async () => {
+            expectForbidden(await call(row, credential(kind, allBut(scope))), scope, `${name} ${kind}`);
+          });
+          it(`answers ${row.ok} to ${article(kind)} ${kind} holding only ${scope}`, async () => {
+            const response = await call(row, credential(kind, [scope]));
+            expect(response.status, `${name} ${kind} ${JSON.stringify(response.body)}`).to.equal(row.ok);
+          });
+        }
+      } else {
+        for (const kind of kinds) {
+          it(`answers 403 to a tenant admin's ${kind}`, async () => {
+            expectForbidden(await call(row, credential(kind, ['admin'])), undefined, `${name} ${kind}`);
+          });
+        }
+      }
+
+      if (row.platform) {
+        it(`answers ${row.ok} to the platform key`, async () => {
+          const response = await call(row, { 'X-API-Key': server.platformAdminKey });
+          expect(response.status, JSON.stringify(response.body)).to.equal(row.ok);
+        });
+      } else {
+        it('answers 403 to the platform key', async () => {
+          const response = await call(row, { 'X-API-Key': server.platformAdminKey });
+          expectForbidden(response, 'scope' in row.requires ? row.requires.scope : undefined, name);
+        });
+      }
+    });
+  }
+
+  it('has a row for every route the app serves, and no row for a route it does not', () => {
+    const dispatch = server.service.app.middleware.find(
+      (middleware) => (middleware as { router?: Router }).router,
+    ) as unknown as { router: Router };
+    const served = dispatch.router.stack.flatMap((layer) =>
+      layer.methods.filter((method) => method !== 'HEAD').map((method) => `${method} ${layer.path}`),
+    );
+    const listed = [...table.map((row) => `${row.method} ${row.path}`), ...publicRoutes];
+    expect([...served].sort()).to.deep.equal([...listed].sort());
+  });
+});
