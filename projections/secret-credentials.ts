@@ -7,9 +7,9 @@ import {
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
 
 /** API keys and OAuth clients, listed per tenant, without their secret hashes. */
-const credentialsProjection = <C extends string, R extends string, I extends string>(
+const credentialsProjection = <C extends string, R extends string>(
   name: string,
-  decider: ReturnType<typeof secretCredentialDecider<C, R, I>>,
+  decider: ReturnType<typeof secretCredentialDecider<C, R>>,
 ) =>
   aggregateProjection({
     name,

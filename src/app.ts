@@ -23,7 +23,7 @@ import { tenantsApi } from './tenants/api.js';
 export interface AppDeps {
   eventStore: EventStore;
   readModels: ReadModelStore;
-  projections: { observations: ProjectionRunner };
+  projections: { observations: ProjectionRunner; users: ProjectionRunner };
   cursors: CursorCodec;
   clock: Clock;
   ids: IdGenerator;
@@ -67,7 +67,7 @@ export const createApp = (deps: AppDeps): Koa => {
 
   for (const api of [
     oauthApi(deps),
-    loginApi(deps),
+    loginApi({ ...deps, users: deps.projections.users }),
     tenantsApi(deps),
     credentialsApi(deps),
     observationsApi({ ...deps, projection: deps.projections.observations }),

@@ -98,7 +98,7 @@ export const startService = async (
     bodyLimit: config.bodyLimit,
     consistencyTimeoutMs: config.consistencyTimeoutMs,
     cursors: cursorCodec(config.cursorSecret ?? developmentSecret(config.dataDir, 'cursorSecret')),
-    projections: { observations: byName('observations') },
+    projections: { observations: byName('observations'), users: byName('users') },
     auth: authenticator({
       eventStore: stores.eventStore,
       keyring: keyring.current,

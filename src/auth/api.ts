@@ -11,6 +11,8 @@ import type { User } from '../credentials/user.js';
 import { normalizeEmail, userDecider, userIdFor } from '../credentials/user.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
+import { commandContext } from '../http/command-context.js';
+import type { ProjectionRunner } from '../readmodels/runner.js';
 import { boundedString, decodeOrThrow, strictObject } from '../http/codec.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
@@ -34,6 +36,8 @@ export interface LoginApiDeps {
   failures: { byEmail: FailureLimiter; byAddress: FailureLimiter };
   clock: Clock;
   ids: IdGenerator;
+  /** The users projection, which login reads to find the tenant of an e-mail. */
+  users: ProjectionRunner;
 }
 
 const LoginBody = strictObject(
@@ -46,15 +50,6 @@ const LoginBody = strictObject(
 const RefreshBody = strictObject('a refresh request', { refreshToken: boundedString(1, 4096) });
 
 const loginFailed = () => new UnauthorizedError('The e-mail or the password is wrong');
-
-const systemContext = (ctx: Context, clock: Clock, tenantId: string, actor: string) => ({
-  tenantId,
-  actor,
-  correlationId: ctx.state.correlationId as string,
-  causationId: ctx.state.requestId as string,
-  now: clock(),
-  newEventId: () => crypto.randomUUID(),
-});
 
 /**
  * User login and refresh. Login finds the user by e-mail (in the given tenant, or across tenants when the
@@ -103,6 +98,11 @@ export const loginApi = (deps: LoginApiDeps): Router => {
     if (wait > 0) throw new TooManyRequestsError('Too many failed logins; try again later', wait);
 
     const tenants = body.tenantId ? [body.tenantId] : await tenantsOf(email);
+    if (tenants.length === 0 && !body.tenantId) {
+      // A user created a moment ago may not be in the read model yet: let it catch up once, briefly.
+      await deps.users.waitFor(await deps.eventStore.headPosition(), 1000);
+      tenants.push(...(await tenantsOf(email)));
+    }
     if (tenants.length > 1) {
       throw new ValidationError([
         { path: 'tenantId', message: 'is required: this e-mail belongs to several tenants' },
@@ -141,7 +141,7 @@ export const loginApi = (deps: LoginApiDeps): Router => {
         refreshTokenHash: hashSecret(secret),
         expiresAt: expiry(),
       },
-      systemContext(ctx, deps.clock, state.user.tenantId, `user:${state.user.id}`),
+      commandContext(ctx, deps, state.user.tenantId, `user:${state.user.id}`),
     );
     issue(ctx, state.user, sessionId, secret);
   });
@@ -171,7 +171,7 @@ export const loginApi = (deps: LoginApiDeps): Router => {
           expiresAt: expiry(),
           now: deps.clock(),
         },
-        systemContext(ctx, deps.clock, presented.tenantId, `user:${userId}`),
+        commandContext(ctx, deps, presented.tenantId, `user:${userId}`),
       ),
     );
     if (result.events.some((event) => event.type === 'SessionRevoked')) {

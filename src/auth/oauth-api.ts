@@ -1,12 +1,13 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
-import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { eventMetadata, readAggregate } from '../core/command-handler.js';
+import { commandContext } from '../http/command-context.js';
+import { randomUUID } from 'node:crypto';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import { oauthClientDecider } from '../credentials/secret-credential.js';
 import type { EventStore } from '../eventstore/port.js';
-import { retryOnConflict } from './conflicts.js';
 import { parseClientId } from './credential-strings.js';
 import type { Revocations } from './revocations.js';
 import { grants, isScope, scopes, type Scope } from './scopes.js';
@@ -134,28 +135,27 @@ export const oauthApi = (deps: OAuthApiDeps): Router => {
         { sub: `client:${client.id}`, tenantId: client.tenantId, scopes: granted },
         now,
       );
-      // Each issued token is an event on the client's stream: auditors see which client got what, when.
-      // Workers sharing one client ask at once; a lost append race is retried, not answered with 409.
-      await retryOnConflict(() =>
-        handleCommand(
-          deps.eventStore,
-          oauthClientDecider,
-          stream,
+      // Every issued token is an event, so auditors see which client got what and when. It goes to an audit
+      // stream of its own, which nothing reads on the hot path, so the client's stream stays small.
+      await deps.eventStore.appendToStream(
+        streamName('oauthtoken', client.tenantId, client.id),
+        [
           {
-            type: 'RecordTokenIssued',
-            jti,
-            scopes: granted,
-            expiresAt: new Date(now.getTime() + deps.tokens.accessTokenTtlSeconds * 1000).toISOString(),
+            id: randomUUID(),
+            type: 'OAuthTokenIssued',
+            data: {
+              clientId: client.id,
+              jti,
+              scopes: granted,
+              expiresAt: new Date(now.getTime() + deps.tokens.accessTokenTtlSeconds * 1000).toISOString(),
+            },
+            metadata: eventMetadata(
+              commandContext(ctx, deps, client.tenantId, `client:${client.id}`),
+              'OAuthTokenIssued',
+            ),
           },
-          {
-            tenantId: client.tenantId,
-            actor: `client:${client.id}`,
-            correlationId: ctx.state.correlationId as string,
-            causationId: ctx.state.requestId as string,
-            now,
-            newEventId: () => crypto.randomUUID(),
-          },
-        ),
+        ],
+        'any',
       );
       ctx.set('Cache-Control', 'no-store');
       ctx.set('Pragma', 'no-cache');

@@ -26,6 +26,16 @@ export interface CommandResult<State, Event extends DomainEvent> {
 
 export const schemaVersionOf = (_type: string): number => 1;
 
+/** The metadata a command's context gives each event it writes. */
+export const eventMetadata = (context: CommandContext, type: string): EventMetadata => ({
+  tenantId: context.tenantId,
+  actor: context.actor,
+  correlationId: context.correlationId,
+  causationId: context.causationId,
+  occurredAt: context.now.toISOString(),
+  schemaVersion: schemaVersionOf(type),
+});
+
 /** Trusts the store: the events in an aggregate's stream were written by this aggregate's decider. */
 export const toEnvelope = <Event extends DomainEvent>(event: RecordedEvent): Envelope<Event> =>
   ({
@@ -58,19 +68,11 @@ export const handleCommand = async <State, Command, Event extends DomainEvent>(
   const events = decider.decide(command, state);
   if (events.length === 0) return { state, version, position: null, events };
 
-  const metadata = (type: string): EventMetadata => ({
-    tenantId: context.tenantId,
-    actor: context.actor,
-    correlationId: context.correlationId,
-    causationId: context.causationId,
-    occurredAt: context.now.toISOString(),
-    schemaVersion: schemaVersionOf(type),
-  });
   const toAppend: NewEvent[] = events.map((event) => ({
     id: context.newEventId(),
     type: event.type,
     data: event.data,
-    metadata: metadata(event.type),
+    metadata: eventMetadata(context, event.type),
   }));
   try {
     const result = await eventStore.appendToStream(streamName, toAppend, version);

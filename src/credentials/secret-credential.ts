@@ -21,47 +21,38 @@ export type CredentialState =
   { status: 'absent' } | { status: 'present'; credential: SecretCredential; secretHash: string };
 
 export type CredentialCommand =
-  | { type: 'Create'; id: string; name: string; scopes: Scope[]; secretHash: string }
-  | { type: 'Revoke' }
-  | { type: 'RecordTokenIssued'; jti: string; scopes: Scope[]; expiresAt: string };
+  { type: 'Create'; id: string; name: string; scopes: Scope[]; secretHash: string } | { type: 'Revoke' };
 
-export interface CredentialEventNames<Created extends string, Revoked extends string, Issued extends string> {
+export interface CredentialEventNames<Created extends string, Revoked extends string> {
   aggregate: string;
   created: Created;
   revoked: Revoked;
-  /** Tokens issued to the credential, for the audit trail; only OAuth clients have them. */
-  tokenIssued: Issued;
 }
 
 type CreatedData = { id: string; name: string; scopes: Scope[]; secretHash: string };
-type IdData = { id: string };
-type IssuedData = { id: string; jti: string; scopes: Scope[]; expiresAt: string };
+type RevokedData = { id: string };
 
-export type CredentialEvent<C extends string, R extends string, I extends string> =
-  DomainEvent<C, CreatedData> | DomainEvent<R, IdData> | DomainEvent<I, IssuedData>;
+export type CredentialEvent<C extends string, R extends string> =
+  DomainEvent<C, CreatedData> | DomainEvent<R, RevokedData>;
 
-export const secretCredentialDecider = <C extends string, R extends string, I extends string>(
-  names: CredentialEventNames<C, R, I>,
-): Decider<CredentialState, CredentialCommand, CredentialEvent<C, R, I>> & {
-  eventTypes: CredentialEventNames<C, R, I>;
+export const secretCredentialDecider = <C extends string, R extends string>(
+  names: CredentialEventNames<C, R>,
+): Decider<CredentialState, CredentialCommand, CredentialEvent<C, R>> & {
+  eventTypes: CredentialEventNames<C, R>;
 } => ({
   aggregate: names.aggregate,
   eventTypes: names,
   initialState: () => ({ status: 'absent' }),
-  decide: (command, state): CredentialEvent<C, R, I>[] => {
+  decide: (command, state): CredentialEvent<C, R>[] => {
     if (command.type === 'Create') {
       if (state.status !== 'absent') throw new ConflictError('The credential already exists');
       const { id, name, scopes, secretHash } = command;
       return [{ type: names.created, data: { id, name, scopes, secretHash } }];
     }
     if (state.status === 'absent') throw new NotFoundError('The credential does not exist');
-    if (command.type === 'Revoke') {
-      return state.credential.status === 'revoked'
-        ? []
-        : [{ type: names.revoked, data: { id: state.credential.id } }];
-    }
-    const { jti, scopes, expiresAt } = command;
-    return [{ type: names.tokenIssued, data: { id: state.credential.id, jti, scopes, expiresAt } }];
+    return state.credential.status === 'revoked'
+      ? []
+      : [{ type: names.revoked, data: { id: state.credential.id } }];
   },
   evolve: (state, event) => {
     if (event.type === names.created) {
@@ -82,11 +73,15 @@ export const secretCredentialDecider = <C extends string, R extends string, I ex
       };
     }
     if (state.status === 'absent') return state;
-    const revoked =
-      event.type === names.revoked
-        ? { status: 'revoked' as const, revokedAt: event.metadata.occurredAt }
-        : {};
-    return { ...state, credential: { ...state.credential, ...revoked, version: event.streamVersion } };
+    return {
+      ...state,
+      credential: {
+        ...state.credential,
+        status: 'revoked',
+        revokedAt: event.metadata.occurredAt,
+        version: event.streamVersion,
+      },
+    };
   },
 });
 
@@ -94,12 +89,10 @@ export const apiKeyDecider = secretCredentialDecider({
   aggregate: 'apikey',
   created: 'ApiKeyCreated',
   revoked: 'ApiKeyRevoked',
-  tokenIssued: 'ApiKeyTokenIssued',
 });
 
 export const oauthClientDecider = secretCredentialDecider({
   aggregate: 'oauthclient',
   created: 'OAuthClientRegistered',
   revoked: 'OAuthClientRevoked',
-  tokenIssued: 'OAuthTokenIssued',
 });

@@ -11,9 +11,10 @@ export const commandContext = (
   ctx: Context,
   deps: { clock: Clock },
   tenantId = pathParam(ctx, 'tenantId'),
+  actor = (ctx.state.actor as string | undefined) ?? 'anonymous',
 ): CommandContext => ({
   tenantId,
-  actor: (ctx.state.actor as string | undefined) ?? 'anonymous',
+  actor,
   correlationId: ctx.state.correlationId as string,
   causationId: ctx.state.requestId as string,
   now: deps.clock(),

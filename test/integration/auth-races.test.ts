@@ -4,7 +4,6 @@ import { hashSecret, newSecret } from '../../src/auth/secrets.js';
 import { handleCommand, type CommandContext } from '../../src/core/command-handler.js';
 import { VersionConflictError } from '../../src/core/errors.js';
 import { streamName } from '../../src/core/streams.js';
-import { oauthClientDecider } from '../../src/credentials/secret-credential.js';
 import { sessionDecider } from '../../src/credentials/session.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
@@ -84,50 +83,5 @@ describe('racing refreshes of one refresh token', () => {
       'RefreshTokenRotated',
       'SessionRevoked',
     ]);
-  });
-});
-
-describe('racing token requests of one OAuth client', () => {
-  it('records every issued token, retrying the appends that lost', async () => {
-    const { dir, remove } = tempDir();
-    const store = openSqliteEventStore(`${dir}/events.db`);
-    try {
-      const tenantId = 't_race';
-      const stream = streamName('oauthclient', tenantId, 'c_race');
-      const context: CommandContext = {
-        tenantId,
-        actor: 'client:c_race',
-        correlationId: 'race',
-        causationId: null,
-        now: new Date(),
-        newEventId: () => crypto.randomUUID(),
-      };
-      const secretHash = hashSecret(newSecret());
-      await handleCommand(
-        store,
-        oauthClientDecider,
-        stream,
-        { type: 'Create', id: 'c_race', name: 'worker', scopes: ['cv:read'], secretHash },
-        context,
-      );
-      const issue = (jti: string) =>
-        retryOnConflict(() =>
-          handleCommand(
-            store,
-            oauthClientDecider,
-            stream,
-            { type: 'RecordTokenIssued', jti, scopes: ['cv:read'], expiresAt: new Date().toISOString() },
-            context,
-          ),
-        );
-      await Promise.all([issue('a'), issue('b'), issue('c')]);
-      const recorded = await store.readStream(stream);
-      expect(
-        recorded.map((event) => (event.data as { jti?: string }).jti ?? event.type).sort(),
-      ).to.deep.equal(['OAuthClientRegistered', 'a', 'b', 'c']);
-    } finally {
-      await store.close();
-      remove();
-    }
   });
 });

@@ -189,6 +189,17 @@ describe('OAuth 2.0 client credentials', () => {
       );
       expect(answers.map((answer) => answer.status)).to.deep.equal(Array(8).fill(200));
       expect(new Set(answers.map((answer) => answer.body.access_token)).size).to.equal(8);
+      // Each token is on the record, in the client's audit stream, with the jti it carries.
+      const [tenantId, id] = worker.clientId.split('.') as [string, string];
+      const audit = await server.stores.eventStore.readStream(`oauthtoken-${tenantId}_${id}`);
+      const jtis = answers.map(
+        (answer) =>
+          JSON.parse(Buffer.from(String(answer.body.access_token).split('.')[1]!, 'base64url').toString())
+            .jti,
+      );
+      expect(audit.map((event) => event.type)).to.deep.equal(Array(8).fill('OAuthTokenIssued'));
+      expect(audit.map((event) => (event.data as { jti: string }).jti).sort()).to.deep.equal(jtis.sort());
+      expect(audit[0]?.metadata.actor).to.equal(`client:${id}`);
     });
 
     it('does not accept a client-credentials token whose client was revoked, within a second', async () => {

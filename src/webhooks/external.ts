@@ -1,0 +1,64 @@
+import type { RecordedEvent } from '../core/events.js';
+import type { ObservationEvent } from '../observations/observation.js';
+
+/**
+ * The stable vocabulary tenants' systems receive. It changes only by addition; the domain's event names
+ * and shapes may change underneath, because one pure function maps them.
+ */
+export const externalEventTypes = [
+  'observation.created',
+  'observation.updated',
+  'cv.job.completed',
+  'cv.job.failed',
+  'visit.submitted',
+] as const;
+
+export type ExternalEventType = (typeof externalEventTypes)[number];
+
+export interface ExternalEvent {
+  /** Derived from the domain event's id: the same on every attempt and redelivery, for deduplication. */
+  id: string;
+  type: ExternalEventType;
+  tenantId: string;
+  /** When the domain fact happened, ISO 8601 UTC. */
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+/** The domain event types the mapping reads: what the webhook projector's consumer group subscribes to. */
+export const mappedDomainEventTypes: readonly string[] = ['ObservationRecorded', 'ObservationUpdated'];
+
+const envelope = (
+  event: RecordedEvent,
+  type: ExternalEventType,
+  data: Record<string, unknown>,
+): ExternalEvent => ({
+  id: `evt_${event.id}`,
+  type,
+  tenantId: event.metadata.tenantId,
+  timestamp: event.metadata.occurredAt,
+  data,
+});
+
+/** Domain event -> the external events it means (none for most events). Pure. */
+export const toExternal = (event: RecordedEvent): ExternalEvent[] => {
+  const domain = { type: event.type, data: event.data } as ObservationEvent;
+  switch (domain.type) {
+    case 'ObservationRecorded': {
+      const { observationId, ...fields } = domain.data;
+      return [
+        envelope(event, 'observation.created', { observationId, ...fields, version: event.streamVersion }),
+      ];
+    }
+    case 'ObservationUpdated':
+      return [
+        envelope(event, 'observation.updated', {
+          observationId: domain.data.observationId,
+          changes: domain.data.changes,
+          version: event.streamVersion,
+        }),
+      ];
+    default:
+      return [];
+  }
+};
