@@ -19,6 +19,8 @@ import { observationsApi } from './observations/api.js';
 import type { ReadModelStore } from './readmodels/port.js';
 import type { ProjectionRunner } from './readmodels/runner.js';
 import { tenantsApi } from './tenants/api.js';
+import { webhooksApi } from './webhooks/api.js';
+import type { WebhookWorker } from './webhooks/worker.js';
 
 export interface AppDeps {
   eventStore: EventStore;
@@ -36,6 +38,13 @@ export interface AppDeps {
   refreshTokenTtlSeconds: number;
   revocations: Revocations;
   failures: { byEmail: FailureLimiter; byAddress: FailureLimiter };
+  worker: WebhookWorker;
+  webhooks: {
+    allowHttp: boolean;
+    allowPrivateNetworks: boolean;
+    maxSubscriptions: number;
+    secretKey: string;
+  };
 }
 
 const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
@@ -71,6 +80,7 @@ export const createApp = (deps: AppDeps): Koa => {
     tenantsApi(deps),
     credentialsApi(deps),
     observationsApi({ ...deps, projection: deps.projections.observations }),
+    webhooksApi(deps),
   ]) {
     root.use(api.routes());
   }

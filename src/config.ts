@@ -22,10 +22,28 @@ export interface Config {
   signingKeysFile: string;
   /** True when SIGNING_KEYS_FILE was given; otherwise a development keyring is created in DATA_DIR. */
   signingKeysExplicit: boolean;
+  webhooks: {
+    timeoutMs: number;
+    retryDelaysMs: number[];
+    allowPrivateNetworks: boolean;
+    allowHttp: boolean;
+    maxSubscriptions: number;
+    /** Seals subscription secrets in events; generated into DATA_DIR/secrets.json in development. */
+    secretKey: string | null;
+    concurrency: number;
+    perSubscription: number;
+  };
+  smtpUrl: string | null;
+  mailFrom: string;
 }
 
 /** Secrets that NODE_ENV=production insists on: a generated default would differ between instances. */
-const productionSecrets = ['PLATFORM_ADMIN_KEY', 'CURSOR_SECRET', 'SIGNING_KEYS_FILE'] as const;
+const productionSecrets = [
+  'PLATFORM_ADMIN_KEY',
+  'CURSOR_SECRET',
+  'SIGNING_KEYS_FILE',
+  'WEBHOOK_SECRET_KEY',
+] as const;
 
 export class ConfigError extends Error {}
 
@@ -68,6 +86,16 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
     'a TCP port',
   );
   const dataDir = given('DATA_DIR') ?? './data';
+  const flag = (name: string) =>
+    read(env, name, 'false', (s) => ({ true: true, false: false })[s], 'true or false');
+  const count = (name: string, fallback: string) =>
+    read(
+      env,
+      name,
+      fallback,
+      (s) => (/^[1-9]\d{0,5}$/.test(s) ? Number(s) : undefined),
+      'a positive whole number',
+    );
   const seconds = (name: string, fallback: string) =>
     Math.round(read(env, name, fallback, parseDuration, 'a duration such as 15m') / 1000);
   return {
@@ -88,5 +116,26 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
     refreshTokenTtlSeconds: seconds('REFRESH_TOKEN_TTL', '30d'),
     signingKeysFile: given('SIGNING_KEYS_FILE') ?? join(dataDir, 'signing-keys.json'),
     signingKeysExplicit: given('SIGNING_KEYS_FILE') !== null,
+    webhooks: {
+      timeoutMs: read(env, 'WEBHOOK_TIMEOUT', '30s', parseDuration, 'a duration such as 30s'),
+      retryDelaysMs: read(
+        env,
+        'WEBHOOK_RETRY_SCHEDULE',
+        '1m,5m,30m,2h,24h',
+        (s) => {
+          const delays = s.split(',').map(parseDuration);
+          return delays.every((d) => d !== undefined) ? delays : undefined;
+        },
+        'comma-separated durations such as 1m,5m,30m,2h,24h',
+      ),
+      allowPrivateNetworks: flag('WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
+      allowHttp: flag('WEBHOOK_ALLOW_HTTP'),
+      maxSubscriptions: count('WEBHOOK_MAX_SUBSCRIPTIONS', '50'),
+      secretKey: given('WEBHOOK_SECRET_KEY'),
+      concurrency: count('WEBHOOK_CONCURRENCY', '32'),
+      perSubscription: count('WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION', '4'),
+    },
+    smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp', 'smtps']),
+    mailFrom: given('MAIL_FROM') ?? 'Observation service <no-reply@localhost>',
   };
 };

@@ -5,6 +5,14 @@ import type { Logger } from 'pino';
 import { observationsProjection } from '../projections/observations.js';
 import { apiKeysProjection, oauthClientsProjection } from '../projections/secret-credentials.js';
 import { tenantsProjection } from '../projections/tenants.js';
+import {
+  deliveriesProjection,
+  deliveryAttemptsProjection,
+  webhooksProjection,
+} from '../projections/webhooks.js';
+import { outboxMailer, smtpMailer } from './mail/mailer.js';
+import { webhookSender } from './webhooks/sender.js';
+import { webhookWorker } from './webhooks/worker.js';
 import { usersProjection } from '../projections/users.js';
 import { createApp } from './app.js';
 import { authenticator } from './auth/authenticate.js';
@@ -67,6 +75,9 @@ export const startService = async (
   // Every read model the service keeps.
   const runners = [
     run(observationsProjection),
+    run(webhooksProjection),
+    run(deliveriesProjection),
+    run(deliveryAttemptsProjection),
     run(tenantsProjection),
     run(usersProjection),
     run(apiKeysProjection),
@@ -88,6 +99,29 @@ export const startService = async (
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
   };
   const byName = (name: string) => runners.find((runner) => runner.name === name)!;
+  const mailer = config.smtpUrl
+    ? smtpMailer(config.smtpUrl, config.mailFrom)
+    : outboxMailer(config.dataDir, config.mailFrom, logger);
+  const sender = webhookSender(config.webhooks);
+  const webhookSecretKey = config.webhooks.secretKey ?? developmentSecret(config.dataDir, 'webhookSecretKey');
+  const worker = webhookWorker({
+    eventStore: stores.eventStore,
+    readModels: stores.readModels,
+    sender,
+    mailer,
+    secretKey: webhookSecretKey,
+    clock,
+    logger,
+    deliveriesCollection: deliveriesProjection.collection.name,
+    settings: {
+      retryDelaysMs: config.webhooks.retryDelaysMs,
+      timeoutMs: config.webhooks.timeoutMs,
+      claimTimeoutMs: config.webhooks.timeoutMs + 10_000,
+      concurrency: config.webhooks.concurrency,
+      perSubscription: config.webhooks.perSubscription,
+    },
+  });
+  await worker.start();
   const ids = (prefix: string) => newId(prefix, clock());
 
   const app = createApp({
@@ -111,6 +145,8 @@ export const startService = async (
     tokens,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
     revocations: revoked,
+    worker,
+    webhooks: { ...config.webhooks, secretKey: webhookSecretKey },
     failures: {
       byEmail: failureLimiter({ max: 5, windowMs: 15 * 60_000 }),
       byAddress: failureLimiter({ max: 20, windowMs: 15 * 60_000 }),
@@ -123,6 +159,9 @@ export const startService = async (
     runners,
     platformAdminKey,
     stop: async () => {
+      await worker.stop();
+      await sender.close();
+      mailer.close();
       keyring.close();
       await revoked.stop();
       await Promise.all(runners.map((runner) => runner.stop()));

@@ -2,7 +2,6 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { scopes, type Scope } from '../auth/scopes.js';
 import { boundedString, refined, strictObject } from '../http/codec.js';
-import { pageParams } from '../http/paging.js';
 
 export const Email = refined(
   t.string,
@@ -53,5 +52,3 @@ export const CreateSecretCredentialBody = strictObject('a credential', {
   name: boundedString(1, 200),
   scopes: Scopes,
 });
-
-export const ListParams = strictObject('list parameters', {}, pageParams);

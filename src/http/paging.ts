@@ -1,6 +1,6 @@
 import type { ListQuery, ReadModelStore, Scalar } from '../readmodels/port.js';
 import type { CursorCodec } from './cursor.js';
-import { singleParam, wholeNumberParam } from './codec.js';
+import { singleParam, strictObject, wholeNumberParam } from './codec.js';
 
 /**
  * One page of a list: asks the store for one document more than the limit to learn whether there is a
@@ -38,3 +38,6 @@ export const pageParams = {
     'must be a cursor from nextCursor',
   ),
 };
+
+/** The query of a list that takes nothing but paging. */
+export const ListParams = strictObject('list parameters', {}, pageParams);

@@ -30,12 +30,19 @@ interface Row {
   /** The status of a permitted request. */
   ok: number;
   /** Which fixture `:id` names. */
-  id?: 'user' | 'apiKey' | 'oauthClient' | 'observation';
+  id?: 'user' | 'apiKey' | 'oauthClient' | 'observation' | 'webhook' | 'freshWebhook';
   body?: (n: number) => unknown;
   contentType?: string;
 }
 
 const tenantRoutes = '/v1/tenants/:tenantId';
+/** Nothing listens on the discard port: deliveries fail at once, which the matrix does not look at. */
+const receiver = 'http://127.0.0.1:9/hooks';
+const webhookBody = () => ({
+  url: receiver,
+  events: ['observation.created'],
+  secret: 'a-secret-of-16-chars-or-more',
+});
 const observation = { observedAt: '2026-05-01T09:30:00Z', notes: 'matrix' };
 
 const table: Row[] = [
@@ -147,6 +154,25 @@ const table: Row[] = [
     body: () => ({ notes: 'patched by the matrix' }),
     contentType: 'application/merge-patch+json',
   },
+  ...(
+    [
+      ['POST', '/webhooks', undefined, 201, webhookBody],
+      ['GET', '/webhooks', undefined, 200],
+      ['GET', '/webhooks/:id', 'webhook', 200],
+      ['DELETE', '/webhooks/:id', 'freshWebhook', 204],
+      ['POST', '/webhooks/:id/enable', 'webhook', 200],
+      ['GET', '/webhooks/:id/deliveries', 'webhook', 200],
+      ['POST', '/webhooks/:id/deliveries/:deliveryId/redeliver', 'webhook', 202],
+    ] as const
+  ).map(([method, path, id, ok, body]): Row => ({
+    method,
+    path: `${tenantRoutes}${path}`,
+    ...(id ? { id } : {}),
+    requires: { scope: 'webhooks:manage' },
+    platform: false,
+    ok,
+    ...(body ? { body } : {}),
+  })),
 ];
 
 /** Routes that take no credentials at all. */
@@ -170,6 +196,8 @@ describe('the 401/403 matrix, route by route', () => {
   /** Credentials by kind and by the scopes they hold, made once. */
   const credentials = new Map<string, Record<string, string>>();
   let counter = 0;
+  let deliveryId: string;
+  let newWebhook: () => Promise<string>;
 
   const credential = (kind: Kind, held: readonly string[]) => {
     const headers = credentials.get(`${kind} ${[...held].sort().join(' ')}`);
@@ -180,7 +208,7 @@ describe('the 401/403 matrix, route by route', () => {
   const allBut = (scope: string) => scopes.filter((s) => s !== scope && s !== 'admin');
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
     const tenant = await withTenant(server, 'matrix');
     tenantId = tenant.tenantId;
     const scopeSets = new Set(
@@ -195,6 +223,19 @@ describe('the 401/403 matrix, route by route', () => {
       credentials.set(`user token ${set}`, bearer((await loggedIn(server, tenant, held)).accessToken));
       credentials.set(`client token ${set}`, bearer((await clientToken(server, tenant, held)).accessToken));
     }
+    const webhook = await request(`${server.url}/v1/tenants/${tenantId}/webhooks`, {
+      method: 'POST',
+      body: webhookBody(),
+      headers: { 'X-API-Key': tenant.adminKey },
+    });
+    newWebhook = async () =>
+      (
+        await request(`${server.url}/v1/tenants/${tenantId}/webhooks`, {
+          method: 'POST',
+          body: webhookBody(),
+          headers: { 'X-API-Key': tenant.adminKey },
+        })
+      ).body.id as string;
     // The targets of the routes with an id; DELETE and disable only ever touch these.
     const created = await request(`${server.url}/v1/tenants/${tenantId}/observations`, {
       method: 'POST',
@@ -211,13 +252,21 @@ describe('the 401/403 matrix, route by route', () => {
       apiKey: key.body.id as string,
       oauthClient: (await createOAuthClient(server, tenant, ['cv:read'])).id,
       observation: created.body.id as string,
+      webhook: webhook.body.id as string,
+      freshWebhook: '',
     };
+    // The observation was created after the webhook: it has a delivery to redeliver.
+    const scheduled = await server.stores.eventStore.readAll({
+      filter: { tenantId, eventTypes: ['DeliveryScheduled'] },
+    });
+    deliveryId = (scheduled.events[0]?.data as { deliveryId: string }).deliveryId;
   });
   after(async () => server.close());
 
-  const call = (row: Row, headers: Record<string, string>) => {
+  const call = async (row: Row, headers: Record<string, string>) => {
     counter += 1;
-    const url = `${server.url}${row.path.replace(':tenantId', tenantId).replace(':id', row.id ? ids[row.id] : '')}`;
+    const id = row.id === 'freshWebhook' ? await newWebhook() : row.id ? ids[row.id] : '';
+    const url = `${server.url}${row.path.replace(':tenantId', tenantId).replace(':id', id).replace(':deliveryId', deliveryId)}`;
     return request(url, {
       method: row.method,
       ...(row.body ? { body: row.body(counter) } : {}),

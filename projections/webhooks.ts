@@ -1,0 +1,96 @@
+import { toEnvelope } from '../src/core/command-handler.js';
+import type { Projection } from '../src/readmodels/projection.js';
+import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
+import type { Delivery, DeliveryEvent, DeliveryState } from '../src/webhooks/delivery.js';
+import { deliveryDecider, deliveryEventTypes } from '../src/webhooks/delivery.js';
+import type { WebhookEvent, WebhookSubscription } from '../src/webhooks/subscriptions.js';
+import { evolveSubscription, webhookEventTypes } from '../src/webhooks/subscriptions.js';
+
+/** A tenant's webhook subscriptions for the list endpoint; the sealed secrets stay in the event stream. */
+export const webhooksProjection: Projection<WebhookSubscription> = {
+  name: 'webhooks',
+  collection: {
+    name: 'webhooks',
+    fields: { createdAt: { path: 'createdAt', type: 'text' } },
+    indexes: [['createdAt']],
+  },
+  eventTypes: webhookEventTypes,
+  documentKey: (event) => ({
+    tenantId: event.metadata.tenantId,
+    id: (event.data as WebhookEvent['data']).webhookId,
+  }),
+  evolve: (doc, event) => evolveSubscription(doc, toEnvelope<WebhookEvent>(event)),
+};
+
+/** Every delivery's state, across tenants: what the sweep reads to find due attempts. */
+export const deliveriesProjection = aggregateProjection({
+  name: 'webhook_deliveries',
+  collection: {
+    name: 'webhook_deliveries',
+    fields: {
+      tenantId: { path: 'tenantId', type: 'text' },
+      status: { path: 'status', type: 'text' },
+      dueAt: { path: 'dueAt', type: 'text' },
+      claimedAt: { path: 'claimedAt', type: 'text' },
+    },
+    indexes: [
+      ['status', 'dueAt'],
+      ['status', 'claimedAt'],
+    ],
+  },
+  decider: deliveryDecider,
+  eventTypes: deliveryEventTypes,
+  key: (event) => ({ tenantId: platformPartition, id: event.data.deliveryId }),
+  toState: (doc: Omit<Delivery, 'payload'> | null): DeliveryState =>
+    doc ? { status: 'present', delivery: doc as Delivery } : { status: 'absent' },
+  // The payload is in the event stream; the sweep needs only the state.
+  toDoc: (state) => {
+    if (state.status === 'absent') return null;
+    const { payload: _payload, ...delivery } = state.delivery;
+    return delivery;
+  },
+});
+
+export interface DeliveryAttemptRecord {
+  id: string;
+  deliveryId: string;
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  attempt: number;
+  attemptedAt: string;
+  status: 'succeeded' | 'failed';
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  nextAttemptAt: string | null;
+}
+
+/** The log of every attempt, per tenant, for GET .../webhooks/{id}/deliveries. */
+export const deliveryAttemptsProjection: Projection<DeliveryAttemptRecord> = {
+  name: 'webhook_delivery_attempts',
+  collection: {
+    name: 'webhook_delivery_attempts',
+    fields: {
+      webhookId: { path: 'webhookId', type: 'text' },
+      status: { path: 'status', type: 'text' },
+      eventType: { path: 'eventType', type: 'text' },
+      attemptedAt: { path: 'attemptedAt', type: 'text' },
+    },
+    indexes: [['webhookId', 'attemptedAt']],
+  },
+  eventTypes: ['DeliveryAttempted'],
+  documentKey: (event) => {
+    const data = event.data as Extract<DeliveryEvent, { type: 'DeliveryAttempted' }>['data'];
+    return { tenantId: event.metadata.tenantId, id: `${data.deliveryId}.${data.attempt}` };
+  },
+  evolve: (_doc, event) => {
+    const { ok, ...data } = event.data as Extract<DeliveryEvent, { type: 'DeliveryAttempted' }>['data'];
+    return {
+      id: `${data.deliveryId}.${data.attempt}`,
+      ...data,
+      attemptedAt: event.metadata.occurredAt,
+      status: ok ? 'succeeded' : 'failed',
+    };
+  },
+};

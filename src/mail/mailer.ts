@@ -1,0 +1,53 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import nodemailer from 'nodemailer';
+import type { Logger } from 'pino';
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  readonly kind: 'smtp' | 'outbox';
+  send(mail: Mail): Promise<{ messageId: string }>;
+  close(): void;
+}
+
+/** Mail over SMTP with nodemailer (SMTP_URL, e.g. `smtp://user:pass@host:587`). */
+export const smtpMailer = (url: string, from: string): Mailer => {
+  const transport = nodemailer.createTransport(url);
+  return {
+    kind: 'smtp',
+    send: async (mail) => {
+      const info = await transport.sendMail({ from, ...mail });
+      return { messageId: info.messageId };
+    },
+    close: () => transport.close(),
+  };
+};
+
+/**
+ * Without SMTP_URL, each message is written as a standard .eml file under DATA_DIR/outbox and logged: the
+ * embedded default needs no mail server, and the files open in any mail client.
+ */
+export const outboxMailer = (dataDir: string, from: string, logger: Logger): Mailer => {
+  const outbox = join(dataDir, 'outbox');
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    kind: 'outbox',
+    send: async (mail) => {
+      const info = await transport.sendMail({ from, ...mail });
+      mkdirSync(outbox, { recursive: true });
+      const file = join(
+        outbox,
+        `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^A-Za-z0-9]/g, '')}.eml`,
+      );
+      writeFileSync(file, info.message as Buffer);
+      logger.info({ to: mail.to, subject: mail.subject, file }, 'mail written to the outbox');
+      return { messageId: info.messageId };
+    },
+    close: () => transport.close(),
+  };
+};

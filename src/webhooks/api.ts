@@ -1,0 +1,236 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import * as t from 'io-ts';
+import {
+  deliveryAttemptsProjection,
+  webhooksProjection,
+  type DeliveryAttemptRecord,
+} from '../../projections/webhooks.js';
+import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { NotFoundError, ValidationError } from '../core/errors.js';
+import type { Clock, IdGenerator } from '../core/ids.js';
+import { streamName } from '../core/streams.js';
+import type { EventStore } from '../eventstore/port.js';
+import { readJsonBody } from '../http/body.js';
+import { boundedString, decodeOrThrow, paramOf, refined, strictObject } from '../http/codec.js';
+import { commandContext } from '../http/command-context.js';
+import type { CursorCodec } from '../http/cursor.js';
+import { ListParams, listPage, pageParams } from '../http/paging.js';
+import { pathParam, sendResource } from '../http/resource.js';
+import type { Filter, ReadModelStore } from '../readmodels/port.js';
+import { deliveryDecider } from './delivery.js';
+import {
+  externalEventTypes,
+  mappedDomainEventTypes,
+  toExternal,
+  type ExternalEventType,
+} from './external.js';
+import { seal } from './secret-box.js';
+import { checkReceiverUrl } from './sender.js';
+import { foldRecorded, webhooksDecider, webhooksStream, type WebhookSubscription } from './subscriptions.js';
+import type { WebhookWorker } from './worker.js';
+
+export interface WebhooksApiDeps {
+  eventStore: EventStore;
+  readModels: ReadModelStore;
+  cursors: CursorCodec;
+  auth: Authenticator;
+  clock: Clock;
+  ids: IdGenerator;
+  bodyLimit: number;
+  worker: WebhookWorker;
+  webhooks: {
+    allowHttp: boolean;
+    allowPrivateNetworks: boolean;
+    maxSubscriptions: number;
+    secretKey: string;
+  };
+}
+
+const EventTypeCodec = refined(
+  t.string,
+  (s) => (externalEventTypes as readonly string[]).includes(s),
+  `one of ${externalEventTypes.join(', ')}`,
+);
+
+const CreateWebhookBody = strictObject('a webhook subscription', {
+  url: boundedString(1, 2048),
+  events: refined(
+    t.array(EventTypeCodec),
+    (list) => list.length > 0 && new Set(list).size === list.length,
+    'a non-empty list of distinct event types',
+  ),
+  secret: boundedString(16, 256),
+});
+
+const EnableBody = strictObject('an enable request', {}, { replayMissed: t.boolean });
+
+const DeliveriesQuery = strictObject(
+  'list parameters',
+  {},
+  {
+    ...pageParams,
+    status: paramOf(refined(t.string, (s) => s === 'succeeded' || s === 'failed', 'succeeded or failed')),
+    eventType: paramOf(EventTypeCodec),
+  },
+);
+
+const subscriptionOf = (subscription: WebhookSubscription | undefined): WebhookSubscription => {
+  if (!subscription) throw new NotFoundError('No such webhook subscription');
+  return subscription;
+};
+
+/** Webhook subscriptions and their delivery log; every route needs `webhooks:manage`. */
+export const webhooksApi = (deps: WebhooksApiDeps): Router => {
+  const router = new Router({ prefix: '/v1/tenants/:tenantId/webhooks' });
+  const manage = requireScope(deps.auth, 'webhooks:manage');
+  const tenantOf = (ctx: Context) => pathParam(ctx, 'tenantId');
+  const stored = async (ctx: Context) =>
+    foldRecorded(await deps.eventStore.readStream(webhooksStream(tenantOf(ctx))));
+
+  router.post('/', manage, async (ctx) => {
+    const body = decodeOrThrow(CreateWebhookBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const urlProblem = await checkReceiverUrl(body.url, deps.webhooks);
+    if (urlProblem) throw new ValidationError([{ path: 'url', message: urlProblem }]);
+    const webhookId = deps.ids('w');
+    const result = await handleCommand(
+      deps.eventStore,
+      webhooksDecider,
+      webhooksStream(tenantOf(ctx)),
+      {
+        type: 'Subscribe',
+        webhookId,
+        url: body.url,
+        events: body.events as ExternalEventType[],
+        sealedSecret: seal(body.secret, deps.webhooks.secretKey),
+        max: deps.webhooks.maxSubscriptions,
+      },
+      commandContext(ctx, deps),
+    );
+    ctx.set('Location', `/v1/tenants/${tenantOf(ctx)}/webhooks/${webhookId}`);
+    sendResource(ctx, 201, subscriptionOf(result.state.entries[webhookId]?.subscription), result);
+  });
+
+  router.get('/', manage, async (ctx) => {
+    const params = decodeOrThrow(ListParams, ctx.query);
+    ctx.body = await listPage<WebhookSubscription>(
+      deps,
+      webhooksProjection.collection.name,
+      { tenantId: tenantOf(ctx), filters: [], sort: { field: 'createdAt', direction: 'asc' } },
+      { limit: params.limit ?? 50, cursor: params.cursor },
+      (subscription) => subscription.createdAt,
+    );
+  });
+
+  router.get('/:id', manage, async (ctx) => {
+    const state = await stored(ctx);
+    ctx.body = subscriptionOf(state.entries[pathParam(ctx, 'id')]?.subscription);
+  });
+
+  router.delete('/:id', manage, async (ctx) => {
+    await handleCommand(
+      deps.eventStore,
+      webhooksDecider,
+      webhooksStream(tenantOf(ctx)),
+      { type: 'Delete', webhookId: pathParam(ctx, 'id') },
+      commandContext(ctx, deps),
+    );
+    ctx.status = 204;
+  });
+
+  router.post('/:id/enable', manage, async (ctx) => {
+    const body = ctx.request.length
+      ? decodeOrThrow(EnableBody, await readJsonBody(ctx, { limit: deps.bodyLimit }))
+      : {};
+    const webhookId = pathParam(ctx, 'id');
+    const before = (await stored(ctx)).entries[webhookId];
+    const result = await handleCommand(
+      deps.eventStore,
+      webhooksDecider,
+      webhooksStream(tenantOf(ctx)),
+      { type: 'Enable', webhookId, replayMissed: body.replayMissed ?? false },
+      commandContext(ctx, deps),
+    );
+    const replayed =
+      body.replayMissed && result.position !== null && before?.disabledAtPosition != null
+        ? await replayMissed(ctx, before.subscription, before.disabledAtPosition, result.position)
+        : 0;
+    sendResource(
+      ctx,
+      200,
+      { ...subscriptionOf(result.state.entries[webhookId]?.subscription), replayed },
+      result,
+    );
+  });
+
+  /** Schedules what the subscription missed while it was disabled: the events between the disable and now. */
+  const replayMissed = async (
+    ctx: Context,
+    subscription: WebhookSubscription,
+    from: number,
+    until: number,
+  ) => {
+    let replayed = 0;
+    let after = from;
+    for (;;) {
+      const page = await deps.eventStore.readAll({
+        after,
+        maxCount: 500,
+        filter: { tenantId: tenantOf(ctx), eventTypes: mappedDomainEventTypes },
+      });
+      for (const event of page.events.filter((candidate) => candidate.position < until)) {
+        for (const external of toExternal(event).filter((candidate) =>
+          subscription.events.includes(candidate.type),
+        )) {
+          const deliveryId = await deps.worker.schedule(tenantOf(ctx), subscription.id, external, event.id);
+          if (deliveryId) {
+            deps.worker.kick(tenantOf(ctx), deliveryId, subscription.id);
+            replayed += 1;
+          }
+        }
+      }
+      after = page.lastPosition;
+      if (page.isEnd || after >= until) return replayed;
+    }
+  };
+
+  router.get('/:id/deliveries', manage, async (ctx) => {
+    const params = decodeOrThrow(DeliveriesQuery, ctx.query);
+    const webhookId = pathParam(ctx, 'id');
+    subscriptionOf((await stored(ctx)).entries[webhookId]?.subscription);
+    const filters: Filter[] = [{ op: 'eq', field: 'webhookId', value: webhookId }];
+    if (params.status) filters.push({ op: 'eq', field: 'status', value: params.status });
+    if (params.eventType) filters.push({ op: 'eq', field: 'eventType', value: params.eventType });
+    ctx.body = await listPage<DeliveryAttemptRecord>(
+      deps,
+      deliveryAttemptsProjection.collection.name,
+      { tenantId: tenantOf(ctx), filters, sort: { field: 'attemptedAt', direction: 'desc' } },
+      { limit: params.limit ?? 50, cursor: params.cursor },
+      (record) => record.attemptedAt,
+    );
+  });
+
+  router.post('/:id/deliveries/:deliveryId/redeliver', manage, async (ctx) => {
+    const webhookId = pathParam(ctx, 'id');
+    const deliveryId = pathParam(ctx, 'deliveryId');
+    const stream = streamName('delivery', tenantOf(ctx), deliveryId);
+    const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
+    if (state.status === 'absent' || state.delivery.webhookId !== webhookId)
+      throw new NotFoundError('No such delivery');
+    const result = await handleCommand(
+      deps.eventStore,
+      deliveryDecider,
+      stream,
+      { type: 'Redeliver' },
+      commandContext(ctx, deps),
+    );
+    deps.worker.kick(tenantOf(ctx), deliveryId, webhookId);
+    if (result.state.status === 'absent') throw new NotFoundError('No such delivery');
+    const { payload: _payload, ...delivery } = result.state.delivery;
+    ctx.status = 202;
+    ctx.body = delivery;
+  });
+
+  return router;
+};

@@ -1,0 +1,197 @@
+import { createHash } from 'node:crypto';
+import type { Decider, DomainEvent } from '../core/decider.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
+import type { ExternalEvent, ExternalEventType } from './external.js';
+
+/**
+ * One external event on its way to one subscription. Every step is an event on the delivery's own stream,
+ * and each attempt starts with a claim appended at the version its claimant read: with several instances
+ * running, exactly one of them makes each attempt.
+ */
+export const deliveryIdFor = (webhookId: string, externalEventId: string): string =>
+  `d_${createHash('sha256').update(`${webhookId}\n${externalEventId}`).digest('hex').slice(0, 26)}`;
+
+export interface Outcome {
+  ok: boolean;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+}
+
+type Identity = { deliveryId: string; webhookId: string; eventId: string; eventType: ExternalEventType };
+
+export type DeliveryEvent =
+  | DomainEvent<'DeliveryScheduled', Identity & { payload: ExternalEvent; dueAt: string }>
+  | DomainEvent<'DeliveryAttemptClaimed', { deliveryId: string; attempt: number; claimedBy: string }>
+  | DomainEvent<'DeliveryAttempted', Identity & Outcome & { attempt: number; nextAttemptAt: string | null }>
+  | DomainEvent<'DeliverySucceeded', { deliveryId: string; attempt: number }>
+  | DomainEvent<'DeliveryRetriesExhausted', { deliveryId: string; webhookId: string; attempts: number }>
+  | DomainEvent<'DeliveryCancelled', { deliveryId: string; reason: string }>
+  | DomainEvent<'DeliveryRedeliveryRequested', { deliveryId: string }>;
+
+export const deliveryEventTypes: readonly DeliveryEvent['type'][] = [
+  'DeliveryScheduled',
+  'DeliveryAttemptClaimed',
+  'DeliveryAttempted',
+  'DeliverySucceeded',
+  'DeliveryRetriesExhausted',
+  'DeliveryCancelled',
+  'DeliveryRedeliveryRequested',
+];
+
+export interface Delivery extends Identity {
+  id: string;
+  tenantId: string;
+  status: 'scheduled' | 'claimed' | 'succeeded' | 'failed' | 'cancelled';
+  /** Attempts made so far. */
+  attempts: number;
+  /** When the next attempt is due (scheduled), or when the current claim was taken (claimed). */
+  dueAt: string | null;
+  claimedAt: string | null;
+  /** A redelivery is one manual attempt: its failure neither retries nor disables the subscription. */
+  manual: boolean;
+  payload: ExternalEvent;
+  updatedAt: string;
+}
+
+export type DeliveryState = { status: 'absent' } | { status: 'present'; delivery: Delivery };
+
+export type DeliveryCommand =
+  | { type: 'Schedule'; identity: Identity; payload: ExternalEvent; now: Date }
+  | { type: 'Claim'; now: Date; claimTimeoutMs: number; claimedBy: string }
+  | { type: 'RecordOutcome'; outcome: Outcome; now: Date; retryDelaysMs: readonly number[] }
+  | { type: 'Cancel'; reason: string }
+  | { type: 'Redeliver' };
+
+const present = (state: DeliveryState): Delivery => {
+  if (state.status === 'absent') throw new NotFoundError('No such delivery');
+  return state.delivery;
+};
+
+/** Due now: scheduled and due, or claimed by an instance that has been silent past the claim time-out. */
+export const isDue = (delivery: Delivery, now: Date, claimTimeoutMs: number): boolean =>
+  (delivery.status === 'scheduled' && Date.parse(delivery.dueAt ?? '') <= now.getTime()) ||
+  (delivery.status === 'claimed' && Date.parse(delivery.claimedAt ?? '') + claimTimeoutMs <= now.getTime());
+
+const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[] => {
+  switch (command.type) {
+    case 'Schedule': {
+      // The id is derived from the subscription and the event: a redelivered domain event schedules nothing.
+      if (state.status === 'present') return [];
+      return [
+        {
+          type: 'DeliveryScheduled',
+          data: { ...command.identity, payload: command.payload, dueAt: command.now.toISOString() },
+        },
+      ];
+    }
+    case 'Claim': {
+      const delivery = present(state);
+      if (!isDue(delivery, command.now, command.claimTimeoutMs))
+        throw new ConflictError('The delivery is not due');
+      return [
+        {
+          type: 'DeliveryAttemptClaimed',
+          data: {
+            deliveryId: delivery.deliveryId,
+            attempt: delivery.attempts + 1,
+            claimedBy: command.claimedBy,
+          },
+        },
+      ];
+    }
+    case 'RecordOutcome': {
+      const delivery = present(state);
+      if (delivery.status !== 'claimed') throw new ConflictError('The delivery has no attempt in progress');
+      const attempt = delivery.attempts + 1;
+      const { deliveryId, webhookId, eventId, eventType } = delivery;
+      const delay = command.retryDelaysMs[attempt - 1];
+      const retry = !command.outcome.ok && !delivery.manual && delay !== undefined;
+      const attempted: DeliveryEvent = {
+        type: 'DeliveryAttempted',
+        data: {
+          deliveryId,
+          webhookId,
+          eventId,
+          eventType,
+          attempt,
+          ...command.outcome,
+          nextAttemptAt: retry ? new Date(command.now.getTime() + delay).toISOString() : null,
+        },
+      };
+      if (command.outcome.ok)
+        return [attempted, { type: 'DeliverySucceeded', data: { deliveryId, attempt } }];
+      if (retry || delivery.manual) return [attempted];
+      return [
+        attempted,
+        { type: 'DeliveryRetriesExhausted', data: { deliveryId, webhookId, attempts: attempt } },
+      ];
+    }
+    case 'Cancel': {
+      const delivery = present(state);
+      return delivery.status === 'succeeded' || delivery.status === 'cancelled'
+        ? []
+        : [{ type: 'DeliveryCancelled', data: { deliveryId: delivery.deliveryId, reason: command.reason } }];
+    }
+    case 'Redeliver': {
+      const delivery = present(state);
+      if (delivery.status === 'claimed')
+        throw new ConflictError('An attempt of this delivery is in progress');
+      return [{ type: 'DeliveryRedeliveryRequested', data: { deliveryId: delivery.deliveryId } }];
+    }
+  }
+};
+
+const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] = (state, event) => {
+  const at = event.metadata.occurredAt;
+  if (event.type === 'DeliveryScheduled') {
+    const { payload, dueAt, ...identity } = event.data;
+    return {
+      status: 'present',
+      delivery: {
+        id: identity.deliveryId,
+        tenantId: event.metadata.tenantId,
+        ...identity,
+        status: 'scheduled',
+        attempts: 0,
+        dueAt,
+        claimedAt: null,
+        manual: false,
+        payload,
+        updatedAt: at,
+      },
+    };
+  }
+  if (state.status === 'absent') return state;
+  const delivery = { ...state.delivery, updatedAt: at };
+  switch (event.type) {
+    case 'DeliveryAttemptClaimed':
+      return { status: 'present', delivery: { ...delivery, status: 'claimed', claimedAt: at, dueAt: null } };
+    case 'DeliveryAttempted':
+      return {
+        status: 'present',
+        delivery: {
+          ...delivery,
+          attempts: event.data.attempt,
+          claimedAt: null,
+          status: event.data.nextAttemptAt ? 'scheduled' : event.data.ok ? 'succeeded' : 'failed',
+          dueAt: event.data.nextAttemptAt,
+        },
+      };
+    case 'DeliverySucceeded':
+      return { status: 'present', delivery: { ...delivery, status: 'succeeded' } };
+    case 'DeliveryRetriesExhausted':
+      return { status: 'present', delivery: { ...delivery, status: 'failed' } };
+    case 'DeliveryCancelled':
+      return { status: 'present', delivery: { ...delivery, status: 'cancelled', dueAt: null } };
+    case 'DeliveryRedeliveryRequested':
+      return { status: 'present', delivery: { ...delivery, status: 'scheduled', dueAt: at, manual: true } };
+  }
+};
+
+export const deliveryDecider: Decider<DeliveryState, DeliveryCommand, DeliveryEvent> = {
+  aggregate: 'delivery',
+  initialState: () => ({ status: 'absent' }),
+  decide,
+  evolve,
+};

@@ -1,0 +1,190 @@
+import type { Decider, DomainEvent, Envelope } from '../core/decider.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
+import type { RecordedEvent } from '../core/events.js';
+import { streamName } from '../core/streams.js';
+import type { ExternalEventType } from './external.js';
+
+/**
+ * A tenant's webhook subscriptions are one aggregate, in one stream: the per-tenant cap is then an
+ * invariant the expected-version append enforces, not a count that two requests could both pass.
+ */
+export const webhooksStream = (tenantId: string): string => streamName('webhooks', tenantId, 'set');
+
+export interface WebhookSubscription {
+  id: string;
+  tenantId: string;
+  url: string;
+  events: ExternalEventType[];
+  status: 'active' | 'disabled';
+  disabledReason: string | null;
+  disabledAt: string | null;
+  createdAt: string;
+}
+
+interface Entry {
+  subscription: WebhookSubscription;
+  /** The secret, sealed (secret-box.ts): events never hold it in the clear. */
+  sealedSecret: string;
+  /** Global position of the event that created it, and of its last disable: which events it may receive. */
+  createdAtPosition: number;
+  disabledAtPosition: number | null;
+}
+
+export interface WebhooksState {
+  entries: Record<string, Entry>;
+}
+
+export type WebhookEvent =
+  | DomainEvent<
+      'WebhookSubscribed',
+      { webhookId: string; url: string; events: ExternalEventType[]; sealedSecret: string }
+    >
+  | DomainEvent<'WebhookDeleted', { webhookId: string }>
+  | DomainEvent<'WebhookDisabled', { webhookId: string; reason: string }>
+  | DomainEvent<'WebhookEnabled', { webhookId: string; replayMissed: boolean }>
+  | DomainEvent<'WebhookDisableNotified', { webhookId: string; to: string; messageId: string }>;
+
+export type WebhookCommand =
+  | {
+      type: 'Subscribe';
+      webhookId: string;
+      url: string;
+      events: ExternalEventType[];
+      sealedSecret: string;
+      max: number;
+    }
+  | { type: 'Delete'; webhookId: string }
+  | { type: 'Disable'; webhookId: string; reason: string }
+  | { type: 'Enable'; webhookId: string; replayMissed: boolean }
+  | { type: 'RecordNotification'; webhookId: string; to: string; messageId: string };
+
+const existing = (state: WebhooksState, webhookId: string): Entry => {
+  const entry = state.entries[webhookId];
+  if (!entry) throw new NotFoundError('No such webhook subscription');
+  return entry;
+};
+
+const decide = (command: WebhookCommand, state: WebhooksState): WebhookEvent[] => {
+  switch (command.type) {
+    case 'Subscribe': {
+      if (Object.keys(state.entries).length >= command.max) {
+        throw new ConflictError(
+          `A tenant may have at most ${command.max} webhook subscriptions; delete one before creating another`,
+        );
+      }
+      const { webhookId, url, events, sealedSecret } = command;
+      return [{ type: 'WebhookSubscribed', data: { webhookId, url, events, sealedSecret } }];
+    }
+    case 'Delete':
+      existing(state, command.webhookId);
+      return [{ type: 'WebhookDeleted', data: { webhookId: command.webhookId } }];
+    case 'Disable':
+      return existing(state, command.webhookId).subscription.status === 'disabled'
+        ? []
+        : [{ type: 'WebhookDisabled', data: { webhookId: command.webhookId, reason: command.reason } }];
+    case 'Enable':
+      return existing(state, command.webhookId).subscription.status === 'active'
+        ? []
+        : [
+            {
+              type: 'WebhookEnabled',
+              data: { webhookId: command.webhookId, replayMissed: command.replayMissed },
+            },
+          ];
+    case 'RecordNotification': {
+      existing(state, command.webhookId);
+      const { webhookId, to, messageId } = command;
+      return [{ type: 'WebhookDisableNotified', data: { webhookId, to, messageId } }];
+    }
+  }
+};
+
+/** One subscription's own transitions: shared by the aggregate and the list's read model. */
+export const evolveSubscription = (
+  current: WebhookSubscription | null,
+  event: Envelope<WebhookEvent>,
+): WebhookSubscription | null => {
+  const at = event.metadata.occurredAt;
+  switch (event.type) {
+    case 'WebhookSubscribed':
+      return {
+        id: event.data.webhookId,
+        tenantId: event.metadata.tenantId,
+        url: event.data.url,
+        events: event.data.events,
+        status: 'active',
+        disabledReason: null,
+        disabledAt: null,
+        createdAt: at,
+      };
+    case 'WebhookDeleted':
+      return null;
+    case 'WebhookDisabled':
+      return current && { ...current, status: 'disabled', disabledReason: event.data.reason, disabledAt: at };
+    case 'WebhookEnabled':
+      return current && { ...current, status: 'active', disabledReason: null, disabledAt: null };
+    case 'WebhookDisableNotified':
+      return current;
+  }
+};
+
+/** Positions are only known once events are stored; evolve sees them when folding recorded events. */
+type PositionedEnvelope = Envelope<WebhookEvent> & { position?: number };
+
+const evolve = (state: WebhooksState, event: PositionedEnvelope): WebhooksState => {
+  const { webhookId } = event.data;
+  const entry = state.entries[webhookId];
+  const subscription = evolveSubscription(entry?.subscription ?? null, event);
+  const { [webhookId]: _previous, ...others } = state.entries;
+  if (!subscription) return { entries: others };
+  const position = event.position ?? Number.MAX_SAFE_INTEGER;
+  return {
+    entries: {
+      ...others,
+      [webhookId]: {
+        subscription,
+        sealedSecret:
+          event.type === 'WebhookSubscribed' ? event.data.sealedSecret : (entry?.sealedSecret ?? ''),
+        createdAtPosition:
+          event.type === 'WebhookSubscribed' ? position : (entry?.createdAtPosition ?? position),
+        disabledAtPosition: event.type === 'WebhookDisabled' ? position : (entry?.disabledAtPosition ?? null),
+      },
+    },
+  };
+};
+
+export const webhooksDecider: Decider<WebhooksState, WebhookCommand, WebhookEvent> = {
+  aggregate: 'webhooks',
+  initialState: () => ({ entries: {} }),
+  decide,
+  evolve,
+};
+
+export const webhookEventTypes: readonly WebhookEvent['type'][] = [
+  'WebhookSubscribed',
+  'WebhookDeleted',
+  'WebhookDisabled',
+  'WebhookEnabled',
+  'WebhookDisableNotified',
+];
+
+/** Folds the stored stream, with each event's global position, which the creation and disable record. */
+export const foldRecorded = (recorded: readonly RecordedEvent[]): WebhooksState =>
+  recorded.reduce(
+    (state, event) =>
+      evolve(state, {
+        ...(event as unknown as WebhookEvent),
+        metadata: event.metadata,
+        streamVersion: event.streamVersion,
+        position: event.position,
+      }),
+    webhooksDecider.initialState(),
+  );
+
+/** The active subscriptions as they stood just before `position`: who should receive the event stored there. */
+export const subscriptionsAt = (recorded: readonly RecordedEvent[], position: number): WebhookEntry[] =>
+  Object.values(foldRecorded(recorded.filter((event) => event.position < position)).entries).filter(
+    (entry) => entry.subscription.status === 'active',
+  );
+
+export type WebhookEntry = Entry;

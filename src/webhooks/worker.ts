@@ -1,0 +1,271 @@
+import { randomUUID } from 'node:crypto';
+import { schedule as cronSchedule, type ScheduledTask } from 'node-cron';
+import type { Logger } from 'pino';
+import { retryOnConflict } from '../auth/conflicts.js';
+import { handleCommand, readAggregate, type CommandContext } from '../core/command-handler.js';
+import { ConflictError, VersionConflictError } from '../core/errors.js';
+import type { Clock } from '../core/ids.js';
+import { streamName } from '../core/streams.js';
+import type { ConsumerOutcome, EventStore, Subscription } from '../eventstore/port.js';
+import type { Mailer } from '../mail/mailer.js';
+import { platformPartition } from '../readmodels/aggregate-projection.js';
+import type { ReadModelStore } from '../readmodels/port.js';
+import { tenantDecider } from '../tenants/tenant.js';
+import { tenantStream } from '../tenants/load.js';
+import { keyedLimiter } from './limiter.js';
+import type { Delivery } from './delivery.js';
+import { deliveryDecider, deliveryIdFor } from './delivery.js';
+import { mappedDomainEventTypes, toExternal } from './external.js';
+import { open } from './secret-box.js';
+import type { WebhookSender } from './sender.js';
+import { signatureHeaders } from './signing.js';
+import { foldRecorded, subscriptionsAt, webhooksDecider, webhooksStream } from './subscriptions.js';
+
+export interface WebhookSettings {
+  retryDelaysMs: readonly number[];
+  timeoutMs: number;
+  /** How long a claim may stay without an outcome before another attempt takes over (a crashed instance). */
+  claimTimeoutMs: number;
+  concurrency: number;
+  perSubscription: number;
+}
+
+export interface WebhookWorkerDeps {
+  eventStore: EventStore;
+  readModels: ReadModelStore;
+  sender: WebhookSender;
+  mailer: Mailer;
+  secretKey: string;
+  clock: Clock;
+  logger: Logger;
+  settings: WebhookSettings;
+  deliveriesCollection: string;
+}
+
+export const projectorGroup = 'webhook-projector';
+
+const systemContext = (tenantId: string, now: Date, causationId: string | null): CommandContext => ({
+  tenantId,
+  actor: 'system:webhooks',
+  correlationId: causationId ?? randomUUID(),
+  causationId,
+  now,
+  newEventId: () => randomUUID(),
+});
+
+const lostRace = (error: unknown) => error instanceof ConflictError || error instanceof VersionConflictError;
+
+/**
+ * The webhook side of the service:
+ * - the projector, a persistent-subscription consumer, maps domain events to external ones and schedules a
+ *   delivery per subscription that was active when the event happened;
+ * - attempts claim a delivery, POST it signed, and record the outcome, with bounded concurrency overall and
+ *   per subscription, so one slow receiver cannot stall the others;
+ * - a node-cron sweep every second attempts what is due: retries, and anything a crash left behind.
+ */
+export const webhookWorker = (deps: WebhookWorkerDeps) => {
+  const { eventStore, settings, logger } = deps;
+  const instance = `instance:${randomUUID().slice(0, 8)}`;
+  const limiter = keyedLimiter(settings.concurrency, settings.perSubscription);
+  const queued = new Set<string>();
+  let subscription: Subscription | null = null;
+  let sweep: ScheduledTask | null = null;
+
+  const notifyDisabled = async (tenantId: string, webhookId: string, url: string, reason: string) => {
+    const { state } = await readAggregate(eventStore, tenantDecider, tenantStream(tenantId));
+    if (state.status === 'absent') return;
+    const { messageId } = await deps.mailer.send({
+      to: state.tenant.notificationEmail,
+      subject: `Webhook subscription ${webhookId} was disabled`,
+      text: [
+        `Your webhook subscription ${webhookId} (${url}) in tenant ${state.tenant.name} (${tenantId}) was disabled:`,
+        reason,
+        '',
+        'Nothing more is delivered to it. Fix the receiver, then enable the subscription again with',
+        `POST /v1/tenants/${tenantId}/webhooks/${webhookId}/enable {"replayMissed": true}`,
+        'to receive the events it missed.',
+      ].join('\n'),
+    });
+    await retryOnConflict(() =>
+      handleCommand(
+        eventStore,
+        webhooksDecider,
+        webhooksStream(tenantId),
+        { type: 'RecordNotification', webhookId, to: state.tenant.notificationEmail, messageId },
+        systemContext(tenantId, deps.clock(), null),
+      ),
+    );
+  };
+
+  const disable = async (delivery: Delivery, url: string) => {
+    const reason = `Delivery ${delivery.deliveryId} of ${delivery.eventType} ${delivery.eventId} failed ${delivery.attempts + 1} times`;
+    const result = await retryOnConflict(() =>
+      handleCommand(
+        eventStore,
+        webhooksDecider,
+        webhooksStream(delivery.tenantId),
+        { type: 'Disable', webhookId: delivery.webhookId, reason },
+        systemContext(delivery.tenantId, deps.clock(), delivery.deliveryId),
+      ),
+    );
+    if (result.events.length > 0) await notifyDisabled(delivery.tenantId, delivery.webhookId, url, reason);
+  };
+
+  /** One attempt, if this instance wins the claim; a lost claim means another instance is on it. */
+  const attempt = async (tenantId: string, deliveryId: string) => {
+    const stream = streamName('delivery', tenantId, deliveryId);
+    const context = () => systemContext(tenantId, deps.clock(), deliveryId);
+    let claimed;
+    try {
+      claimed = await handleCommand(
+        eventStore,
+        deliveryDecider,
+        stream,
+        { type: 'Claim', now: deps.clock(), claimTimeoutMs: settings.claimTimeoutMs, claimedBy: instance },
+        context(),
+      );
+    } catch (error) {
+      if (lostRace(error)) return;
+      throw error;
+    }
+    if (claimed.state.status === 'absent') return;
+    const delivery = claimed.state.delivery;
+    const entry = foldRecorded(await eventStore.readStream(webhooksStream(tenantId))).entries[
+      delivery.webhookId
+    ];
+    if (!entry || (entry.subscription.status !== 'active' && !delivery.manual)) {
+      await handleCommand(
+        eventStore,
+        deliveryDecider,
+        stream,
+        { type: 'Cancel', reason: entry ? 'subscription disabled' : 'subscription deleted' },
+        context(),
+      );
+      return;
+    }
+    const body = JSON.stringify(delivery.payload);
+    const headers = signatureHeaders(
+      delivery.payload.id,
+      body,
+      open(entry.sealedSecret, deps.secretKey),
+      deps.clock(),
+    );
+    const outcome = await deps.sender.send(entry.subscription.url, body, headers);
+    const recorded = await handleCommand(
+      eventStore,
+      deliveryDecider,
+      stream,
+      { type: 'RecordOutcome', outcome, now: deps.clock(), retryDelaysMs: settings.retryDelaysMs },
+      context(),
+    );
+    if (recorded.events.some((event) => event.type === 'DeliveryRetriesExhausted')) {
+      await disable(delivery, entry.subscription.url);
+    }
+  };
+
+  /** Queues an attempt unless this instance already has one queued or running for the delivery. */
+  const kick = (tenantId: string, deliveryId: string, webhookId: string) => {
+    if (queued.has(deliveryId)) return;
+    queued.add(deliveryId);
+    limiter
+      .run(webhookId, () => attempt(tenantId, deliveryId))
+      .catch((error: unknown) => logger.error({ err: error, deliveryId }, 'webhook attempt failed'))
+      .finally(() => queued.delete(deliveryId));
+  };
+
+  const project = async (event: Parameters<typeof toExternal>[0]): Promise<ConsumerOutcome> => {
+    const externals = toExternal(event);
+    if (externals.length === 0) return { kind: 'ack' };
+    const tenantId = event.metadata.tenantId;
+    const entries = subscriptionsAt(await eventStore.readStream(webhooksStream(tenantId)), event.position);
+    for (const external of externals) {
+      for (const entry of entries.filter((candidate) =>
+        candidate.subscription.events.includes(external.type),
+      )) {
+        const webhookId = entry.subscription.id;
+        const deliveryId = await schedule(tenantId, webhookId, external, event.id);
+        if (deliveryId) kick(tenantId, deliveryId, webhookId);
+      }
+    }
+    return { kind: 'ack' };
+  };
+
+  /** Schedules one delivery; null when it was scheduled before (a redelivered domain event). */
+  const schedule = async (
+    tenantId: string,
+    webhookId: string,
+    external: ReturnType<typeof toExternal>[number],
+    causationId: string,
+  ): Promise<string | null> => {
+    const deliveryId = deliveryIdFor(webhookId, external.id);
+    try {
+      const result = await handleCommand(
+        eventStore,
+        deliveryDecider,
+        streamName('delivery', tenantId, deliveryId),
+        {
+          type: 'Schedule',
+          identity: { deliveryId, webhookId, eventId: external.id, eventType: external.type },
+          payload: external,
+          now: deps.clock(),
+        },
+        systemContext(tenantId, deps.clock(), causationId),
+      );
+      return result.events.length > 0 ? deliveryId : null;
+    } catch (error) {
+      if (lostRace(error)) return null;
+      throw error;
+    }
+  };
+
+  /** Attempts everything due by now, from the deliveries read model. */
+  const sweepDue = async () => {
+    const now = deps.clock();
+    const due = (status: string, field: string, before: Date) =>
+      deps.readModels.list<Delivery>(deps.deliveriesCollection, {
+        tenantId: platformPartition,
+        filters: [
+          { op: 'eq', field: 'status', value: status },
+          { op: 'lte', field, value: before.toISOString() },
+        ],
+        sort: { field, direction: 'asc' },
+        limit: 1000,
+      });
+    const stale = new Date(now.getTime() - settings.claimTimeoutMs);
+    for (const delivery of [
+      ...(await due('scheduled', 'dueAt', now)),
+      ...(await due('claimed', 'claimedAt', stale)),
+    ]) {
+      kick(delivery.tenantId, delivery.deliveryId, delivery.webhookId);
+    }
+  };
+
+  return {
+    schedule,
+    kick,
+    start: async () => {
+      await eventStore.ensurePersistentSubscription(projectorGroup, {
+        filter: { eventTypes: mappedDomainEventTypes },
+        startFrom: 'start',
+        maxRetryCount: 10,
+      });
+      subscription = eventStore.subscribePersistent(projectorGroup, ({ event }) => project(event));
+      subscription.done.catch((error: unknown) => logger.error({ err: error }, 'webhook projector stopped'));
+      let sweeping = false;
+      sweep = cronSchedule('* * * * * *', async () => {
+        if (sweeping) return;
+        sweeping = true;
+        await sweepDue()
+          .catch((error: unknown) => logger.error({ err: error }, 'webhook sweep failed'))
+          .finally(() => (sweeping = false));
+      });
+    },
+    stop: async () => {
+      await sweep?.destroy();
+      await subscription?.stop();
+      await limiter.idle();
+    },
+  };
+};
+
+export type WebhookWorker = ReturnType<typeof webhookWorker>;
