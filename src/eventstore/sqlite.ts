@@ -146,6 +146,56 @@ export const openSqliteEventStore = (file: string): EventStore => {
     },
   );
 
+  /**
+   * Group commit: the appends requested while the event loop runs one phase are written in one transaction,
+   * so they share one fsync. Each keeps its own expected-version check in a savepoint of its own; one that
+   * fails is rolled back alone and rejected, the others commit. Nothing resolves before the commit.
+   */
+  interface PendingAppend {
+    streamName: string;
+    events: readonly NewEvent[];
+    expectedVersion: ExpectedVersion;
+    resolve: (result: AppendResult) => void;
+    reject: (error: Error) => void;
+  }
+  let pending: PendingAppend[] = [];
+
+  const appendOne = (request: PendingAppend): AppendResult | Error => {
+    try {
+      return append(request.streamName, request.events, request.expectedVersion);
+    } catch (error) {
+      if (!isUniqueViolation(error)) return error instanceof Error ? error : new Error(String(error));
+      // The same event id twice, or (from another process) the same stream version.
+      return error.message.includes('event_id')
+        ? new ConflictError('An event with this id is already stored')
+        : new VersionConflictError(
+            request.streamName,
+            describeExpected(request.expectedVersion),
+            currentVersionOf(request.streamName),
+          );
+    }
+  };
+
+  const appendAll = db.transaction((batch: PendingAppend[]) => batch.map(appendOne));
+
+  const flush = () => {
+    const batch = pending;
+    pending = [];
+    let outcomes: (AppendResult | Error)[];
+    try {
+      outcomes = appendAll.immediate(batch);
+    } catch (error) {
+      for (const request of batch) request.reject(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    batch.forEach((request, index) => {
+      const outcome = outcomes[index]!;
+      if (outcome instanceof Error) request.reject(outcome);
+      else request.resolve(outcome);
+    });
+    signal.notify();
+  };
+
   const headPositionNow = (): number =>
     (prepare('SELECT coalesce(max(position), 0) AS head FROM events').get() as { head: number }).head;
 
@@ -169,22 +219,10 @@ export const openSqliteEventStore = (file: string): EventStore => {
 
     appendToStream: (streamName, events, expectedVersion) => {
       if (events.length === 0) return Promise.reject(new Error('appendToStream needs at least one event'));
-      try {
-        const result = append.immediate(streamName, events, expectedVersion);
-        signal.notify();
-        return Promise.resolve(result);
-      } catch (error) {
-        if (isUniqueViolation(error)) {
-          // Another process won the race between our version read and our insert, or an event id repeats.
-          const current = currentVersionOf(streamName);
-          return Promise.reject(
-            error.message.includes('event_id')
-              ? new ConflictError('An event with this id is already stored')
-              : new VersionConflictError(streamName, describeExpected(expectedVersion), current),
-          );
-        }
-        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-      }
+      return new Promise<AppendResult>((resolve, reject) => {
+        pending.push({ streamName, events, expectedVersion, resolve, reject });
+        if (pending.length === 1) setImmediate(flush);
+      });
     },
 
     readStream: (streamName, { fromVersion = 0, maxCount = -1 } = {}) => {
