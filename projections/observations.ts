@@ -63,9 +63,3 @@ export const observationsQuery = (
   const field = sort.replace(/^-/, '');
   return { tenantId, filters, sort: { field, direction: sort.startsWith('-') ? 'desc' : 'asc' } };
 };
-
-/** The value a keyset cursor remembers for a document: its sort field. */
-export const observationSortValue = (observation: Observation, field: string): string | null => {
-  const value = observation[field as 'observedAt' | 'updatedAt' | 'createdAt'];
-  return typeof value === 'string' ? value : null;
-};

@@ -18,7 +18,7 @@ import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import type { CursorCodec } from '../http/cursor.js';
-import { listPage } from '../http/paging.js';
+import { listPage, sendPage } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
@@ -40,11 +40,11 @@ export interface CredentialsApiDeps {
 }
 
 /** A tenant's credentials, listed oldest first from a platform-wide collection. */
-const listForTenant =
-  <D extends { id: string; createdAt: string }>(deps: CredentialsApiDeps, collection: string) =>
-  async (ctx: Context) => {
-    const params = decodeOrThrow(ListParams, ctx.query);
-    ctx.body = await listPage<D>(
+const listForTenant = (deps: CredentialsApiDeps, collection: string) => async (ctx: Context) => {
+  const params = decodeOrThrow(ListParams, ctx.query);
+  sendPage(
+    ctx,
+    await listPage(
       deps,
       collection,
       {
@@ -53,9 +53,9 @@ const listForTenant =
         sort: { field: 'createdAt', direction: 'asc' },
       },
       { limit: params.limit ?? 50, cursor: params.cursor },
-      (doc) => doc.createdAt,
-    );
-  };
+    ),
+  );
+};
 
 /**
  * API keys and OAuth clients: created with their secret shown exactly once, listed and read without it,
@@ -110,7 +110,7 @@ const secretCredentialRoutes = <E extends DomainEvent>(
     );
   });
 
-  router.get(options.path, admin, listForTenant<SecretCredential>(deps, options.collection));
+  router.get(options.path, admin, listForTenant(deps, options.collection));
 
   router.get(`${options.path}/:id`, admin, async (ctx) => {
     const { state, version } = await readAggregate(deps.eventStore, options.decider, stream(ctx));
@@ -162,7 +162,7 @@ export const credentialsApi = (deps: CredentialsApiDeps): Router => {
     sendResource(ctx, 201, userOf(result.state), result);
   });
 
-  router.get('/users', admin, listForTenant<User>(deps, usersProjection.collection.name));
+  router.get('/users', admin, listForTenant(deps, usersProjection.collection.name));
 
   router.get('/users/:id', admin, async (ctx) => {
     const { state, version } = await readAggregate(deps.eventStore, userDecider, userStream(ctx));

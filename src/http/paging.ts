@@ -1,32 +1,39 @@
-import type { ListQuery, ReadModelStore, Scalar } from '../readmodels/port.js';
+import type { Context } from 'koa';
+import type { ListQuery, ReadModelStore } from '../readmodels/port.js';
 import type { CursorCodec } from './cursor.js';
 import { singleParam, strictObject, wholeNumberParam } from './codec.js';
 
 /**
- * One page of a list: asks the store for one document more than the limit to learn whether there is a
- * next page, and signs a cursor bound to the query's filters and sort.
+ * One page of a list, as the JSON text of `{data, nextCursor}`: the documents go out as the store holds
+ * them, never parsed and re-serialized. It asks for one document more than the limit to learn whether
+ * there is a next page, and signs a cursor bound to the query's filters and sort.
  */
-export const listPage = async <D extends { id: string }>(
+export const listPage = async (
   deps: { readModels: ReadModelStore; cursors: CursorCodec },
   collection: string,
   query: Omit<ListQuery, 'limit' | 'after'>,
   { limit, cursor }: { limit: number; cursor: string | undefined },
-  sortValue: (doc: D) => Scalar | null,
-): Promise<{ data: D[]; nextCursor: string | null }> => {
+): Promise<string> => {
   const queryKey = JSON.stringify([collection, query.filters, query.sort]);
   const after = cursor === undefined ? undefined : deps.cursors.decode(cursor, queryKey);
-  const rows = await deps.readModels.list<D>(collection, {
+  const rows = await deps.readModels.listJson(collection, {
     ...query,
     limit: limit + 1,
     ...(after ? { after } : {}),
   });
-  const data = rows.slice(0, limit);
-  const last = data.at(-1);
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
   const nextCursor =
     rows.length > limit && last
-      ? deps.cursors.encode({ value: sortValue(last), id: last.id }, queryKey)
+      ? deps.cursors.encode({ value: last.sortValue, id: last.id }, queryKey)
       : null;
-  return { data, nextCursor };
+  return `{"data":[${page.map((row) => row.json).join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}`;
+};
+
+/** Sends a page from listPage as the JSON it already is. */
+export const sendPage = (ctx: Context, page: string): void => {
+  ctx.type = 'application/json';
+  ctx.body = page;
 };
 
 /** The paging parameters every list takes. */

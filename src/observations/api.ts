@@ -1,10 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import {
-  observationSortValue,
-  observationsProjection,
-  observationsQuery,
-} from '../../projections/observations.js';
+import { observationsProjection, observationsQuery } from '../../projections/observations.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, UnavailableError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
@@ -13,7 +9,7 @@ import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import { listPage } from '../http/paging.js';
+import { listPage, sendPage } from '../http/paging.js';
 import { parseIfMatch, pathParam, sendResource } from '../http/resource.js';
 import type { CursorCodec } from '../http/cursor.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
@@ -87,15 +83,12 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
       );
     }
     const query = observationsQuery(pathParam(ctx, 'tenantId'), params);
-    const page = await listPage<Observation>(
-      deps,
-      observationsProjection.collection.name,
-      query,
-      { limit: params.limit ?? 50, cursor: params.cursor },
-      (observation) => observationSortValue(observation, query.sort.field),
-    );
+    const page = await listPage(deps, observationsProjection.collection.name, query, {
+      limit: params.limit ?? 50,
+      cursor: params.cursor,
+    });
     ctx.set('X-Projection-Position', String(deps.projection.status().checkpoint));
-    ctx.body = page;
+    sendPage(ctx, page);
   });
 
   // A single observation is folded from its stream: always fresh, whatever the projection's lag.

@@ -17,6 +17,7 @@ import type {
   Filter as ReadModelFilter,
   ListQuery,
   ReadModelStore,
+  Scalar,
   SortDirection,
   StoredDocument,
 } from './port.js';
@@ -230,6 +231,19 @@ export const openMongoReadModels = async (url: string): Promise<ReadModelStore> 
   const checkpoints = db.collection<CheckpointRow>('checkpoints');
   const specs = new Map<string, CollectionSpec>();
 
+  const find = async (collection: string, query: ListQuery): Promise<StoredRow[]> => {
+    const spec = specs.get(collection);
+    if (!spec) throw new Error(`The read model ${collection} was not ensured before being listed`);
+    // MongoDB reads a limit of 0 as "no limit".
+    if (query.limit <= 0) return [];
+    const cursor = rows(collection).find(toMongoFilter(spec, query), {
+      sort: toMongoSort(spec, query),
+      limit: query.limit,
+      projection: { _id: 0, id: 1, doc: 1 },
+    });
+    return (await orUnavailable(cursor.toArray()));
+  };
+
   return {
     kind: 'mongodb',
 
@@ -244,18 +258,21 @@ export const openMongoReadModels = async (url: string): Promise<ReadModelStore> 
       return row && !row.deleted ? { doc: row.doc as D, position: row.position } : null;
     },
 
-    list: async <D>(collection: string, query: ListQuery): Promise<D[]> => {
-      const spec = specs.get(collection);
-      if (!spec) throw new Error(`The read model ${collection} was not ensured before being listed`);
-      // MongoDB reads a limit of 0 as "no limit".
-      if (query.limit <= 0) return [];
-      const cursor = rows(collection).find(toMongoFilter(spec, query), {
-        sort: toMongoSort(spec, query),
-        limit: query.limit,
-        projection: { _id: 0, doc: 1 },
-      });
-      const found = await orUnavailable(cursor.toArray());
-      return found.map((row) => row.doc as D);
+    list: async <D>(collection: string, query: ListQuery): Promise<D[]> =>
+      (await find(collection, query)).map((row) => row.doc as D),
+
+    listJson: async (collection, query) => {
+      const path = specs.get(collection)?.fields[query.sort.field]?.path ?? query.sort.field;
+      return (await find(collection, query)).map((row) => ({
+        json: JSON.stringify(row.doc),
+        id: row.id,
+        sortValue: (path
+          .split('.')
+          .reduce<unknown>(
+            (value, key) => (value as Record<string, unknown> | null)?.[key] ?? null,
+            row.doc,
+          ) ?? null) as Scalar | null,
+      }));
     },
 
     commit: async (projection, changes, checkpoint) => {

@@ -52,6 +52,13 @@ export interface StoredDocument<D = unknown> {
   position: number;
 }
 
+/** A listed document as the JSON text the store holds, with what a keyset cursor needs. */
+export interface JsonRow {
+  json: string;
+  id: string;
+  sortValue: Scalar | null;
+}
+
 export interface DocumentKey {
   tenantId: string;
   id: string;
@@ -70,6 +77,11 @@ export interface ReadModelStore {
   ensureCollection(spec: CollectionSpec): Promise<void>;
   get<D>(collection: string, key: DocumentKey): Promise<StoredDocument<D> | null>;
   list<D>(collection: string, query: ListQuery): Promise<D[]>;
+  /**
+   * The same list as JSON text: the list endpoints answer with it as it is, without parsing and
+   * re-serializing every document on the hot path.
+   */
+  listJson(collection: string, query: ListQuery): Promise<JsonRow[]>;
   /**
    * Writes the changes and moves the projection's checkpoint as one unit: one transaction where the
    * backend has them, per-document position guards otherwise. A change whose position is not above the

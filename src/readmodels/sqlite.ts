@@ -3,6 +3,7 @@ import type {
   CollectionSpec,
   DocumentChange,
   Filter,
+  JsonRow,
   ListQuery,
   ReadModelStore,
   Scalar,
@@ -146,6 +147,20 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     },
   );
 
+  const select = (collection: string, query: ListQuery): JsonRow[] => {
+    const parts = [...query.filters.map(filterSql), keysetSql(query)].filter((part) => part.sql !== '');
+    const direction = query.sort.direction === 'desc' ? 'DESC' : 'ASC';
+    const sortColumn = column(query.sort.field);
+    const sql = `SELECT doc AS json, id, ${sortColumn} AS sortValue FROM ${known(collection)}
+      WHERE tenant_id = ? AND doc IS NOT NULL${parts.map((part) => ` AND ${part.sql}`).join('')}
+      ORDER BY ${sortColumn} ${direction}, id ${direction} LIMIT ?`;
+    return prepare(sql).all(
+      query.tenantId,
+      ...parts.flatMap((part) => part.params),
+      query.limit,
+    ) as JsonRow[];
+  };
+
   return {
     kind: 'sqlite',
 
@@ -164,17 +179,10 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
       return Promise.resolve(found);
     },
 
-    list: <D>(collection: string, query: ListQuery) => {
-      const parts = [...query.filters.map(filterSql), keysetSql(query)].filter((part) => part.sql !== '');
-      const direction = query.sort.direction === 'desc' ? 'DESC' : 'ASC';
-      const sql = `SELECT doc FROM ${known(collection)}
-        WHERE tenant_id = ? AND doc IS NOT NULL${parts.map((part) => ` AND ${part.sql}`).join('')}
-        ORDER BY ${column(query.sort.field)} ${direction}, id ${direction} LIMIT ?`;
-      const rows = prepare(sql).all(query.tenantId, ...parts.flatMap((part) => part.params), query.limit) as {
-        doc: string;
-      }[];
-      return Promise.resolve(rows.map((row) => JSON.parse(row.doc) as D));
-    },
+    list: <D>(collection: string, query: ListQuery) =>
+      Promise.resolve(select(collection, query).map((row) => JSON.parse(row.json) as D)),
+
+    listJson: (collection, query) => Promise.resolve(select(collection, query)),
 
     commit: (projection, changes, checkpoint) => {
       commit(projection, changes, checkpoint);

@@ -7,14 +7,13 @@ import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import type { CursorCodec } from '../http/cursor.js';
-import { listPage } from '../http/paging.js';
+import { listPage, sendPage } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import { CreateTenantBody } from '../credentials/codecs.js';
 import { ListParams } from '../http/paging.js';
 import { commandContext } from '../http/command-context.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import type { Tenant } from './tenant.js';
 import { loadTenant } from './load.js';
 import { createTenant } from './create.js';
 
@@ -48,12 +47,14 @@ export const tenantsApi = (deps: TenantsApiDeps): Router => {
 
   router.get('/', requirePlatform(deps.auth), async (ctx) => {
     const params = decodeOrThrow(ListParams, ctx.query);
-    ctx.body = await listPage<Tenant>(
-      deps,
-      tenantsProjection.collection.name,
-      { tenantId: platformPartition, filters: [], sort: { field: 'createdAt', direction: 'asc' } },
-      { limit: params.limit ?? 50, cursor: params.cursor },
-      (tenant) => tenant.createdAt,
+    sendPage(
+      ctx,
+      await listPage(
+        deps,
+        tenantsProjection.collection.name,
+        { tenantId: platformPartition, filters: [], sort: { field: 'createdAt', direction: 'asc' } },
+        { limit: params.limit ?? 50, cursor: params.cursor },
+      ),
     );
   });
 

@@ -1,11 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import * as t from 'io-ts';
-import {
-  deliveryAttemptsProjection,
-  webhooksProjection,
-  type DeliveryAttemptRecord,
-} from '../../projections/webhooks.js';
+import { deliveryAttemptsProjection, webhooksProjection } from '../../projections/webhooks.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
@@ -16,7 +12,7 @@ import { readJsonBody } from '../http/body.js';
 import { boundedString, decodeOrThrow, paramOf, refined, strictObject } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import type { CursorCodec } from '../http/cursor.js';
-import { ListParams, listPage, pageParams } from '../http/paging.js';
+import { ListParams, listPage, pageParams, sendPage } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import type { Filter, ReadModelStore } from '../readmodels/port.js';
 import { deliveryDecider } from './delivery.js';
@@ -54,13 +50,40 @@ const EventTypeCodec = refined(
   `one of ${externalEventTypes.join(', ')}`,
 );
 
+/** An event type a subscription can list; an unknown one is named in the message as well as by its path. */
+const ListedEventType = new t.Type<string, string, unknown>(
+  EventTypeCodec.name,
+  EventTypeCodec.is,
+  (u, context) =>
+    EventTypeCodec.is(u)
+      ? t.success(u)
+      : t.failure(u, context, `${JSON.stringify(u)} is not an event type: must be ${EventTypeCodec.name}`),
+  t.identity,
+);
+
+const listExpectation = 'a non-empty list of distinct event types';
+
+/**
+ * The element errors pass through with their index (`events.1`), so a client learns which type is unknown;
+ * `refined` over the array would have replaced them with one error on the whole list.
+ */
+const EventTypeList = new t.Type<string[], string[], unknown>(
+  listExpectation,
+  (u): u is string[] => t.array(ListedEventType).is(u) && u.length > 0 && new Set(u).size === u.length,
+  (u, context) => {
+    if (!Array.isArray(u)) return t.failure(u, context, `must be ${listExpectation}`);
+    const result = t.array(ListedEventType).validate(u, context);
+    if (result._tag === 'Left') return result;
+    return result.right.length > 0 && new Set(result.right).size === result.right.length
+      ? result
+      : t.failure(u, context, `must be ${listExpectation}`);
+  },
+  t.identity,
+);
+
 const CreateWebhookBody = strictObject('a webhook subscription', {
   url: boundedString(1, 2048),
-  events: refined(
-    t.array(EventTypeCodec),
-    (list) => list.length > 0 && new Set(list).size === list.length,
-    'a non-empty list of distinct event types',
-  ),
+  events: EventTypeList,
   secret: boundedString(16, 256),
 });
 
@@ -114,12 +137,14 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
 
   router.get('/', manage, async (ctx) => {
     const params = decodeOrThrow(ListParams, ctx.query);
-    ctx.body = await listPage<WebhookSubscription>(
-      deps,
-      webhooksProjection.collection.name,
-      { tenantId: tenantOf(ctx), filters: [], sort: { field: 'createdAt', direction: 'asc' } },
-      { limit: params.limit ?? 50, cursor: params.cursor },
-      (subscription) => subscription.createdAt,
+    sendPage(
+      ctx,
+      await listPage(
+        deps,
+        webhooksProjection.collection.name,
+        { tenantId: tenantOf(ctx), filters: [], sort: { field: 'createdAt', direction: 'asc' } },
+        { limit: params.limit ?? 50, cursor: params.cursor },
+      ),
     );
   });
 
@@ -202,12 +227,14 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     const filters: Filter[] = [{ op: 'eq', field: 'webhookId', value: webhookId }];
     if (params.status) filters.push({ op: 'eq', field: 'status', value: params.status });
     if (params.eventType) filters.push({ op: 'eq', field: 'eventType', value: params.eventType });
-    ctx.body = await listPage<DeliveryAttemptRecord>(
-      deps,
-      deliveryAttemptsProjection.collection.name,
-      { tenantId: tenantOf(ctx), filters, sort: { field: 'attemptedAt', direction: 'desc' } },
-      { limit: params.limit ?? 50, cursor: params.cursor },
-      (record) => record.attemptedAt,
+    sendPage(
+      ctx,
+      await listPage(
+        deps,
+        deliveryAttemptsProjection.collection.name,
+        { tenantId: tenantOf(ctx), filters, sort: { field: 'attemptedAt', direction: 'desc' } },
+        { limit: params.limit ?? 50, cursor: params.cursor },
+      ),
     );
   });
 

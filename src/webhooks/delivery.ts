@@ -142,6 +142,13 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
   }
 };
 
+/**
+ * A redelivery of a settled delivery is one manual attempt. One asked for while the delivery still waits
+ * for an automatic retry only brings that retry forward: its failure must go on with the schedule (and
+ * disable the subscription in the end), not end the delivery after one attempt.
+ */
+const redeliveryIsManual = (delivery: Delivery): boolean => delivery.manual || delivery.status !== 'scheduled';
+
 const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] = (state, event) => {
   const at = event.metadata.occurredAt;
   if (event.type === 'DeliveryScheduled') {
@@ -185,7 +192,10 @@ const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] =
     case 'DeliveryCancelled':
       return { status: 'present', delivery: { ...delivery, status: 'cancelled', dueAt: null } };
     case 'DeliveryRedeliveryRequested':
-      return { status: 'present', delivery: { ...delivery, status: 'scheduled', dueAt: at, manual: true } };
+      return {
+        status: 'present',
+        delivery: { ...delivery, status: 'scheduled', dueAt: at, manual: redeliveryIsManual(delivery) },
+      };
   }
 };
 

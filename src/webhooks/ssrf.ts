@@ -3,7 +3,7 @@ import { BlockList, isIP } from 'node:net';
 /**
  * Addresses a webhook may never reach: loopback, private, link-local (cloud metadata lives there),
  * carrier-grade NAT, multicast, unspecified, reserved and documentation ranges, in IPv4 and IPv6, and
- * IPv4 written inside IPv6 (mapped, compatible, NAT64, 6to4).
+ * IPv4 written inside IPv6 (mapped, compatible, translated, NAT64, 6to4).
  */
 const blocked = new BlockList();
 for (const [network, prefix] of [
@@ -28,6 +28,9 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ['::', 128],
   ['::1', 128],
+  // IPv4-translated (SIIT, ::ffff:0:a.b.c.d): a third way to write an IPv4 address inside IPv6, which the
+  // mapped and compatible forms below do not cover.
+  ['::ffff:0:0:0', 96],
   ['64:ff9b::', 96],
   ['64:ff9b:1::', 48],
   ['100::', 64],
