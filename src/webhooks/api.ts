@@ -99,6 +99,13 @@ const DeliveriesQuery = strictObject(
   },
 );
 
+/**
+ * Whether the request has a body: a Content-Length above 0, or one sent in chunks (no Content-Length at all),
+ * whose replayMissed would otherwise be dropped without a word.
+ */
+const hasBody = (ctx: Context): boolean =>
+  Boolean(ctx.request.length) || ctx.get('Transfer-Encoding') !== '';
+
 const subscriptionOf = (subscription: WebhookSubscription | undefined): WebhookSubscription => {
   if (!subscription) throw new NotFoundError('No such webhook subscription');
   return subscription;
@@ -165,7 +172,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
   });
 
   router.post('/:id/enable', manage, async (ctx) => {
-    const body = ctx.request.length
+    const body = hasBody(ctx)
       ? decodeOrThrow(EnableBody, await readJsonBody(ctx, { limit: deps.bodyLimit }))
       : {};
     const webhookId = pathParam(ctx, 'id');
@@ -189,7 +196,10 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     );
   });
 
-  /** Schedules what the subscription missed while it was disabled: the events between the disable and now. */
+  /**
+   * Schedules what the subscription missed while it was disabled: the events between the disable and now,
+   * and the deliveries the disable cancelled (events from before it whose retries were still pending).
+   */
   const replayMissed = async (
     ctx: Context,
     subscription: WebhookSubscription,
@@ -202,9 +212,14 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
       const page = await deps.eventStore.readAll({
         after,
         maxCount: 500,
-        filter: { tenantId: tenantOf(ctx), eventTypes: mappedDomainEventTypes },
+        filter: { tenantId: tenantOf(ctx), eventTypes: [...mappedDomainEventTypes, 'DeliveryCancelled'] },
       });
       for (const event of page.events.filter((candidate) => candidate.position < until)) {
+        if (event.type === 'DeliveryCancelled') {
+          if (await resumeCancelled(ctx, subscription.id, (event.data as { deliveryId: string }).deliveryId))
+            replayed += 1;
+          continue;
+        }
         for (const external of toExternal(event).filter((candidate) =>
           subscription.events.includes(candidate.type),
         )) {
@@ -218,6 +233,14 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
       after = page.lastPosition;
       if (page.isEnd || after >= until) return replayed;
     }
+  };
+
+  /** A cancelled delivery of this subscription (cancels are only ever for a disable or a delete) resumes. */
+  const resumeCancelled = async (ctx: Context, webhookId: string, deliveryId: string) => {
+    const stream = streamName('delivery', tenantOf(ctx), deliveryId);
+    const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
+    if (state.status === 'absent' || state.delivery.webhookId !== webhookId) return false;
+    return deps.worker.resume(tenantOf(ctx), deliveryId);
   };
 
   router.get('/:id/deliveries', manage, async (ctx) => {
@@ -241,6 +264,8 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
   router.post('/:id/deliveries/:deliveryId/redeliver', manage, async (ctx) => {
     const webhookId = pathParam(ctx, 'id');
     const deliveryId = pathParam(ctx, 'deliveryId');
+    // A deleted subscription has no deliveries to send again (its attempt would only be cancelled).
+    subscriptionOf((await stored(ctx)).entries[webhookId]?.subscription);
     const stream = streamName('delivery', tenantOf(ctx), deliveryId);
     const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
     if (state.status === 'absent' || state.delivery.webhookId !== webhookId)

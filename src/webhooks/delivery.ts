@@ -27,7 +27,8 @@ export type DeliveryEvent =
   | DomainEvent<'DeliverySucceeded', { deliveryId: string; attempt: number }>
   | DomainEvent<'DeliveryRetriesExhausted', { deliveryId: string; webhookId: string; attempts: number }>
   | DomainEvent<'DeliveryCancelled', { deliveryId: string; reason: string }>
-  | DomainEvent<'DeliveryRedeliveryRequested', { deliveryId: string }>;
+  | DomainEvent<'DeliveryRedeliveryRequested', { deliveryId: string }>
+  | DomainEvent<'DeliveryResumed', { deliveryId: string }>;
 
 export const deliveryEventTypes: readonly DeliveryEvent['type'][] = [
   'DeliveryScheduled',
@@ -37,6 +38,7 @@ export const deliveryEventTypes: readonly DeliveryEvent['type'][] = [
   'DeliveryRetriesExhausted',
   'DeliveryCancelled',
   'DeliveryRedeliveryRequested',
+  'DeliveryResumed',
 ];
 
 export interface Delivery extends Identity {
@@ -61,7 +63,8 @@ export type DeliveryCommand =
   | { type: 'Claim'; now: Date; claimTimeoutMs: number; claimedBy: string }
   | { type: 'RecordOutcome'; outcome: Outcome; now: Date; retryDelaysMs: readonly number[] }
   | { type: 'Cancel'; reason: string }
-  | { type: 'Redeliver' };
+  | { type: 'Redeliver' }
+  | { type: 'Resume' };
 
 const present = (state: DeliveryState): Delivery => {
   if (state.status === 'absent') throw new NotFoundError('No such delivery');
@@ -139,6 +142,14 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
         throw new ConflictError('An attempt of this delivery is in progress');
       return [{ type: 'DeliveryRedeliveryRequested', data: { deliveryId: delivery.deliveryId } }];
     }
+    case 'Resume': {
+      // A delivery cancelled because its subscription was disabled picks up where it stopped: the attempt
+      // count and the rest of the retry schedule carry on. Anything else has nothing to resume.
+      const delivery = present(state);
+      return delivery.status === 'cancelled'
+        ? [{ type: 'DeliveryResumed', data: { deliveryId: delivery.deliveryId } }]
+        : [];
+    }
   }
 };
 
@@ -196,6 +207,8 @@ const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] =
         status: 'present',
         delivery: { ...delivery, status: 'scheduled', dueAt: at, manual: redeliveryIsManual(delivery) },
       };
+    case 'DeliveryResumed':
+      return { status: 'present', delivery: { ...delivery, status: 'scheduled', dueAt: at } };
   }
 };
 

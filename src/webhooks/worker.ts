@@ -218,6 +218,29 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     }
   };
 
+  /**
+   * Resumes a delivery that was cancelled because its subscription was disabled (see Resume in
+   * delivery.ts); false when there was nothing to resume.
+   */
+  const resume = async (tenantId: string, deliveryId: string): Promise<boolean> => {
+    const stream = streamName('delivery', tenantId, deliveryId);
+    try {
+      const result = await handleCommand(
+        eventStore,
+        deliveryDecider,
+        stream,
+        { type: 'Resume' },
+        systemContext(tenantId, deps.clock(), deliveryId),
+      );
+      if (result.events.length === 0 || result.state.status === 'absent') return false;
+      kick(tenantId, deliveryId, result.state.delivery.webhookId);
+      return true;
+    } catch (error) {
+      if (lostRace(error)) return false;
+      throw error;
+    }
+  };
+
   /** Attempts everything due by now, from the deliveries read model. */
   const sweepDue = async () => {
     const now = deps.clock();
@@ -243,6 +266,7 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
   return {
     schedule,
     kick,
+    resume,
     start: async () => {
       await eventStore.ensurePersistentSubscription(projectorGroup, {
         filter: { eventTypes: mappedDomainEventTypes },

@@ -19,9 +19,14 @@ export interface TestServer {
 /**
  * The real service on real embedded stores in a temporary directory, listening on an ephemeral loopback
  * port. The port is bound first, so the service's public URL (its token issuer) is the real one.
+ * Given a `dataDir`, it runs on that directory instead and leaves it in place on close: a second server
+ * on the same directory is the same service restarted.
  */
-export const startTestServer = async (env: Record<string, string> = {}): Promise<TestServer> => {
-  const { dir, remove } = tempDir();
+export const startTestServer = async (
+  env: Record<string, string> = {},
+  { dataDir }: { dataDir?: string } = {},
+): Promise<TestServer> => {
+  const { dir, remove } = dataDir ? { dir: dataDir, remove: () => undefined } : tempDir();
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
