@@ -103,8 +103,7 @@ const DeliveriesQuery = strictObject(
  * Whether the request has a body: a Content-Length above 0, or one sent in chunks (no Content-Length at all),
  * whose replayMissed would otherwise be dropped without a word.
  */
-const hasBody = (ctx: Context): boolean =>
-  Boolean(ctx.request.length) || ctx.get('Transfer-Encoding') !== '';
+const hasBody = (ctx: Context): boolean => Boolean(ctx.request.length) || ctx.get('Transfer-Encoding') !== '';
 
 const subscriptionOf = (subscription: WebhookSubscription | undefined): WebhookSubscription => {
   if (!subscription) throw new NotFoundError('No such webhook subscription');

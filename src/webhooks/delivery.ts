@@ -158,7 +158,8 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
  * for an automatic retry only brings that retry forward: its failure must go on with the schedule (and
  * disable the subscription in the end), not end the delivery after one attempt.
  */
-const redeliveryIsManual = (delivery: Delivery): boolean => delivery.manual || delivery.status !== 'scheduled';
+const redeliveryIsManual = (delivery: Delivery): boolean =>
+  delivery.manual || delivery.status !== 'scheduled';
 
 const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] = (state, event) => {
   const at = event.metadata.occurredAt;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as pause } from 'node:timers/promises';
 import { schedule as cronSchedule, type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { retryOnConflict } from '../auth/conflicts.js';
@@ -6,6 +7,7 @@ import { handleCommand, readAggregate, type CommandContext } from '../core/comma
 import { ConflictError, VersionConflictError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
+import type { RecordedEvent } from '../core/events.js';
 import type { ConsumerOutcome, EventStore, Subscription } from '../eventstore/port.js';
 import type { Mailer } from '../mail/mailer.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
@@ -43,6 +45,11 @@ export interface WebhookWorkerDeps {
 }
 
 export const projectorGroup = 'webhook-projector';
+/** Sends the disable e-mail for each WebhookDisabled event, at least once, across crashes and mail outages. */
+export const notifierGroup = 'webhook-disable-notifier';
+/** A mail server down for a while: retries wait 1 s, 2 s, 4 s ... up to a minute, about 15 minutes in all. */
+const notifyRetries = 20;
+const notifyBackoffMs = (retryCount: number) => Math.min(60_000, 1000 * 2 ** retryCount);
 
 const systemContext = (tenantId: string, now: Date, causationId: string | null): CommandContext => ({
   tenantId,
@@ -69,7 +76,11 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
   const limiter = keyedLimiter(settings.concurrency, settings.perSubscription);
   const queued = new Set<string>();
   let subscription: Subscription | null = null;
+  let notifier: Subscription | null = null;
   let sweep: ScheduledTask | null = null;
+  let sweeping: Promise<void> | null = null;
+  /** Aborts the notifier's wait between retries, so stopping never waits for a back-off. */
+  const stopping = new AbortController();
 
   const notifyDisabled = async (tenantId: string, webhookId: string, url: string, reason: string) => {
     const { state } = await readAggregate(eventStore, tenantDecider, tenantStream(tenantId));
@@ -97,9 +108,13 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     );
   };
 
-  const disable = async (delivery: Delivery, url: string) => {
+  /**
+   * Disables the subscription. The e-mail is not sent here: the notifier consumes WebhookDisabled, so a
+   * crash right after the disable, or a mail server that is down, cannot lose it.
+   */
+  const disable = async (delivery: Delivery) => {
     const reason = `Delivery ${delivery.deliveryId} of ${delivery.eventType} ${delivery.eventId} failed ${delivery.attempts + 1} times`;
-    const result = await retryOnConflict(() =>
+    await retryOnConflict(() =>
       handleCommand(
         eventStore,
         webhooksDecider,
@@ -108,7 +123,34 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
         systemContext(delivery.tenantId, deps.clock(), delivery.deliveryId),
       ),
     );
-    if (result.events.length > 0) await notifyDisabled(delivery.tenantId, delivery.webhookId, url, reason);
+  };
+
+  /**
+   * The notifier's handler: one e-mail per WebhookDisabled, unless the stream already records it (a
+   * redelivered event). A failure to send waits, then asks for the event again.
+   */
+  const notify = async (event: RecordedEvent, retryCount: number): Promise<ConsumerOutcome> => {
+    const { webhookId, reason } = event.data as { webhookId: string; reason: string };
+    const tenantId = event.metadata.tenantId;
+    const recorded = await eventStore.readStream(webhooksStream(tenantId));
+    const alreadySent = recorded.some(
+      (later) =>
+        later.streamVersion > event.streamVersion &&
+        later.type === 'WebhookDisableNotified' &&
+        (later.data as { webhookId: string }).webhookId === webhookId,
+    );
+    // The URL as it was when the subscription was disabled; a subscription deleted since is still reported.
+    const entry = foldRecorded(recorded.filter((earlier) => earlier.streamVersion <= event.streamVersion))
+      .entries[webhookId];
+    if (alreadySent || !entry) return { kind: 'ack' };
+    try {
+      await notifyDisabled(tenantId, webhookId, entry.subscription.url, reason);
+      return { kind: 'ack' };
+    } catch (error) {
+      logger.warn({ err: error, webhookId, retryCount }, 'webhook disable e-mail not sent; will retry');
+      await pause(notifyBackoffMs(retryCount), undefined, { signal: stopping.signal }).catch(() => undefined);
+      return { kind: 'nack', action: 'retry', reason: (error as Error).message };
+    }
   };
 
   /** One attempt, if this instance wins the claim; a lost claim means another instance is on it. */
@@ -159,13 +201,15 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
       context(),
     );
     if (recorded.events.some((event) => event.type === 'DeliveryRetriesExhausted')) {
-      await disable(delivery, entry.subscription.url);
+      await disable(delivery);
     }
   };
 
   /** Queues an attempt unless this instance already has one queued or running for the delivery. */
   const kick = (tenantId: string, deliveryId: string, webhookId: string) => {
-    if (queued.has(deliveryId)) return;
+    // Once stopping, start nothing: the stores are about to close, and what is due stays due in them for
+    // the next start's sweep.
+    if (queued.has(deliveryId) || stopping.signal.aborted) return;
     queued.add(deliveryId);
     limiter
       .run(webhookId, () => attempt(tenantId, deliveryId))
@@ -275,18 +319,30 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
       });
       subscription = eventStore.subscribePersistent(projectorGroup, ({ event }) => project(event));
       subscription.done.catch((error: unknown) => logger.error({ err: error }, 'webhook projector stopped'));
-      let sweeping = false;
+      await eventStore.ensurePersistentSubscription(notifierGroup, {
+        filter: { eventTypes: ['WebhookDisabled'] },
+        startFrom: 'start',
+        maxRetryCount: notifyRetries,
+      });
+      notifier = eventStore.subscribePersistent(notifierGroup, ({ event, retryCount }) =>
+        notify(event, retryCount),
+      );
+      notifier.done.catch((error: unknown) => logger.error({ err: error }, 'webhook notifier stopped'));
       sweep = cronSchedule('* * * * * *', async () => {
-        if (sweeping) return;
-        sweeping = true;
-        await sweepDue()
+        if (sweeping || stopping.signal.aborted) return;
+        sweeping = sweepDue()
           .catch((error: unknown) => logger.error({ err: error }, 'webhook sweep failed'))
-          .finally(() => (sweeping = false));
+          .finally(() => (sweeping = null));
+        await sweeping;
       });
     },
     stop: async () => {
+      stopping.abort();
       await sweep?.destroy();
+      // destroy() does not wait for a sweep in flight, which could still kick attempts.
+      await sweeping;
       await subscription?.stop();
+      await notifier?.stop();
       await limiter.idle();
     },
   };

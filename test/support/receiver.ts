@@ -1,0 +1,124 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request a receiver got, whatever it answered. */
+export interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  rawBody: string;
+  /** The parsed envelope when the body is JSON. */
+  body: any;
+  /** Date.now() when the request arrived. */
+  at: number;
+  /** Whether both signatures matched the raw body. */
+  verified: boolean;
+  /** What the receiver answered; null when it never answered. */
+  status: number | null;
+}
+
+/** What the receiver does with a correctly signed request: a status, a status with headers, or hang. */
+export type Answer = number | { status: number; headers: Record<string, string> } | 'hang';
+
+const equal = (a: string, b: string) =>
+  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/**
+ * Checks a delivery as a receiver written from the documentation would: the hex HMAC-SHA256 of the raw
+ * body in X-Service-Signature, and the Standard Webhooks signature over "<id>.<timestamp>.<body>".
+ */
+export const verifySignatures = (headers: IncomingHttpHeaders, rawBody: string, secret: string): boolean => {
+  const service = headers['x-service-signature'];
+  const id = headers['webhook-id'];
+  const timestamp = headers['webhook-timestamp'];
+  const standard = headers['webhook-signature'];
+  if (typeof service !== 'string' || typeof id !== 'string' || typeof timestamp !== 'string') return false;
+  if (typeof standard !== 'string') return false;
+  const hex = createHmac('sha256', secret).update(rawBody).digest('hex');
+  const base64 = createHmac('sha256', Buffer.from(secret, 'utf8'))
+    .update(`${id}.${timestamp}.${rawBody}`)
+    .digest('base64');
+  // The header may carry several space-separated signatures; one matching is enough.
+  const standardOk = standard.split(' ').some((candidate) => equal(candidate, `v1,${base64}`));
+  return equal(service, hex) && standardOk;
+};
+
+/**
+ * A real HTTP receiver on 127.0.0.1 that verifies both signatures over the raw body and answers 401 when
+ * they do not match; otherwise it answers what `answer` says for the n-th request (1-based).
+ */
+export const startReceiver = async (
+  secret: string,
+  answer: (n: number, request: Received) => Answer = () => 204,
+) => {
+  const received: Received[] = [];
+  const hanging = new Set<ServerResponse>();
+  let waiters: (() => void)[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const rawBody = Buffer.concat(chunks).toString('utf8');
+      let body: unknown;
+      try {
+        body = JSON.parse(rawBody);
+      } catch {
+        // Not JSON (a test sending garbage): the receiver still records and verifies it.
+      }
+      const record: Received = {
+        path: req.url ?? '/',
+        headers: req.headers,
+        rawBody,
+        body,
+        at: Date.now(),
+        verified: verifySignatures(req.headers, rawBody, secret),
+        status: null,
+      };
+      received.push(record);
+      const wanted = record.verified ? answer(received.length, record) : 401;
+      if (wanted === 'hang') {
+        hanging.add(res);
+      } else {
+        const { status, headers } = typeof wanted === 'number' ? { status: wanted, headers: {} } : wanted;
+        record.status = status;
+        res.writeHead(status, headers).end();
+      }
+      const ready = waiters;
+      waiters = [];
+      for (const wake of ready) wake();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  /** Resolves with the requests once there are at least `count`; rejects after `timeoutMs`. */
+  const waitFor = async (count: number, timeoutMs = 10_000): Promise<Received[]> => {
+    const deadline = Date.now() + timeoutMs;
+    while (received.length < count) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`expected ${count} requests, the receiver got ${received.length}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return received;
+  };
+
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/hooks`,
+    received,
+    waitFor,
+    close: async () => {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+};
+
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;

@@ -1,0 +1,106 @@
+import { expect } from 'chai';
+import { keyedLimiter } from '../../src/webhooks/limiter.js';
+
+/** A task that runs until released, recording how many ran at once overall and per key. */
+const harness = () => {
+  let running = 0;
+  let peak = 0;
+  const runningByKey = new Map<string, number>();
+  const peakByKey = new Map<string, number>();
+  const started: string[] = [];
+  const releases: (() => void)[] = [];
+  const task = (key: string, name: string) => () => {
+    started.push(name);
+    running += 1;
+    peak = Math.max(peak, running);
+    runningByKey.set(key, (runningByKey.get(key) ?? 0) + 1);
+    peakByKey.set(key, Math.max(peakByKey.get(key) ?? 0, runningByKey.get(key)!));
+    return new Promise<string>((resolve) =>
+      releases.push(() => {
+        running -= 1;
+        runningByKey.set(key, runningByKey.get(key)! - 1);
+        resolve(name);
+      }),
+    );
+  };
+  const releaseAll = async () => {
+    while (releases.length > 0) {
+      releases.shift()!();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  return {
+    task,
+    started,
+    releases,
+    releaseAll,
+    peak: () => peak,
+    peakOf: (key: string) => peakByKey.get(key) ?? 0,
+  };
+};
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('the keyed limiter', () => {
+  it('runs at most `overall` tasks at once, across keys', async () => {
+    const limiter = keyedLimiter(3, 10);
+    const h = harness();
+    const results = Array.from({ length: 8 }, (_, i) => limiter.run(`k${i}`, h.task(`k${i}`, `t${i}`)));
+    await tick();
+    expect(h.started).to.have.length(3);
+    await h.releaseAll();
+    expect(await Promise.all(results)).to.deep.equal(['t0', 't1', 't2', 't3', 't4', 't5', 't6', 't7']);
+    expect(h.peak()).to.equal(3);
+  });
+
+  it('runs at most `perKey` tasks of one key at once, in the order they came', async () => {
+    const limiter = keyedLimiter(10, 2);
+    const h = harness();
+    const results = ['a1', 'a2', 'a3', 'a4'].map((name) => limiter.run('a', h.task('a', name)));
+    await tick();
+    expect(h.started).to.deep.equal(['a1', 'a2']);
+    await h.releaseAll();
+    await Promise.all(results);
+    expect(h.started).to.deep.equal(['a1', 'a2', 'a3', 'a4']);
+    expect(h.peakOf('a')).to.equal(2);
+  });
+
+  it('lets other keys run while one key has used up its slots: a hanging receiver stalls only itself', async () => {
+    const limiter = keyedLimiter(4, 1);
+    const h = harness();
+    void limiter.run('slow', h.task('slow', 'slow1'));
+    void limiter.run('slow', h.task('slow', 'slow2'));
+    void limiter.run('fast', h.task('fast', 'fast1'));
+    void limiter.run('other', h.task('other', 'other1'));
+    await tick();
+    expect(h.started).to.deep.equal(['slow1', 'fast1', 'other1']);
+    await h.releaseAll();
+  });
+
+  it('passes results and failures through, and frees the slot of a failed task', async () => {
+    const limiter = keyedLimiter(1, 1);
+    const failed = limiter.run('a', () => Promise.reject(new Error('boom')));
+    const next = limiter.run('a', () => Promise.resolve(42));
+    expect(await failed.catch((error: Error) => error.message)).to.equal('boom');
+    expect(await next).to.equal(42);
+  });
+
+  it('is idle at once when nothing runs, and otherwise once everything has finished', async () => {
+    const limiter = keyedLimiter(1, 1);
+    await limiter.idle();
+    const h = harness();
+    void limiter.run('a', h.task('a', 'one'));
+    void limiter.run('a', h.task('a', 'two'));
+    let idle = false;
+    const waiting = limiter.idle().then(() => (idle = true));
+    await tick();
+    expect(idle).to.equal(false);
+    h.releases.shift()!();
+    await tick();
+    await tick();
+    expect(idle).to.equal(false);
+    await h.releaseAll();
+    await waiting;
+    expect(idle).to.equal(true);
+  });
+});

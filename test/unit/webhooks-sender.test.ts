@@ -1,0 +1,139 @@
+import { expect } from 'chai';
+import { checkReceiverUrl, webhookSender } from '../../src/webhooks/sender.js';
+import { signatureHeaders } from '../../src/webhooks/signing.js';
+import { startReceiver, type Receiver } from '../support/receiver.js';
+import { sleep } from '../support/wait.js';
+
+const secret = 'whsec-test-0123456789abcdef';
+/** Headers the receiver verifies, so that what it answers is up to the test. */
+const signed = (body: string) => signatureHeaders('evt_1', body, secret, new Date());
+
+/** Only loopback receivers on this machine: nothing here sends anything anywhere else. */
+describe('the webhook sender', () => {
+  let receiver: Receiver;
+  const senders: ReturnType<typeof webhookSender>[] = [];
+  const sender = (allowPrivateNetworks: boolean, timeoutMs = 500) => {
+    const created = webhookSender({ timeoutMs, allowPrivateNetworks });
+    senders.push(created);
+    return created;
+  };
+  let answer: (n: number) => number | 'hang' | { status: number; headers: Record<string, string> } = () =>
+    204;
+  beforeEach(async () => {
+    answer = () => 204;
+    receiver = await startReceiver(secret, (n) => answer(n));
+  });
+  afterEach(async () => {
+    for (const created of senders.splice(0)) await created.close();
+    await receiver.close();
+  });
+
+  describe('at connect time, with private networks refused', () => {
+    it('refuses a host name that resolves to loopback, and the receiver gets no request', async () => {
+      const outcome = await sender(false).send(`http://localhost:${receiver.port}/hooks`, '{}', {});
+      expect(outcome.ok).to.equal(false);
+      expect(outcome.statusCode).to.equal(null);
+      expect(outcome.error).to.match(/localhost resolves to a forbidden address \(127\.0\.0\.1\)/);
+      await sleep(100);
+      expect(receiver.received).to.have.length(0);
+    });
+
+    for (const host of ['127.0.0.1', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '127.1']) {
+      it(`refuses the IP literal ${host}, and the receiver gets no request`, async () => {
+        const outcome = await sender(false).send(`http://${host}:${receiver.port}/hooks`, '{}', {});
+        expect(outcome).to.deep.include({ ok: false, statusCode: null });
+        expect(outcome.error).to.match(/forbidden address/);
+        await sleep(100);
+        expect(receiver.received).to.have.length(0);
+      });
+    }
+  });
+
+  describe('with private networks allowed', () => {
+    it('POSTs the body as JSON with the given headers and reports a 2xx as success', async () => {
+      const headers = signed('{"a":1}');
+      const outcome = await sender(true).send(`http://localhost:${receiver.port}/hooks`, '{"a":1}', headers);
+      expect(outcome).to.deep.include({ ok: true, statusCode: 204, error: null });
+      expect(outcome.durationMs).to.be.a('number').and.at.least(0);
+      const [request] = receiver.received;
+      expect(request!.rawBody).to.equal('{"a":1}');
+      expect(request!.headers['content-type']).to.equal('application/json');
+      expect(request!.headers['x-service-signature']).to.equal(headers['X-Service-Signature']);
+      expect(request!.headers['webhook-signature']).to.equal(headers['webhook-signature']);
+      expect(request!.verified).to.equal(true);
+    });
+
+    it('reports any other status as a failure: 401 from a receiver that cannot verify the signature', async () => {
+      expect(await sender(true).send(receiver.url, '{}', signed('{"a":2}'))).to.deep.include({
+        ok: false,
+        statusCode: 401,
+        error: 'HTTP 401',
+      });
+    });
+  });
+
+  describe('receivers that do not answer 2xx', () => {
+    it('does not follow a redirect: a 3xx is a failure', async () => {
+      answer = () => ({ status: 307, headers: { Location: `http://127.0.0.1:${receiver.port}/elsewhere` } });
+      const outcome = await sender(true).send(receiver.url, '{}', signed('{}'));
+      expect(outcome).to.deep.include({ ok: false, statusCode: 307, error: 'HTTP 307' });
+      await sleep(100);
+      expect(receiver.received.map((r) => r.path)).to.deep.equal(['/hooks']);
+    });
+
+    it('gives up on a receiver that does not answer within the time-out', async () => {
+      answer = () => 'hang';
+      const started = Date.now();
+      const outcome = await sender(true, 300).send(receiver.url, '{}', signed('{}'));
+      expect(outcome).to.deep.include({ ok: false, statusCode: null, error: 'no answer within 300 ms' });
+      expect(Date.now() - started).to.be.below(3000);
+    });
+
+    it('reports a refused connection as a failure with the error', async () => {
+      const port = receiver.port;
+      await receiver.close();
+      receiver = await startReceiver(secret);
+      const outcome = await sender(true).send(`http://127.0.0.1:${port}/hooks`, '{}', {});
+      expect(outcome).to.deep.include({ ok: false, statusCode: null });
+      expect(outcome.error).to.be.a('string').and.not.equal('');
+    });
+  });
+});
+
+describe('the receiver URL check at creation', () => {
+  const strict = { allowHttp: false, allowPrivateNetworks: false };
+
+  it('wants an absolute https URL, http only when allowed, and no credentials', async () => {
+    expect(await checkReceiverUrl('/relative', strict)).to.equal('must be an absolute URL');
+    expect(
+      await checkReceiverUrl('http://203.0.113.1/x', { ...strict, allowPrivateNetworks: true }),
+    ).to.equal('must be an https URL');
+    expect(
+      await checkReceiverUrl('http://127.0.0.1/x', { allowHttp: true, allowPrivateNetworks: true }),
+    ).to.equal(null);
+    expect(
+      await checkReceiverUrl('ftp://127.0.0.1/x', { allowHttp: true, allowPrivateNetworks: true }),
+    ).to.equal('must be an http or https URL');
+    expect(
+      await checkReceiverUrl('https://u:p@127.0.0.1/x', { ...strict, allowPrivateNetworks: true }),
+    ).to.equal('must not carry credentials');
+  });
+
+  it('refuses forbidden IP literals and a host name that resolves to loopback, without connecting', async () => {
+    for (const url of [
+      'https://10.0.0.1/x',
+      'https://169.254.169.254/latest',
+      'https://[::1]/',
+      'https://[::ffff:127.0.0.1]/',
+      'https://0.0.0.0/',
+    ]) {
+      expect(await checkReceiverUrl(url, strict), url).to.match(/private, loopback or reserved/);
+    }
+    expect(await checkReceiverUrl('https://localhost/x', strict)).to.match(/must not resolve to a private/);
+  });
+
+  it('accepts public IP literals (checked as strings: nothing connects)', async () => {
+    expect(await checkReceiverUrl('https://93.184.216.34/hooks', strict)).to.equal(null);
+    expect(await checkReceiverUrl('https://[2606:4700::1111]/hooks', strict)).to.equal(null);
+  });
+});
