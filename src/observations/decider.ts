@@ -50,6 +50,17 @@ const decide = (command: ObservationCommand, state: ObservationState): Observati
       if (changes.attributes) assertAttributesFit(changes.attributes);
       return [{ type: 'ObservationUpdated', data: { observationId: state.observation.id, changes } }];
     }
+    case 'AttachMedia': {
+      if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
+      // The same bytes again are the same medium: attaching them twice changes nothing.
+      if (state.observation.media.some((media) => media.id === command.media.id)) return [];
+      return [
+        {
+          type: 'ObservationMediaAttached',
+          data: { observationId: state.observation.id, media: command.media },
+        },
+      ];
+    }
     default: {
       const unknown: never = command;
       throw new Error(`Unknown command ${JSON.stringify(unknown)}`);
@@ -68,6 +79,7 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
           id: observationId,
           tenantId: event.metadata.tenantId,
           ...fields,
+          media: [],
           createdAt: at,
           updatedAt: at,
           version: event.streamVersion,
@@ -81,6 +93,17 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
         observation: {
           ...state.observation,
           ...event.data.changes,
+          updatedAt: at,
+          version: event.streamVersion,
+        },
+      };
+    case 'ObservationMediaAttached':
+      if (state.status === 'absent') return state;
+      return {
+        status: 'recorded',
+        observation: {
+          ...state.observation,
+          media: [...state.observation.media, { ...event.data.media, addedAt: at }],
           updatedAt: at,
           version: event.streamVersion,
         },

@@ -18,9 +18,25 @@ export interface Observation {
   visitId: string | null;
   notes: string | null;
   attributes: Attributes;
+  /** Images attached to the observation, in the order they were added. */
+  media: ObservationMedia[];
   createdAt: string;
   updatedAt: string;
   version: number;
+}
+
+export type MediaContentType = 'image/jpeg' | 'image/png' | 'image/webp';
+
+/** An attached image: stored once by its SHA-256 in the blob store, described here. */
+export interface ObservationMedia {
+  /** `m_` and the first 26 hex digits of the SHA-256: the same image attached twice is one medium. */
+  id: string;
+  sha256: string;
+  contentType: MediaContentType;
+  size: number;
+  width: number;
+  height: number;
+  addedAt: string;
 }
 
 /** The fields a client sets. Optional ones are null when absent. */
@@ -40,11 +56,17 @@ export type ObservationUpdated = DomainEvent<
   { observationId: string; changes: Partial<ObservationFields> }
 >;
 
-export type ObservationEvent = ObservationRecorded | ObservationUpdated;
+export type ObservationMediaAttached = DomainEvent<
+  'ObservationMediaAttached',
+  { observationId: string; media: Omit<ObservationMedia, 'addedAt'> }
+>;
+
+export type ObservationEvent = ObservationRecorded | ObservationUpdated | ObservationMediaAttached;
 
 export const observationEventTypes: readonly ObservationEvent['type'][] = [
   'ObservationRecorded',
   'ObservationUpdated',
+  'ObservationMediaAttached',
 ];
 
 export type ObservationState = { status: 'absent' } | { status: 'recorded'; observation: Observation };
@@ -54,7 +76,8 @@ export type ObservationPatch = Partial<Omit<ObservationFields, 'observedAt'>> & 
 
 export type ObservationCommand =
   | { type: 'RecordObservation'; tenantId: string; observationId: string; fields: ObservationFields }
-  | { type: 'UpdateObservation'; patch: ObservationPatch };
+  | { type: 'UpdateObservation'; patch: ObservationPatch }
+  | { type: 'AttachMedia'; media: Omit<ObservationMedia, 'addedAt'> };
 
 /** Attributes are free-form but bounded, so one observation cannot bloat every list page. */
 export const maxAttributesBytes = 16 * 1024;

@@ -241,7 +241,7 @@ export const openMongoReadModels = async (url: string): Promise<ReadModelStore> 
       limit: query.limit,
       projection: { _id: 0, id: 1, doc: 1 },
     });
-    return (await orUnavailable(cursor.toArray()));
+    return await orUnavailable(cursor.toArray());
   };
 
   return {

@@ -26,7 +26,11 @@ export interface ExternalEvent {
 }
 
 /** The domain event types the mapping reads: what the webhook projector's consumer group subscribes to. */
-export const mappedDomainEventTypes: readonly string[] = ['ObservationRecorded', 'ObservationUpdated'];
+export const mappedDomainEventTypes: readonly string[] = [
+  'ObservationRecorded',
+  'ObservationUpdated',
+  'ObservationMediaAttached',
+];
 
 const envelope = (
   event: RecordedEvent,
@@ -55,6 +59,15 @@ export const toExternal = (event: RecordedEvent): ExternalEvent[] => {
         envelope(event, 'observation.updated', {
           observationId: domain.data.observationId,
           changes: domain.data.changes,
+          version: event.streamVersion,
+        }),
+      ];
+    case 'ObservationMediaAttached':
+      return [
+        envelope(event, 'observation.updated', {
+          observationId: domain.data.observationId,
+          changes: {},
+          mediaAdded: { ...domain.data.media, addedAt: event.metadata.occurredAt },
           version: event.streamVersion,
         }),
       ];

@@ -71,7 +71,11 @@ describe('the mapping of domain events to external events', () => {
   });
 
   it('reads exactly the domain event types the projector subscribes to, and speaks only the public vocabulary', () => {
-    expect([...mappedDomainEventTypes].sort()).to.deep.equal(['ObservationRecorded', 'ObservationUpdated']);
+    expect([...mappedDomainEventTypes].sort()).to.deep.equal([
+      'ObservationMediaAttached',
+      'ObservationRecorded',
+      'ObservationUpdated',
+    ]);
     expect(externalEventTypes).to.deep.equal([
       'observation.created',
       'observation.updated',
