@@ -20,17 +20,28 @@ import type { ReadModelStore } from './readmodels/port.js';
 import type { ProjectionRunner } from './readmodels/runner.js';
 import { tenantsApi } from './tenants/api.js';
 import { webhooksApi } from './webhooks/api.js';
+import { mediaApi } from './media/api.js';
+import type { BlobStore } from './media/blob-store.js';
+import { locationsApi } from './locations/api.js';
+import { visitsApi } from './visits/api.js';
 import type { WebhookWorker } from './webhooks/worker.js';
 
 export interface AppDeps {
   eventStore: EventStore;
   readModels: ReadModelStore;
-  projections: { observations: ProjectionRunner; users: ProjectionRunner };
+  projections: {
+    observations: ProjectionRunner;
+    users: ProjectionRunner;
+    locations: ProjectionRunner;
+    visits: ProjectionRunner;
+  };
   cursors: CursorCodec;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
   bodyLimit: number;
+  blobs: BlobStore;
+  mediaMaxBytes: number;
   consistencyTimeoutMs: number;
   auth: Authenticator;
   keyring: () => Keyring;
@@ -59,7 +70,7 @@ export const createApp = (deps: AppDeps): Koa => {
   const root = new Router();
   root.get('/health', async (ctx) => {
     try {
-      await Promise.all([deps.eventStore.ping(), deps.readModels.ping()]);
+      await Promise.all([deps.eventStore.ping(), deps.readModels.ping(), deps.blobs.ping()]);
     } catch (error) {
       (ctx.state.logger as Logger).warn({ err: error }, 'health check failed');
       throw new UnavailableError('A store does not answer', 5);
@@ -81,6 +92,9 @@ export const createApp = (deps: AppDeps): Koa => {
     credentialsApi(deps),
     observationsApi({ ...deps, projection: deps.projections.observations }),
     webhooksApi(deps),
+    mediaApi(deps),
+    locationsApi({ ...deps, projection: deps.projections.locations }),
+    visitsApi({ ...deps, projection: deps.projections.visits, observations: deps.projections.observations }),
   ]) {
     root.use(api.routes());
   }

@@ -3,6 +3,8 @@ import { basename, dirname } from 'node:path';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { observationsProjection } from '../projections/observations.js';
+import { locationsProjection } from '../projections/locations.js';
+import { visitsProjection } from '../projections/visits.js';
 import { apiKeysProjection, oauthClientsProjection } from '../projections/secret-credentials.js';
 import { tenantsProjection } from '../projections/tenants.js';
 import {
@@ -75,6 +77,8 @@ export const startService = async (
   // Every read model the service keeps.
   const runners = [
     run(observationsProjection),
+    run(locationsProjection),
+    run(visitsProjection),
     run(webhooksProjection),
     run(deliveriesProjection),
     run(deliveryAttemptsProjection),
@@ -130,9 +134,15 @@ export const startService = async (
     clock,
     ids,
     bodyLimit: config.bodyLimit,
+    mediaMaxBytes: config.mediaMaxBytes,
     consistencyTimeoutMs: config.consistencyTimeoutMs,
     cursors: cursorCodec(config.cursorSecret ?? developmentSecret(config.dataDir, 'cursorSecret')),
-    projections: { observations: byName('observations'), users: byName('users') },
+    projections: {
+      observations: byName('observations'),
+      users: byName('users'),
+      locations: byName('locations'),
+      visits: byName('visits'),
+    },
     auth: authenticator({
       eventStore: stores.eventStore,
       keyring: keyring.current,

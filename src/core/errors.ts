@@ -148,3 +148,16 @@ export class TooManyRequestsError extends DomainError {
     return { 'Retry-After': String(this.retryAfterSeconds) };
   }
 }
+
+/** Well-formed, but it names something that does not exist (a location, a visit): 422, with the fields. */
+export class UnprocessableError extends DomainError {
+  readonly status = 422;
+  readonly slug = 'unprocessable';
+  readonly title = 'The request refers to something that does not exist';
+  constructor(readonly errors: FieldError[]) {
+    super(errors.map((e) => `${e.path}: ${e.message}`).join('; '));
+  }
+  override get extensions() {
+    return { errors: this.errors };
+  }
+}

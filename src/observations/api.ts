@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { observationsProjection, observationsQuery } from '../../projections/observations.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
-import { NotFoundError, UnavailableError } from '../core/errors.js';
+import { NotFoundError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
@@ -10,6 +10,7 @@ import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import { listPage, sendPage } from '../http/paging.js';
+import { awaitPosition } from '../http/consistency.js';
 import { parseIfMatch, pathParam, sendResource } from '../http/resource.js';
 import type { CursorCodec } from '../http/cursor.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
@@ -17,6 +18,7 @@ import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionRunner } from '../readmodels/runner.js';
 import { CreateObservationBody, ListObservationsQuery, PatchObservationBody } from './codecs.js';
 import { observationDecider } from './decider.js';
+import { assertReferences } from './references.js';
 import type { Observation, ObservationState } from './observation.js';
 
 export interface ObservationsApiDeps {
@@ -48,6 +50,7 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
   router.post('/', write, async (ctx) => {
     const body = decodeOrThrow(CreateObservationBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
     const tenantId = pathParam(ctx, 'tenantId');
+    await assertReferences(deps.eventStore, tenantId, body);
     const observationId = deps.ids('o');
     const result = await handleCommand(
       deps.eventStore,
@@ -74,14 +77,7 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
 
   router.get('/', read, async (ctx) => {
     const params = decodeOrThrow(ListObservationsQuery, ctx.query);
-    if (
-      params.minPosition !== undefined &&
-      !(await deps.projection.waitFor(params.minPosition, deps.consistencyTimeoutMs))
-    ) {
-      throw new UnavailableError(
-        `The list has not caught up with position ${params.minPosition} yet; retry shortly`,
-      );
-    }
+    await awaitPosition(deps.projection, params.minPosition, deps.consistencyTimeoutMs);
     const query = observationsQuery(pathParam(ctx, 'tenantId'), params);
     const page = await listPage(deps, observationsProjection.collection.name, query, {
       limit: params.limit ?? 50,
@@ -106,6 +102,7 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
         mediaTypes: ['application/merge-patch+json', 'application/json'],
       }),
     );
+    await assertReferences(deps.eventStore, pathParam(ctx, 'tenantId'), patch);
     const result = await handleCommand(
       deps.eventStore,
       observationDecider,

@@ -42,7 +42,7 @@ export const PatchObservationBody = strictObject(
   { observedAt: DateTimeString, ...optionalFields },
 );
 
-const parseBbox = (s: string): BoundingBox | undefined => {
+export const parseBbox = (s: string): BoundingBox | undefined => {
   const parts = s.split(',');
   if (parts.length !== 4 || parts.some((p) => !/^-?\d+(\.\d+)?$/.test(p.trim()))) return undefined;
   const [minLon, minLat, maxLon, maxLat] = parts.map(Number) as [number, number, number, number];

@@ -1,5 +1,8 @@
 import type { RecordedEvent } from '../core/events.js';
 import type { ObservationEvent } from '../observations/observation.js';
+import type { VisitEvent } from '../visits/visit.js';
+
+type VisitSubmittedData = Extract<VisitEvent, { type: 'VisitSubmitted' }>['data'];
 
 /**
  * The stable vocabulary tenants' systems receive. It changes only by addition; the domain's event names
@@ -30,6 +33,7 @@ export const mappedDomainEventTypes: readonly string[] = [
   'ObservationRecorded',
   'ObservationUpdated',
   'ObservationMediaAttached',
+  'VisitSubmitted',
 ];
 
 const envelope = (
@@ -43,6 +47,20 @@ const envelope = (
   timestamp: event.metadata.occurredAt,
   data,
 });
+
+/** `visit.submitted` carries the visit as submitted, with the ids of the observations that belong to it. */
+const visitSubmitted = (event: RecordedEvent): ExternalEvent[] => {
+  if (event.type !== 'VisitSubmitted') return [];
+  const { visitId, ...visit } = (event as RecordedEvent<'VisitSubmitted', VisitSubmittedData>).data;
+  return [
+    envelope(event, 'visit.submitted', {
+      visitId,
+      ...visit,
+      status: 'submitted',
+      submittedAt: event.metadata.occurredAt,
+    }),
+  ];
+};
 
 /** Domain event -> the external events it means (none for most events). Pure. */
 export const toExternal = (event: RecordedEvent): ExternalEvent[] => {
@@ -72,6 +90,6 @@ export const toExternal = (event: RecordedEvent): ExternalEvent[] => {
         }),
       ];
     default:
-      return [];
+      return visitSubmitted(event);
   }
 };

@@ -30,7 +30,17 @@ interface Row {
   /** The status of a permitted request. */
   ok: number;
   /** Which fixture `:id` names. */
-  id?: 'user' | 'apiKey' | 'oauthClient' | 'observation' | 'webhook' | 'freshWebhook';
+  id?:
+    | 'user'
+    | 'apiKey'
+    | 'oauthClient'
+    | 'observation'
+    | 'webhook'
+    | 'freshWebhook'
+    | 'location'
+    | 'freshLocation'
+    | 'visit'
+    | 'freshVisit';
   body?: (n: number) => unknown;
   contentType?: string;
 }
@@ -175,6 +185,77 @@ const table: Row[] = [
   })),
 ];
 
+const locationBody = () => ({ name: 'Matrix meadow', position: { lat: 45, lon: 7 } });
+
+/** Rows of one resource whose routes all need one of two scopes. */
+const resourceRows = (
+  path: string,
+  readScope: Row['requires'],
+  writeScope: Row['requires'],
+  rows: readonly (readonly [
+    Row['method'],
+    string,
+    Row['id'] | undefined,
+    number,
+    'read' | 'write',
+    ((n: number) => unknown)?,
+    string?,
+  ])[],
+): Row[] =>
+  rows.map(([method, suffix, id, ok, access, body, contentType]) => ({
+    method,
+    path: `${tenantRoutes}${path}${suffix}`,
+    ...(id ? { id } : {}),
+    requires: access === 'read' ? readScope : writeScope,
+    platform: false,
+    ok,
+    ...(body ? { body } : {}),
+    ...(contentType ? { contentType } : {}),
+  }));
+
+table.push(
+  ...resourceRows('/locations', { scope: 'locations:read' }, { scope: 'locations:write' }, [
+    ['POST', '', undefined, 201, 'write', locationBody],
+    ['GET', '', undefined, 200, 'read'],
+    ['GET', '/:id', 'location', 200, 'read'],
+    [
+      'PATCH',
+      '/:id',
+      'location',
+      200,
+      'write',
+      (n) => ({ name: `Meadow ${n}` }),
+      'application/merge-patch+json',
+    ],
+    ['DELETE', '/:id', 'freshLocation', 204, 'write'],
+  ]),
+  ...resourceRows('/visits', { scope: 'observations:read' }, { scope: 'observations:write' }, [
+    [
+      'POST',
+      '',
+      undefined,
+      201,
+      'write',
+      () => ({ locationId: fixtureLocation, startedAt: '2026-05-01T08:00:00Z' }),
+    ],
+    ['GET', '', undefined, 200, 'read'],
+    ['GET', '/:id', 'visit', 200, 'read'],
+    [
+      'PATCH',
+      '/:id',
+      'visit',
+      200,
+      'write',
+      (n) => ({ notes: `visit ${n}` }),
+      'application/merge-patch+json',
+    ],
+    ['POST', '/:id/submit', 'freshVisit', 200, 'write'],
+  ]),
+);
+
+/** Set in `before`: the location that visits created by the matrix point at. */
+let fixtureLocation = '';
+
 /** Routes that take no credentials at all. */
 const publicRoutes = [
   'GET /health',
@@ -198,6 +279,8 @@ describe('the 401/403 matrix, route by route', () => {
   let counter = 0;
   let deliveryId: string;
   let newWebhook: () => Promise<string>;
+  let newLocation: () => Promise<string>;
+  let newVisit: () => Promise<string>;
 
   const credential = (kind: Kind, held: readonly string[]) => {
     const headers = credentials.get(`${kind} ${[...held].sort().join(' ')}`);
@@ -236,6 +319,16 @@ describe('the 401/403 matrix, route by route', () => {
           headers: { 'X-API-Key': tenant.adminKey },
         })
       ).body.id as string;
+    const make = async (path: string, body: unknown) =>
+      (
+        await request(`${server.url}/v1/tenants/${tenantId}${path}`, {
+          method: 'POST',
+          body,
+          headers: { 'X-API-Key': tenant.adminKey },
+        })
+      ).body.id as string;
+    newLocation = () => make('/locations', locationBody());
+    newVisit = () => make('/visits', { locationId: fixtureLocation, startedAt: '2026-05-01T08:00:00Z' });
     // The targets of the routes with an id; DELETE and disable only ever touch these.
     const created = await request(`${server.url}/v1/tenants/${tenantId}/observations`, {
       method: 'POST',
@@ -254,7 +347,13 @@ describe('the 401/403 matrix, route by route', () => {
       observation: created.body.id as string,
       webhook: webhook.body.id as string,
       freshWebhook: '',
+      location: await newLocation(),
+      freshLocation: '',
+      visit: '',
+      freshVisit: '',
     };
+    fixtureLocation = ids.location;
+    ids.visit = await newVisit();
     // The observation was created after the webhook: it has a delivery to redeliver.
     const scheduled = await server.stores.eventStore.readAll({
       filter: { tenantId, eventTypes: ['DeliveryScheduled'] },
@@ -265,7 +364,9 @@ describe('the 401/403 matrix, route by route', () => {
 
   const call = async (row: Row, headers: Record<string, string>) => {
     counter += 1;
-    const id = row.id === 'freshWebhook' ? await newWebhook() : row.id ? ids[row.id] : '';
+    const fresh = { freshWebhook: newWebhook, freshLocation: newLocation, freshVisit: newVisit } as const;
+    const id =
+      row.id && row.id in fresh ? await fresh[row.id as keyof typeof fresh]() : row.id ? ids[row.id] : '';
     const url = `${server.url}${row.path.replace(':tenantId', tenantId).replace(':id', id).replace(':deliveryId', deliveryId)}`;
     return request(url, {
       method: row.method,

@@ -1,0 +1,124 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { Decider, DomainEvent } from '../core/decider.js';
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
+import { mergePatch } from '../core/merge-patch.js';
+import type { Attributes } from '../observations/observation.js';
+import { maxAttributesBytes } from '../observations/observation.js';
+
+/** A GeoJSON Polygon (RFC 7946 §3.1.6): an outer ring and optional holes of [lon, lat] positions. */
+export interface Polygon {
+  type: 'Polygon';
+  coordinates: [number, number][][];
+}
+
+export interface Location {
+  id: string;
+  tenantId: string;
+  name: string;
+  position: { lat: number; lon: number };
+  boundary: Polygon | null;
+  attributes: Attributes;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+}
+
+export type LocationFields = Pick<Location, 'name' | 'position' | 'boundary' | 'attributes'>;
+
+export type LocationEvent =
+  | DomainEvent<'LocationCreated', { locationId: string } & LocationFields>
+  | DomainEvent<'LocationUpdated', { locationId: string; changes: Partial<LocationFields> }>
+  | DomainEvent<'LocationDeleted', { locationId: string }>;
+
+export const locationEventTypes: readonly LocationEvent['type'][] = [
+  'LocationCreated',
+  'LocationUpdated',
+  'LocationDeleted',
+];
+
+export type LocationState =
+  { status: 'absent' } | { status: 'active'; location: Location } | { status: 'deleted'; location: Location };
+
+export type LocationPatch = Partial<Omit<LocationFields, 'attributes'>> & { attributes?: Attributes };
+
+export type LocationCommand =
+  | { type: 'CreateLocation'; locationId: string; fields: LocationFields }
+  | { type: 'UpdateLocation'; patch: LocationPatch }
+  | { type: 'DeleteLocation' };
+
+const active = (state: LocationState): Location => {
+  if (state.status !== 'active') throw new NotFoundError('The location does not exist');
+  return state.location;
+};
+
+const assertAttributesFit = (attributes: Attributes): void => {
+  const size = Buffer.byteLength(JSON.stringify(attributes));
+  if (size > maxAttributesBytes) {
+    throw new ValidationError([
+      { path: 'attributes', message: `must serialize to at most ${maxAttributesBytes} bytes (is ${size})` },
+    ]);
+  }
+};
+
+export const locationDecider: Decider<LocationState, LocationCommand, LocationEvent> = {
+  aggregate: 'location',
+  initialState: () => ({ status: 'absent' }),
+  decide: (command, state) => {
+    switch (command.type) {
+      case 'CreateLocation':
+        if (state.status !== 'absent')
+          throw new ConflictError(`Location ${command.locationId} already exists`);
+        assertAttributesFit(command.fields.attributes);
+        return [{ type: 'LocationCreated', data: { locationId: command.locationId, ...command.fields } }];
+      case 'UpdateLocation': {
+        const location = active(state);
+        const next: Partial<LocationFields> = { ...command.patch };
+        if (command.patch.attributes !== undefined) {
+          next.attributes = mergePatch(location.attributes, command.patch.attributes) as Attributes;
+          assertAttributesFit(next.attributes);
+        }
+        const changes = Object.fromEntries(
+          Object.entries(next).filter(
+            ([field, value]) => !isDeepStrictEqual(location[field as keyof Location], value),
+          ),
+        );
+        return Object.keys(changes).length === 0
+          ? []
+          : [{ type: 'LocationUpdated', data: { locationId: location.id, changes } }];
+      }
+      case 'DeleteLocation':
+        return [{ type: 'LocationDeleted', data: { locationId: active(state).id } }];
+    }
+  },
+  evolve: (state, event) => {
+    const at = event.metadata.occurredAt;
+    switch (event.type) {
+      case 'LocationCreated': {
+        const { locationId, ...fields } = event.data;
+        return {
+          status: 'active',
+          location: {
+            id: locationId,
+            tenantId: event.metadata.tenantId,
+            ...fields,
+            createdAt: at,
+            updatedAt: at,
+            version: event.streamVersion,
+          },
+        };
+      }
+      case 'LocationUpdated':
+        if (state.status !== 'active') return state;
+        return {
+          status: 'active',
+          location: { ...state.location, ...event.data.changes, updatedAt: at, version: event.streamVersion },
+        };
+      case 'LocationDeleted':
+        if (state.status === 'absent') return state;
+        return {
+          status: 'deleted',
+          location: { ...state.location, updatedAt: at, version: event.streamVersion },
+        };
+    }
+  },
+};

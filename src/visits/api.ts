@@ -1,0 +1,161 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { observationsProjection } from '../../projections/observations.js';
+import { visitsProjection, visitsQuery } from '../../projections/visits.js';
+import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { NotFoundError, UnavailableError } from '../core/errors.js';
+import type { Clock, IdGenerator } from '../core/ids.js';
+import { streamName } from '../core/streams.js';
+import type { EventStore } from '../eventstore/port.js';
+import { readJsonBody } from '../http/body.js';
+import { decodeOrThrow } from '../http/codec.js';
+import { commandContext } from '../http/command-context.js';
+import { awaitPosition } from '../http/consistency.js';
+import type { CursorCodec } from '../http/cursor.js';
+import { listPage, sendPage } from '../http/paging.js';
+import { parseIfMatch, pathParam, sendResource } from '../http/resource.js';
+import { assertReferences } from '../observations/references.js';
+import type { Observation } from '../observations/observation.js';
+import type { ReadModelStore } from '../readmodels/port.js';
+import type { ProjectionRunner } from '../readmodels/runner.js';
+import { CreateVisitBody, ListVisitsQuery, PatchVisitBody } from './codecs.js';
+import type { Visit, VisitState } from './visit.js';
+import { visitDecider } from './visit.js';
+
+export interface VisitsApiDeps {
+  eventStore: EventStore;
+  readModels: ReadModelStore;
+  projection: ProjectionRunner;
+  observations: ProjectionRunner;
+  cursors: CursorCodec;
+  auth: Authenticator;
+  clock: Clock;
+  ids: IdGenerator;
+  bodyLimit: number;
+  consistencyTimeoutMs: number;
+}
+
+const visitOf = (state: VisitState): Visit => {
+  if (state.status === 'absent') throw new NotFoundError('The visit does not exist');
+  return state.visit;
+};
+
+/**
+ * Field visits. They belong to the field work on observations, so they take the observation scopes:
+ * `observations:read` to read, `observations:write` to create, patch (while a draft) and submit.
+ */
+export const visitsApi = (deps: VisitsApiDeps): Router => {
+  const router = new Router({ prefix: '/v1/tenants/:tenantId/visits' });
+  const read = requireScope(deps.auth, 'observations:read');
+  const write = requireScope(deps.auth, 'observations:write');
+  const stream = (ctx: Context) => streamName('visit', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id'));
+
+  /** Every observation whose visitId names the visit, once the observations read model has caught up. */
+  const observationsOf = async (tenantId: string, visitId: string): Promise<string[]> => {
+    if (!(await deps.observations.waitFor(await deps.eventStore.headPosition(), deps.consistencyTimeoutMs))) {
+      throw new UnavailableError('The observations of the visit cannot be collected yet; retry shortly');
+    }
+    const ids: string[] = [];
+    let after: { value: string | null; id: string } | undefined;
+    for (;;) {
+      const page = await deps.readModels.list<Observation>(observationsProjection.collection.name, {
+        tenantId,
+        filters: [{ op: 'eq', field: 'visitId', value: visitId }],
+        sort: { field: 'observedAt', direction: 'asc' },
+        limit: 1000,
+        ...(after ? { after } : {}),
+      });
+      ids.push(...page.map((observation) => observation.id));
+      const last = page.at(-1);
+      if (!last || page.length < 1000) return ids;
+      after = { value: last.observedAt, id: last.id };
+    }
+  };
+
+  router.post('/', write, async (ctx) => {
+    const body = decodeOrThrow(CreateVisitBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const tenantId = pathParam(ctx, 'tenantId');
+    await assertReferences(deps.eventStore, tenantId, { locationId: body.locationId });
+    const visitId = deps.ids('v');
+    const result = await handleCommand(
+      deps.eventStore,
+      visitDecider,
+      streamName('visit', tenantId, visitId),
+      {
+        type: 'CreateVisit',
+        visitId,
+        fields: {
+          locationId: body.locationId,
+          startedAt: body.startedAt,
+          endedAt: body.endedAt ?? null,
+          participants: body.participants ?? [],
+          notes: body.notes ?? null,
+        },
+      },
+      commandContext(ctx, deps),
+    );
+    ctx.set('Location', `/v1/tenants/${tenantId}/visits/${visitId}`);
+    sendResource(ctx, 201, visitOf(result.state), result);
+  });
+
+  router.get('/', read, async (ctx) => {
+    const params = decodeOrThrow(ListVisitsQuery, ctx.query);
+    await awaitPosition(deps.projection, params.minPosition, deps.consistencyTimeoutMs);
+    const page = await listPage(
+      deps,
+      visitsProjection.collection.name,
+      visitsQuery(pathParam(ctx, 'tenantId'), params),
+      {
+        limit: params.limit ?? 50,
+        cursor: params.cursor,
+      },
+    );
+    sendPage(ctx, page);
+  });
+
+  router.get('/:id', read, async (ctx) => {
+    const { state, version } = await readAggregate(deps.eventStore, visitDecider, stream(ctx));
+    sendResource(ctx, 200, visitOf(state), { version, position: null });
+  });
+
+  router.patch('/:id', write, async (ctx) => {
+    const patch = decodeOrThrow(
+      PatchVisitBody,
+      await readJsonBody(ctx, {
+        limit: deps.bodyLimit,
+        mediaTypes: ['application/merge-patch+json', 'application/json'],
+      }),
+    );
+    await assertReferences(deps.eventStore, pathParam(ctx, 'tenantId'), {
+      locationId: patch.locationId ?? null,
+    });
+    const result = await handleCommand(
+      deps.eventStore,
+      visitDecider,
+      stream(ctx),
+      { type: 'UpdateVisit', patch },
+      commandContext(ctx, deps),
+      parseIfMatch(ctx.get('If-Match')),
+    );
+    sendResource(ctx, 200, visitOf(result.state), result);
+  });
+
+  router.post('/:id/submit', write, async (ctx) => {
+    const tenantId = pathParam(ctx, 'tenantId');
+    const current = await readAggregate(deps.eventStore, visitDecider, stream(ctx));
+    visitOf(current.state);
+    const observationIds = await observationsOf(tenantId, pathParam(ctx, 'id'));
+    const result = await handleCommand(
+      deps.eventStore,
+      visitDecider,
+      stream(ctx),
+      { type: 'SubmitVisit', observationIds },
+      commandContext(ctx, deps),
+      parseIfMatch(ctx.get('If-Match')),
+    );
+    sendResource(ctx, 200, visitOf(result.state), result);
+  });
+
+  return router;
+};
