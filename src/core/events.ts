@@ -25,6 +25,8 @@ export interface RecordedEvent<Type extends string = string, Data = unknown> ext
   streamVersion: number;
   /** Global, strictly increasing position in the store's commit order. */
   position: number;
+  /** SHA-256 chaining the event to the previous one of its stream (src/eventstore/hash-chain.ts). */
+  hash?: string;
 }
 
 /** A stream's version is the version of its last event; -1 means the stream does not exist yet. */

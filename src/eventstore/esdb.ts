@@ -31,6 +31,7 @@ import { NO_STREAM as NO_STREAM_VERSION } from '../core/events.js';
 import type { EventMetadata, ExpectedVersion, RecordedEvent } from '../core/events.js';
 import { VersionConflictError } from '../core/errors.js';
 import type { ConsumerOutcome, EventFilter, EventStore, ParkedEvent, Subscription } from './port.js';
+import { eventHash, genesisHash } from './hash-chain.js';
 
 /**
  * The EventStoreDB adapter (client v6, gRPC).
@@ -69,11 +70,19 @@ const serverFilter = (filter: EventFilter = {}): Filter => {
   return excludeSystemEvents();
 };
 
+/** The chain hash travels in the stored metadata under this key, and is lifted out of it on read. */
+const hashKey = 'chainHash';
+
+const splitMetadata = (stored: unknown): { metadata: EventMetadata; hash?: string } => {
+  const { [hashKey]: hash, ...metadata } = (stored ?? {}) as Record<string, unknown>;
+  return { metadata: metadata as unknown as EventMetadata, ...(typeof hash === 'string' ? { hash } : {}) };
+};
+
 const toRecorded = (event: EsdbEvent): RecordedEvent => ({
   id: event.id,
   type: event.type,
   data: event.data,
-  metadata: event.metadata as unknown as EventMetadata,
+  ...splitMetadata(event.metadata),
   streamName: event.streamId,
   streamVersion: Number(event.revision),
   // Events read from `$all` always carry their position. Events read from a single stream carry it only on
@@ -176,25 +185,57 @@ export const openEventStoreDb = (connectionString: string): Promise<EventStore> 
 
     appendToStream: async (streamName, events, expectedVersion) => {
       if (events.length === 0) throw new Error('appendToStream needs at least one event');
-      try {
-        const result = await client.appendToStream(
-          streamName,
-          events.map(({ id, type, data, metadata }) =>
-            jsonEvent({ id, type, data: data as JSONType, metadata: metadata as unknown as JSONType }),
-          ),
-          { expectedRevision: toExpectedRevision(expectedVersion) },
-        );
-        // One append is one write: its reported position is that of its last event.
-        return {
-          nextExpectedVersion: Number(result.nextExpectedRevision),
-          lastPosition: Number(result.position?.prepare ?? 0n),
-        };
-      } catch (error) {
-        if (error instanceof WrongExpectedVersionError) {
+      // The chain needs the stream's head: the append then expects exactly that head, so two writers can
+      // never both chain to it. A caller that expected any version gets its append retried on a lost race.
+      for (let attempt = 1; ; attempt += 1) {
+        const [last] = await readResolved(streamName, {
+          direction: BACKWARDS,
+          fromRevision: END,
+          maxCount: 1,
+        });
+        const head = last?.event
+          ? {
+              version: Number(last.event.revision),
+              hash: splitMetadata(last.event.metadata).hash ?? genesisHash,
+            }
+          : { version: NO_STREAM_VERSION, hash: genesisHash };
+        const exact =
+          expectedVersion === 'any' || expectedVersion === 'stream_exists' ? head.version : expectedVersion;
+        if (expectedVersion === 'stream_exists' && head.version === NO_STREAM_VERSION) {
+          throw new VersionConflictError(streamName, 'stream_exists', NO_STREAM_VERSION);
+        }
+        let previousHash = head.hash;
+        const chained = events.map(({ id, type, data, metadata }, index) => {
+          previousHash = eventHash(previousHash, {
+            id,
+            type,
+            data,
+            metadata,
+            streamName,
+            streamVersion: head.version + 1 + index,
+          });
+          return jsonEvent({
+            id,
+            type,
+            data: data as JSONType,
+            metadata: { ...metadata, [hashKey]: previousHash } as unknown as JSONType,
+          });
+        });
+        try {
+          const result = await client.appendToStream(streamName, chained, {
+            expectedRevision: toExpectedRevision(exact),
+          });
+          // One append is one write: its reported position is that of its last event.
+          return {
+            nextExpectedVersion: Number(result.nextExpectedRevision),
+            lastPosition: Number(result.position?.prepare ?? 0n),
+          };
+        } catch (error) {
+          if (!(error instanceof WrongExpectedVersionError)) throw error;
+          if ((expectedVersion === 'any' || expectedVersion === 'stream_exists') && attempt < 5) continue;
           const actual = error.actualVersion === NO_STREAM ? NO_STREAM_VERSION : Number(error.actualVersion);
           throw new VersionConflictError(streamName, String(expectedVersion), actual);
         }
-        throw error;
       }
     },
 

@@ -9,6 +9,7 @@ export interface EventRow {
   event_type: string;
   data: string;
   metadata: string;
+  hash: string | null;
 }
 
 export const toRecordedEvent = (row: EventRow): RecordedEvent => ({
@@ -19,4 +20,5 @@ export const toRecordedEvent = (row: EventRow): RecordedEvent => ({
   streamName: row.stream_name,
   streamVersion: row.stream_version,
   position: row.position,
+  ...(row.hash ? { hash: row.hash } : {}),
 });

@@ -9,6 +9,7 @@ import { catchUpSubscription } from './sqlite-catch-up.js';
 import { persistentSubscriptions } from './sqlite-persistent.js';
 import { AppendSignal } from './append-signal.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
+import { eventHash, genesisHash } from './hash-chain.js';
 
 /**
  * The embedded event store: one SQLite file in WAL mode. The `position` column is the global commit
@@ -25,6 +26,7 @@ const schema = `
     tenant_id      TEXT    NOT NULL,
     data           TEXT    NOT NULL,
     metadata       TEXT    NOT NULL,
+    hash           TEXT,
     UNIQUE (stream_name, stream_version)
   );
   CREATE INDEX IF NOT EXISTS events_by_type ON events (event_type, position);
@@ -66,6 +68,31 @@ export const filterClause = (filter: EventFilter = {}): { sql: string; params: u
 };
 
 /**
+ * Stores written before events were chained get their hashes once, in commit order, on open: from then on
+ * every event is covered. Adds the column first when the file predates it.
+ */
+const chainUnhashedEvents = (db: Database.Database): void => {
+  const columns = db.prepare('PRAGMA table_info(events)').all() as { name: string }[];
+  if (!columns.some((column) => column.name === 'hash')) db.exec('ALTER TABLE events ADD COLUMN hash TEXT');
+  const unhashed = db
+    .prepare('SELECT * FROM events WHERE hash IS NULL ORDER BY position')
+    .all() as EventRow[];
+  if (unhashed.length === 0) return;
+  const previous = db.prepare('SELECT hash FROM events WHERE stream_name = ? AND stream_version = ?');
+  const update = db.prepare('UPDATE events SET hash = ? WHERE position = ?');
+  db.transaction(() => {
+    for (const row of unhashed) {
+      const before =
+        row.stream_version === 0
+          ? undefined
+          : (previous.get(row.stream_name, row.stream_version - 1) as { hash: string | null } | undefined);
+      const event = toRecordedEvent(row);
+      update.run(eventHash(before?.hash ?? genesisHash, event), row.position);
+    }
+  })();
+};
+
+/**
  * Appends by another process on the same file (the CLI beside a running service) change the WAL file;
  * inotify tells us, and idle subscribers wake up. Bursts are coalesced, so a busy store reads no more.
  */
@@ -94,6 +121,7 @@ export const openSqliteEventStore = (file: string): EventStore => {
   db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 5000');
   db.exec(schema);
+  chainUnhashedEvents(db);
 
   const signal = new AppendSignal();
   const watcher = watchOtherWriters(file, signal);
@@ -107,6 +135,16 @@ export const openSqliteEventStore = (file: string): EventStore => {
     return statement;
   };
 
+  /** The stream's last version and hash: what the next append checks against and chains to. */
+  const headOf = (streamName: string): { version: number; hash: string } => {
+    const row = prepare(
+      'SELECT stream_version AS version, hash FROM events WHERE stream_name = ? ORDER BY stream_version DESC LIMIT 1',
+    ).get(streamName) as { version: number; hash: string | null } | undefined;
+    return row
+      ? { version: row.version, hash: row.hash ?? genesisHash }
+      : { version: NO_STREAM, hash: genesisHash };
+  };
+
   const currentVersionOf = (streamName: string): number => {
     const row = prepare('SELECT max(stream_version) AS version FROM events WHERE stream_name = ?').get(
       streamName,
@@ -117,20 +155,22 @@ export const openSqliteEventStore = (file: string): EventStore => {
   };
 
   const insertEvent = db.prepare(
-    `INSERT INTO events (event_id, stream_name, stream_version, event_type, tenant_id, data, metadata)
-     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO events (event_id, stream_name, stream_version, event_type, tenant_id, data, metadata, hash)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   );
 
   const append = db.transaction(
     (streamName: string, events: readonly NewEvent[], expected: ExpectedVersion): AppendResult => {
-      const current = currentVersionOf(streamName);
-      if (!satisfies(expected, current)) {
-        throw new VersionConflictError(streamName, describeExpected(expected), current);
+      const head = headOf(streamName);
+      if (!satisfies(expected, head.version)) {
+        throw new VersionConflictError(streamName, describeExpected(expected), head.version);
       }
-      let version = current;
+      let version = head.version;
+      let previousHash = head.hash;
       let lastPosition = 0;
       for (const event of events) {
         version += 1;
+        previousHash = eventHash(previousHash, { ...event, streamName, streamVersion: version });
         const result = insertEvent.run(
           event.id,
           streamName,
@@ -139,6 +179,7 @@ export const openSqliteEventStore = (file: string): EventStore => {
           event.metadata.tenantId,
           JSON.stringify(event.data),
           JSON.stringify(event.metadata),
+          previousHash,
         );
         lastPosition = Number(result.lastInsertRowid);
       }

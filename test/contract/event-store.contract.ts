@@ -3,6 +3,7 @@ import type { RecordedEvent } from '../../src/core/events.js';
 import { VersionConflictError } from '../../src/core/errors.js';
 import type { ConsumerOutcome, EventStore, PersistentEvent } from '../../src/eventstore/port.js';
 import { anEvent, eventually, uniqueTenant } from '../support/events.js';
+import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
 
 /**
  * The behaviour every EventStore adapter promises. Each test works in its own tenant and stream names, so
@@ -51,6 +52,26 @@ export const eventStoreContract = (
       );
       const read = await store.readStream(stream('thing', 'b'), { fromVersion: 1 });
       expect(read.map((e) => e.data)).to.deep.equal([{ n: 2 }, { n: 3 }]);
+    });
+  });
+
+  describe('tamper evidence', () => {
+    it('chains every event to the previous one of its stream with a hash over its content', async () => {
+      await store.appendToStream(
+        stream('thing', 'chain'),
+        [anEvent('A', { n: 1 }, tenant), anEvent('B', { n: 2 }, tenant)],
+        'no_stream',
+      );
+      await store.appendToStream(stream('thing', 'chain'), [anEvent('C', { n: 3 }, tenant)], 'any');
+      const events = await store.readStream(stream('thing', 'chain'));
+      let previous = genesisHash;
+      for (const event of events) {
+        expect(event.hash).to.equal(eventHash(previous, event));
+        previous = event.hash!;
+      }
+      const [fromAll] = (await store.readAll({ filter: { streamPrefixes: [stream('thing', 'chain')] } }))
+        .events;
+      expect(fromAll?.hash).to.equal(events[0]?.hash);
     });
   });
 
