@@ -1,5 +1,11 @@
 import { join } from 'node:path';
+import { validate as cronValidate } from 'node-cron';
 import { parseByteSize, parseDuration } from './core/durations.js';
+import { parseCorsOrigins, type CorsOrigins } from './http/cors.js';
+import { parseRateLimit, type RateLimitPolicy } from './http/rate-limit.js';
+import { readFileSync } from 'node:fs';
+import { builtinModelNames } from './cv/models/port.js';
+import { parseRemoteModelSettings, type RemoteModelSetting } from './cv/models/remote.js';
 
 /** Everything the service reads from its environment; README.md's configuration table mirrors this. */
 export interface Config {
@@ -11,6 +17,8 @@ export interface Config {
   production: boolean;
   logLevel: string;
   bodyLimit: number;
+  /** The largest image body a media upload accepts (MEDIA_MAX_BYTES). */
+  mediaMaxBytes: number;
   consistencyTimeoutMs: number;
   cursorSecret: string | null;
   platformAdminKey: string | null;
@@ -35,6 +43,18 @@ export interface Config {
   };
   smtpUrl: string | null;
   mailFrom: string;
+  /** node-cron expression for the per-tenant audit digests. */
+  auditDigestSchedule: string;
+  /** Cross-cutting HTTP behaviour: see docs/api.md#cross-cutting-behaviour. */
+  http: HttpSettings;
+  cv: {
+    /** The longest a job may run before it fails with `timeout` (CV_JOB_TIMEOUT). */
+    jobTimeoutMs: number;
+    /** Jobs one instance runs at once (CV_CONCURRENCY). */
+    concurrency: number;
+    /** Models behind inference servers (CV_REMOTE_MODELS, or the file CV_MODELS_FILE). */
+    remoteModels: RemoteModelSetting[];
+  };
 }
 
 /** Secrets that NODE_ENV=production insists on: a generated default would differ between instances. */
@@ -67,6 +87,71 @@ const optionalUrl = (env: NodeJS.ProcessEnv, name: string, schemes: readonly str
     throw new ConfigError(`${name} must start with ${schemes.map((s) => `${s}://`).join(' or ')}`);
   }
   return value;
+};
+
+/** CV_REMOTE_MODELS (JSON) or CV_MODELS_FILE (a JSON file): the remote CV models, none by default. */
+const remoteModels = (env: NodeJS.ProcessEnv): RemoteModelSetting[] => {
+  const inline = env.CV_REMOTE_MODELS?.trim();
+  const file = env.CV_MODELS_FILE?.trim();
+  if (inline && file) throw new ConfigError('Set CV_REMOTE_MODELS or CV_MODELS_FILE, not both');
+  if (!inline && !file) return [];
+  const name = inline ? 'CV_REMOTE_MODELS' : `CV_MODELS_FILE (${file})`;
+  let json: unknown;
+  try {
+    json = JSON.parse(inline ?? readFileSync(file!, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`${name} is not valid: ${(error as Error).message}`);
+  }
+  try {
+    return parseRemoteModelSettings(json, builtinModelNames);
+  } catch (error) {
+    throw new ConfigError(`${name} is not valid: ${(error as Error).message}`);
+  }
+};
+
+export interface HttpSettings {
+  /** How long a response to a request with an Idempotency-Key is replayed (IDEMPOTENCY_TTL). */
+  idempotencyTtlMs: number;
+  /** Requests per credential per window (RATE_LIMIT); null when `off`. */
+  rateLimit: RateLimitPolicy | null;
+  /** Origins allowed cross-origin requests (CORS_ORIGINS); null: no CORS headers at all. */
+  corsOrigins: CorsOrigins;
+  /** Time to receive a request's headers (HTTP_HEADERS_TIMEOUT); the connection is closed after it. */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request, body included (HTTP_REQUEST_TIMEOUT). */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open (HTTP_KEEP_ALIVE_TIMEOUT). */
+  keepAliveTimeoutMs: number;
+}
+
+const httpSettings = (env: NodeJS.ProcessEnv): HttpSettings => {
+  const positive = (name: string, fallback: string) =>
+    read(env, name, fallback, (s) => parseDuration(s) || undefined, 'a duration above zero such as 30s');
+  const headersTimeoutMs = positive('HTTP_HEADERS_TIMEOUT', '20s');
+  const requestTimeoutMs = positive('HTTP_REQUEST_TIMEOUT', '60s');
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT must not be longer than HTTP_REQUEST_TIMEOUT');
+  }
+  return {
+    idempotencyTtlMs: positive('IDEMPOTENCY_TTL', '24h'),
+    rateLimit: read(
+      env,
+      'RATE_LIMIT',
+      '600/1m',
+      parseRateLimit,
+      'requests per window such as 600/1m, or off',
+    ),
+    corsOrigins: read(
+      env,
+      'CORS_ORIGINS',
+      '',
+      parseCorsOrigins,
+      'a comma-separated list of origins such as https://app.example.com, or *',
+    ),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: positive('HTTP_KEEP_ALIVE_TIMEOUT', '5s'),
+  };
 };
 
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
@@ -107,6 +192,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
     production,
     logLevel: given('LOG_LEVEL') ?? 'info',
     bodyLimit: read(env, 'BODY_LIMIT', '1mb', parseByteSize, 'a size such as 1mb or 512kb'),
+    mediaMaxBytes: read(env, 'MEDIA_MAX_BYTES', '10mb', parseByteSize, 'a size such as 10mb or 512kb'),
     consistencyTimeoutMs: read(env, 'CONSISTENCY_TIMEOUT', '5s', parseDuration, 'a duration such as 5s'),
     cursorSecret: given('CURSOR_SECRET'),
     platformAdminKey: given('PLATFORM_ADMIN_KEY'),
@@ -137,5 +223,24 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
     },
     smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp', 'smtps']),
     mailFrom: given('MAIL_FROM') ?? 'Observation service <no-reply@localhost>',
+    auditDigestSchedule: read(
+      env,
+      'AUDIT_DIGEST_SCHEDULE',
+      '0 * * * *',
+      (s) => (cronValidate(s) ? s : undefined),
+      'a cron expression such as "0 * * * *"',
+    ),
+    http: httpSettings(env),
+    cv: {
+      jobTimeoutMs: read(
+        env,
+        'CV_JOB_TIMEOUT',
+        '60s',
+        (s) => parseDuration(s) || undefined,
+        'a duration above zero such as 60s',
+      ),
+      concurrency: count('CV_CONCURRENCY', '4'),
+      remoteModels: remoteModels(env),
+    },
   };
 };

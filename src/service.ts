@@ -3,6 +3,8 @@ import { basename, dirname } from 'node:path';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { observationsProjection } from '../projections/observations.js';
+import { streamHeadsProjection } from '../projections/stream-heads.js';
+import { digestJob } from './audit/digest.js';
 import { locationsProjection } from '../projections/locations.js';
 import { visitsProjection } from '../projections/visits.js';
 import { apiKeysProjection, oauthClientsProjection } from '../projections/secret-credentials.js';
@@ -15,6 +17,9 @@ import {
 import { outboxMailer, smtpMailer } from './mail/mailer.js';
 import { webhookSender } from './webhooks/sender.js';
 import { webhookWorker } from './webhooks/worker.js';
+import { cvJobsProjection, pendingCvJobsProjection } from '../projections/cv-jobs.js';
+import { modelRegistry } from './cv/models/registry.js';
+import { cvWorker, defaultCvWorkerSettings, type CvWorker } from './cv/worker.js';
 import { usersProjection } from '../projections/users.js';
 import { createApp } from './app.js';
 import { authenticator } from './auth/authenticate.js';
@@ -34,6 +39,7 @@ export interface Service {
   stores: Stores;
   runners: ProjectionRunner[];
   platformAdminKey: string;
+  cvWorker: CvWorker;
   stop: () => Promise<void>;
 }
 
@@ -77,6 +83,9 @@ export const startService = async (
   // Every read model the service keeps.
   const runners = [
     run(observationsProjection),
+    run(streamHeadsProjection),
+    run(cvJobsProjection),
+    run(pendingCvJobsProjection),
     run(locationsProjection),
     run(visitsProjection),
     run(webhooksProjection),
@@ -126,6 +135,24 @@ export const startService = async (
     },
   });
   await worker.start();
+  const digests = digestJob({ ...stores, logger, schedule: config.auditDigestSchedule });
+  digests.start();
+  const cvModels = modelRegistry(config.cv.remoteModels);
+  const cv = cvWorker({
+    eventStore: stores.eventStore,
+    readModels: stores.readModels,
+    blobs: stores.blobs,
+    models: cvModels,
+    clock,
+    logger,
+    pendingCollection: pendingCvJobsProjection.collection.name,
+    settings: {
+      ...defaultCvWorkerSettings,
+      jobTimeoutMs: config.cv.jobTimeoutMs,
+      concurrency: config.cv.concurrency,
+    },
+  });
+  await cv.start();
   const ids = (prefix: string) => newId(prefix, clock());
 
   const app = createApp({
@@ -136,6 +163,12 @@ export const startService = async (
     bodyLimit: config.bodyLimit,
     mediaMaxBytes: config.mediaMaxBytes,
     consistencyTimeoutMs: config.consistencyTimeoutMs,
+    http: {
+      idempotencyTtlMs: config.http.idempotencyTtlMs,
+      rateLimit: config.http.rateLimit,
+      corsOrigins: config.http.corsOrigins,
+      https: config.publicUrl.startsWith('https://'),
+    },
     cursors: cursorCodec(config.cursorSecret ?? developmentSecret(config.dataDir, 'cursorSecret')),
     projections: {
       observations: byName('observations'),
@@ -156,6 +189,7 @@ export const startService = async (
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
     revocations: revoked,
     worker,
+    cv: { models: cvModels, projection: byName(cvJobsProjection.name) },
     webhooks: { ...config.webhooks, secretKey: webhookSecretKey },
     failures: {
       byEmail: failureLimiter({ max: 5, windowMs: 15 * 60_000 }),
@@ -168,7 +202,10 @@ export const startService = async (
     stores,
     runners,
     platformAdminKey,
+    cvWorker: cv,
     stop: async () => {
+      await cv.stop();
+      await digests.stop();
       await worker.stop();
       await sender.close();
       mailer.close();

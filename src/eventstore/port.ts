@@ -23,6 +23,8 @@ export interface ReadAllOptions {
   after?: number;
   maxCount?: number;
   filter?: EventFilter;
+  /** Events exactly as stored, without upcasting to the current schema: what hash verification reads. */
+  raw?: boolean;
 }
 
 export interface ReadAllPage {
@@ -99,7 +101,7 @@ export interface EventStore {
   /** The stream's events in version order; an empty array when the stream does not exist. */
   readStream(
     streamName: string,
-    options?: { fromVersion?: number; maxCount?: number },
+    options?: { fromVersion?: number; maxCount?: number; raw?: boolean },
   ): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<ReadAllPage>;
   /** Position of the newest event in the store, 0 when empty. */

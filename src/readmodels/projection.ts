@@ -8,7 +8,8 @@ import type { CollectionSpec, DocumentKey } from './port.js';
 export interface Projection<D> {
   name: string;
   collection: CollectionSpec;
-  eventTypes: readonly string[];
+  /** The event types it reads; 'all' for every event (the stream heads of the audit digests). */
+  eventTypes: readonly string[] | 'all';
   documentKey(event: RecordedEvent): DocumentKey | null;
   evolve(doc: D | null, event: RecordedEvent): D | null;
 }

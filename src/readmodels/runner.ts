@@ -79,7 +79,11 @@ export const projectionRunner = <D>(
   const subscribe = async (): Promise<void> => {
     checkpoint = await readModels.getCheckpoint(projection.name);
     subscription = eventStore.subscribe(
-      { after: checkpoint, filter: { eventTypes: projection.eventTypes }, batchSize: deps.batchSize ?? 500 },
+      {
+        after: checkpoint,
+        filter: projection.eventTypes === 'all' ? {} : { eventTypes: projection.eventTypes },
+        batchSize: deps.batchSize ?? 500,
+      },
       async (events, lastPosition) => {
         await readModels.commit(
           projection.name,

@@ -296,7 +296,7 @@ describe('locations and field visits', () => {
       });
       await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     });
-    after(async () => new Promise((resolve) => receiver.close(resolve)));
+    after(async () => new Promise<void>((resolve) => receiver.close(() => resolve())));
 
     it('delivers visit.submitted with the visit and its observations to subscribed receivers', async () => {
       const secret = 'visits-secret-0123456789';
