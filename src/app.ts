@@ -15,6 +15,12 @@ import type { EventStore } from './eventstore/port.js';
 import type { CursorCodec } from './http/cursor.js';
 import { problemMiddleware } from './http/problem.js';
 import { requestContext } from './http/request-context.js';
+import { cors } from './http/cors.js';
+import { idempotency } from './http/idempotency.js';
+import type { IdempotencyStore } from './http/idempotency-store.js';
+import { rateLimit } from './http/rate-limit.js';
+import { securityHeaders } from './http/security-headers.js';
+import type { HttpSettings } from './config.js';
 import { observationsApi } from './observations/api.js';
 import type { ReadModelStore } from './readmodels/port.js';
 import type { ProjectionRunner } from './readmodels/runner.js';
@@ -25,6 +31,9 @@ import type { BlobStore } from './media/blob-store.js';
 import { locationsApi } from './locations/api.js';
 import { visitsApi } from './visits/api.js';
 import type { WebhookWorker } from './webhooks/worker.js';
+import { cvApi } from './cv/api.js';
+import type { ModelRegistry } from './cv/models/registry.js';
+import { historyApi } from './history/api.js';
 
 export interface AppDeps {
   eventStore: EventStore;
@@ -43,6 +52,10 @@ export interface AppDeps {
   blobs: BlobStore;
   mediaMaxBytes: number;
   consistencyTimeoutMs: number;
+  /** Idempotency-Key records (src/stores.ts). */
+  idempotency: IdempotencyStore;
+  /** Idempotency TTL, rate limit, CORS origins (src/config.ts), and whether PUBLIC_URL is https. */
+  http: Pick<HttpSettings, 'idempotencyTtlMs' | 'rateLimit' | 'corsOrigins'> & { https: boolean };
   auth: Authenticator;
   keyring: () => Keyring;
   tokens: TokenSettings;
@@ -50,6 +63,8 @@ export interface AppDeps {
   revocations: Revocations;
   failures: { byEmail: FailureLimiter; byAddress: FailureLimiter };
   worker: WebhookWorker;
+  /** CV jobs: the models they may name, and the cv_jobs projection's runner. */
+  cv: { models: ModelRegistry; projection: ProjectionRunner };
   webhooks: {
     allowHttp: boolean;
     allowPrivateNetworks: boolean;
@@ -60,7 +75,10 @@ export interface AppDeps {
 
 const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
 
-/** The HTTP application: middleware order is request context, then problems, then routes. */
+/**
+ * The HTTP application: middleware order is request context, security headers, CORS, problems, rate limit,
+ * Idempotency-Key, problems again (for the routes), then routes.
+ */
 export const createApp = (deps: AppDeps): Koa => {
   const app = new Koa();
   app.proxy = false;
@@ -92,14 +110,35 @@ export const createApp = (deps: AppDeps): Koa => {
     credentialsApi(deps),
     observationsApi({ ...deps, projection: deps.projections.observations }),
     webhooksApi(deps),
+    cvApi({ ...deps, models: deps.cv.models, projection: deps.cv.projection }),
     mediaApi(deps),
     locationsApi({ ...deps, projection: deps.projections.locations }),
     visitsApi({ ...deps, projection: deps.projections.visits, observations: deps.projections.observations }),
+    historyApi(deps),
   ]) {
     root.use(api.routes());
   }
 
   app.use(requestContext(deps.logger));
+  // Cross-cutting behaviour (docs/api.md#cross-cutting-behaviour): security headers and CORS on every
+  // response, errors included; then the rate limit and Idempotency-Key, whose own refusals the outer
+  // problem middleware renders. The inner one renders route errors before idempotency keeps the response.
+  app.use(securityHeaders({ strictTransportSecurity: deps.http.https }));
+  app.use(cors(deps.http.corsOrigins));
+  app.use(problemMiddleware(deps.logger));
+  if (deps.http.rateLimit) {
+    app.use(rateLimit({ policy: deps.http.rateLimit, auth: deps.auth, clock: deps.clock }));
+  }
+  app.use(
+    idempotency({
+      store: deps.idempotency,
+      auth: deps.auth,
+      clock: deps.clock,
+      logger: deps.logger,
+      ttlMs: deps.http.idempotencyTtlMs,
+      maxBodyBytes: Math.max(deps.bodyLimit, deps.mediaMaxBytes),
+    }),
+  );
   app.use(problemMiddleware(deps.logger));
   app.use(root.routes());
   app.use(root.allowedMethods());

@@ -2,13 +2,22 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from './config.js';
 import type { EventStore } from './eventstore/port.js';
+import type { BlobStore } from './media/blob-store.js';
+import { openFileBlobs } from './media/file-blobs.js';
 import { openSqliteEventStore } from './eventstore/sqlite.js';
+import { withUpcasting } from './eventstore/upcasting.js';
 import type { ReadModelStore } from './readmodels/port.js';
 import { openSqliteReadModels } from './readmodels/sqlite.js';
+import type { IdempotencyStore } from './http/idempotency-store.js';
+import { openSqliteIdempotencyStore } from './http/idempotency-store-sqlite.js';
 
 export interface Stores {
   eventStore: EventStore;
   readModels: ReadModelStore;
+  /** Image bytes by SHA-256: files under DATA_DIR/blobs, or GridFS when MONGODB_URL is set. */
+  blobs: BlobStore;
+  /** Idempotency-Key records: DATA_DIR/idempotency.db, or the collection idempotency_keys in MongoDB. */
+  idempotency: IdempotencyStore;
   close: () => Promise<void>;
 }
 
@@ -20,16 +29,29 @@ export const openStores = async (
   config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl'>,
 ): Promise<Stores> => {
   mkdirSync(config.dataDir, { recursive: true });
-  const eventStore = config.eventStoreUrl
-    ? await (await import('./eventstore/esdb.js')).openEventStoreDb(config.eventStoreUrl)
-    : openSqliteEventStore(join(config.dataDir, 'events.db'));
+  // Every event read through the service's store comes out at the current version of its type.
+  const eventStore = withUpcasting(
+    config.eventStoreUrl
+      ? await (await import('./eventstore/esdb.js')).openEventStoreDb(config.eventStoreUrl)
+      : openSqliteEventStore(join(config.dataDir, 'events.db')),
+  );
   const readModels = config.mongodbUrl
     ? await (await import('./readmodels/mongo.js')).openMongoReadModels(config.mongodbUrl)
     : openSqliteReadModels(join(config.dataDir, 'readmodels.db'));
+  const blobs = config.mongodbUrl
+    ? await (await import('./media/gridfs-blobs.js')).openGridFsBlobs(config.mongodbUrl)
+    : openFileBlobs(join(config.dataDir, 'blobs'));
+  const idempotency = config.mongodbUrl
+    ? await (await import('./http/idempotency-store-mongo.js')).openMongoIdempotencyStore(config.mongodbUrl)
+    : openSqliteIdempotencyStore(join(config.dataDir, 'idempotency.db'));
   return {
     eventStore,
     readModels,
+    blobs,
+    idempotency,
     close: async () => {
+      await idempotency.close();
+      await blobs.close();
       await readModels.close();
       await eventStore.close();
     },

@@ -3,6 +3,7 @@ import { request as anonymous, startTestServer, withTenant, type TestServer } fr
 
 let tenant: string;
 let apiKey: string;
+let adminKey: string;
 
 /** Requests with an API key that holds observations:read and observations:write. */
 const request = (url: string, init: Parameters<typeof anonymous>[1] = {}) =>
@@ -32,6 +33,7 @@ describe('the observations API', () => {
     const owner = await withTenant(server);
     tenant = owner.tenantId;
     apiKey = await owner.key(['observations:read', 'observations:write']);
+    adminKey = owner.adminKey;
   });
   afterEach(async () => server.close());
 
@@ -211,14 +213,25 @@ describe('the observations API', () => {
   });
 
   describe('listing observations', () => {
+    /** Two locations, `a` and `b`, that the seeded observations name. */
+    const places: Record<'a' | 'b', string> = { a: '', b: '' };
     const seed = async () => {
+      for (const name of ['a', 'b'] as const) {
+        const location = await anonymous(`${server.url}/v1/tenants/${tenant}/locations`, {
+          method: 'POST',
+          body: { name, position: { lat: 45, lon: 7 } },
+          headers: { 'X-API-Key': adminKey },
+        });
+        places[name] = location.body.id as string;
+      }
       const made = [];
-      for (const [day, lat, lon, locationId] of [
-        [1, 45, 7, 'l_a'],
-        [2, 46, 8, 'l_b'],
-        [3, 10, 100, 'l_a'],
+      for (const [day, lat, lon, place] of [
+        [1, 45, 7, 'a'],
+        [2, 46, 8, 'b'],
+        [3, 10, 100, 'a'],
         [4, 45.5, 7.5, null],
       ] as const) {
+        const locationId = place && places[place];
         made.push(
           (
             await create({
@@ -263,7 +276,7 @@ describe('the observations API', () => {
         third.id,
         second.id,
       ]);
-      expect(await ids('locationId=l_a')).to.deep.equal([third.id, first.id]);
+      expect(await ids(`locationId=${places.a}`)).to.deep.equal([third.id, first.id]);
       expect(await ids('bbox=6,44,9,47')).to.deep.equal([fourth.id, second.id, first.id]);
       expect(await ids(`updatedSince=${encodeURIComponent(fourth.updatedAt)}`)).to.include(fourth.id);
       expect(await ids('updatedSince=2100-01-01T00:00:00Z')).to.deep.equal([]);
@@ -284,7 +297,10 @@ describe('the observations API', () => {
     it('refuses a cursor used with other filters', async () => {
       await seed();
       const page = await list('limit=1');
-      expectProblem(await request(`${base(server)}?limit=1&locationId=l_a&cursor=${page.nextCursor}`), 400);
+      expectProblem(
+        await request(`${base(server)}?limit=1&locationId=${places.a}&cursor=${page.nextCursor}`),
+        400,
+      );
     });
   });
 

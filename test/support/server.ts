@@ -27,7 +27,8 @@ export const startTestServer = async (
   { dataDir }: { dataDir?: string } = {},
 ): Promise<TestServer> => {
   const { dir, remove } = dataDir ? { dir: dataDir, remove: () => undefined } : tempDir();
-  const server: Server = createServer();
+  // Timeouts are checked this often: tests of HTTP_HEADERS_TIMEOUT / HTTP_REQUEST_TIMEOUT use short ones.
+  const server: Server = createServer({ connectionsCheckingInterval: 100 });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
@@ -38,6 +39,9 @@ export const startTestServer = async (
     CURSOR_SECRET: 'test-secret',
     ...env,
   });
+  server.headersTimeout = config.http.headersTimeoutMs;
+  server.requestTimeout = config.http.requestTimeoutMs;
+  server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
   const service = await startService(config, pino({ level: 'silent' }));
   const handle = service.app.callback();
   server.on('request', (req, res) => void handle(req, res));
@@ -56,7 +60,12 @@ export const startTestServer = async (
   };
 };
 
-type RequestInit = { method?: string; body?: unknown; headers?: Record<string, string>; rawBody?: string };
+type RequestInit = {
+  method?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  rawBody?: string | Uint8Array;
+};
 
 /** JSON over real HTTP; returns the status, headers and parsed body (problem documents included). */
 export const request = async (url: string, init: RequestInit = {}) => {
@@ -74,11 +83,13 @@ export const request = async (url: string, init: RequestInit = {}) => {
         : {}),
   });
   const text = await response.text();
+  // Image bytes (media downloads) are not JSON: read those with fetch.
+  const json = text !== '' && !response.headers.get('content-type')?.startsWith('image/');
   return {
     status: response.status,
     headers: response.headers,
     // Tests read response bodies loosely; the shapes are what they assert.
-    body: (text ? JSON.parse(text) : undefined) as any, // eslint-disable-line @typescript-eslint/no-unnecessary-type-assertion
+    body: (json ? JSON.parse(text) : undefined) as any, // eslint-disable-line @typescript-eslint/no-unnecessary-type-assertion
   };
 };
 

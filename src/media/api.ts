@@ -1,0 +1,133 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { NotFoundError, UnsupportedMediaTypeError, VersionConflictError } from '../core/errors.js';
+import type { Clock } from '../core/ids.js';
+import { streamName } from '../core/streams.js';
+import type { EventStore } from '../eventstore/port.js';
+import { commandContext } from '../http/command-context.js';
+import { readRawBody } from '../http/body.js';
+import { pathParam } from '../http/resource.js';
+import { observationDecider } from '../observations/decider.js';
+import type { Observation, ObservationMedia, ObservationState } from '../observations/observation.js';
+import type { BlobStore } from './blob-store.js';
+import { mediaIdOf, sha256Of } from './hash.js';
+import { measure } from './images.js';
+
+export interface MediaApiDeps {
+  eventStore: EventStore;
+  blobs: BlobStore;
+  clock: Clock;
+  auth: Authenticator;
+  /** The largest image body accepted, in bytes (MEDIA_MAX_BYTES). */
+  mediaMaxBytes: number;
+}
+
+/** Blobs never change under their hash: caches may keep them for a year without asking again. */
+const immutable = 'private, max-age=31536000, immutable';
+
+const observationOf = (state: ObservationState): Observation => {
+  if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
+  return state.observation;
+};
+
+/** The whole body as bytes: 413 over the limit (from Content-Length before reading, or while reading). */
+const readImageBody = async (ctx: Context, limit: number): Promise<Buffer> => {
+  const encoding = ctx.get('Content-Encoding').toLowerCase();
+  if (encoding && encoding !== 'identity') {
+    throw new UnsupportedMediaTypeError(
+      `Content-Encoding ${encoding} is not supported; send the image uncompressed`,
+    );
+  }
+  // The bytes the idempotency middleware buffered, when the request has an Idempotency-Key.
+  return readRawBody(ctx, limit);
+};
+
+/**
+ * Attaching commutes with every other observation command, so a lost race is retried on the new state
+ * rather than answered 409: a client uploading several photos at once gets them all attached.
+ */
+const attachRetrying = async <T>(attach: () => Promise<T>, attempts = 5): Promise<T> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await attach();
+    } catch (error) {
+      if (!(error instanceof VersionConflictError) || attempt >= attempts) throw error;
+    }
+  }
+};
+
+/** Whether an If-None-Match header names this strong ETag (weak comparison, as RFC 9110 asks for GET). */
+const noneMatch = (header: string, etag: string): boolean =>
+  header.trim() === '*' ||
+  header
+    .split(',')
+    .map((tag) => tag.trim().replace(/^W\//, ''))
+    .includes(etag);
+
+/**
+ * Images of an observation. The type is sniffed from the bytes and the image decoded in full before
+ * anything is stored; the blob is stored before the event that points at it, so a failure in between
+ * leaves at most an unreferenced blob, never a medium without its bytes.
+ */
+export const mediaApi = (deps: MediaApiDeps): Router => {
+  const router = new Router({ prefix: '/v1/tenants/:tenantId/observations/:id/media' });
+  const read = requireScope(deps.auth, 'observations:read');
+  const write = requireScope(deps.auth, 'observations:write');
+  const stream = (ctx: Context) =>
+    streamName('observation', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id'));
+  const location = (ctx: Context, mediaId: string) =>
+    `/v1/tenants/${pathParam(ctx, 'tenantId')}/observations/${pathParam(ctx, 'id')}/media/${mediaId}`;
+
+  router.post('/', write, async (ctx) => {
+    // An unknown observation is a 404 before the body is read, decoded or stored.
+    observationOf((await readAggregate(deps.eventStore, observationDecider, stream(ctx))).state);
+    const bytes = await readImageBody(ctx, deps.mediaMaxBytes);
+    const { contentType, width, height } = await measure(bytes);
+    const sha256 = sha256Of(bytes);
+    const mediaId = mediaIdOf(sha256);
+    await deps.blobs.put(sha256, bytes, contentType);
+    const attach = () =>
+      handleCommand(
+        deps.eventStore,
+        observationDecider,
+        stream(ctx),
+        {
+          type: 'AttachMedia',
+          media: { id: mediaId, sha256, contentType, size: bytes.length, width, height },
+        },
+        commandContext(ctx, deps),
+      );
+    const result = await attachRetrying(attach);
+    const media = observationOf(result.state).media.find((item) => item.id === mediaId)!;
+    ctx.set('Location', location(ctx, mediaId));
+    if (result.position !== null) ctx.set('X-Position', String(result.position));
+    // The same bytes again are the medium already attached.
+    ctx.status = result.events.length > 0 ? 201 : 200;
+    ctx.body = media satisfies ObservationMedia;
+  });
+
+  router.get('/:mediaId', read, async (ctx) => {
+    const { state } = await readAggregate(deps.eventStore, observationDecider, stream(ctx));
+    const mediaId = pathParam(ctx, 'mediaId');
+    const media = observationOf(state).media.find((item) => item.id === mediaId);
+    if (!media) throw new NotFoundError('The observation has no such medium');
+    const etag = `"${media.sha256}"`;
+    ctx.set('ETag', etag);
+    ctx.set('Cache-Control', immutable);
+    if (noneMatch(ctx.get('If-None-Match'), etag)) {
+      ctx.status = 304;
+      return;
+    }
+    const bytes = await deps.blobs.get(media.sha256);
+    // The blob is stored before its event: a missing one is a broken store, not a client error.
+    if (!bytes) throw new Error(`The blob ${media.sha256} of medium ${mediaId} is missing`);
+    ctx.status = 200;
+    ctx.type = media.contentType;
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.body = bytes;
+  });
+
+  return router;
+};

@@ -1,0 +1,106 @@
+import {
+  GridFSBucket,
+  MongoClient,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+  ObjectId,
+} from 'mongodb';
+import { once } from 'node:events';
+import { UnavailableError } from '../core/errors.js';
+import { databaseName } from '../readmodels/mongo.js';
+import type { BlobStore } from './blob-store.js';
+import { isSha256, sha256Of } from './hash.js';
+
+const DUPLICATE_KEY = 11000;
+
+/** Connection failures on the request path become 503s; anything else is a bug to report as such. */
+const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
+  try {
+    return await work;
+  } catch (error) {
+    if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) {
+      throw new UnavailableError(`MongoDB is unreachable: ${error.message}`);
+    }
+    throw error;
+  }
+};
+
+/**
+ * The production blob store: MongoDB GridFS, bucket `blobs` (collections `blobs.files` and `blobs.chunks`),
+ * each blob one GridFS file named by its SHA-256 with `metadata.contentType`.
+ *
+ * GridFS writes the chunks first and the files document last, and reads only through a files document, so
+ * a put that dies half way leaves unreachable chunks, never a half blob. Each upload gets a fresh id; a
+ * unique index on `filename` makes the second of two racing puts of the same bytes fail on its files
+ * document, which counts as done: it removes its own chunks, and the first upload's blob stands.
+ */
+export const openGridFsBlobs = async (
+  url: string,
+  { bucketName = 'blobs' }: { bucketName?: string } = {},
+): Promise<BlobStore> => {
+  const client = new MongoClient(url);
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  const db = client.db(databaseName(url));
+  const bucket = new GridFSBucket(db, { bucketName });
+  const files = db.collection(`${bucketName}.files`);
+  const chunks = db.collection(`${bucketName}.chunks`);
+  try {
+    // Idempotent; GridFS adds its own {filename, uploadDate} and {files_id, n} indexes on the first upload.
+    await files.createIndex({ filename: 1 }, { unique: true, name: 'filename_unique' });
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+
+  const findFile = (sha256: string) => orUnavailable(bucket.find({ filename: sha256 }, { limit: 1 }).next());
+
+  return {
+    kind: 'gridfs',
+
+    put: async (sha256, bytes, contentType) => {
+      if (!isSha256(sha256)) throw new Error(`Not a lower-case hex SHA-256: ${sha256}`);
+      if (sha256Of(bytes) !== sha256) throw new Error(`The bytes do not hash to ${sha256}`);
+      if (await findFile(sha256)) return;
+      const id = new ObjectId();
+      const upload = bucket.openUploadStreamWithId(id, sha256, { metadata: { contentType } });
+      try {
+        upload.end(bytes);
+        await once(upload, 'finish');
+      } catch (error) {
+        // Whatever happened, the chunks under this upload's own id belong to no blob.
+        await chunks.deleteMany({ files_id: id }).catch(() => undefined);
+        if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return;
+        if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) {
+          throw new UnavailableError(`MongoDB is unreachable: ${error.message}`);
+        }
+        throw error;
+      }
+    },
+
+    get: async (sha256) => {
+      if (!isSha256(sha256)) return null;
+      const file = await findFile(sha256);
+      if (!file) return null;
+      const parts: Buffer[] = [];
+      const download = bucket.openDownloadStream(file._id);
+      await orUnavailable(
+        (async () => {
+          for await (const part of download) parts.push(part as Buffer);
+        })(),
+      );
+      return Buffer.concat(parts);
+    },
+
+    ping: async () => {
+      await orUnavailable(db.command({ ping: 1 }));
+    },
+
+    close: () => client.close(),
+  };
+};
