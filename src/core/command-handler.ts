@@ -4,6 +4,7 @@ import { fold } from './decider.js';
 import { PreconditionFailedError, VersionConflictError } from './errors.js';
 import type { EventMetadata, NewEvent, RecordedEvent } from './events.js';
 import { NO_STREAM } from './events.js';
+import { currentSchemaVersion } from './upcasting.js';
 
 /** Who and what caused a command: becomes the metadata of every event it produces. */
 export interface CommandContext {
@@ -24,7 +25,8 @@ export interface CommandResult<State, Event extends DomainEvent> {
   events: Event[];
 }
 
-export const schemaVersionOf = (_type: string): number => 1;
+/** New events are written at the current version of their type (see src/core/upcasting.ts). */
+export const schemaVersionOf = (type: string): number => currentSchemaVersion(type);
 
 /** The metadata a command's context gives each event it writes. */
 export const eventMetadata = (context: CommandContext, type: string): EventMetadata => ({

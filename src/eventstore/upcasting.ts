@@ -1,0 +1,42 @@
+import type { RecordedEvent } from '../core/events.js';
+import { upcast as upcastToCurrent } from '../core/upcasting.js';
+import type { EventStore } from './port.js';
+
+/** A read asked for events exactly as stored (`raw: true`), as hash verification does. */
+const isRaw = (options: unknown): boolean => (options as { raw?: boolean } | undefined)?.raw === true;
+
+/**
+ * The read path of any event store adapter, with every event it hands out upcast to the current version
+ * of its type: stream and `$all` reads, catch-up and persistent subscriptions, parked events. Applied once,
+ * in src/stores.ts, so the service, the CLI and every consumer see one shape per event type.
+ *
+ * The adapters themselves return events exactly as stored: an event's `hash` (tamper evidence) covers the
+ * stored form, so a chain is verified on events read with `raw: true` (or from the adapter itself).
+ */
+export const withUpcasting = (
+  store: EventStore,
+  upcast: (event: RecordedEvent) => RecordedEvent = upcastToCurrent,
+): EventStore => ({
+  kind: store.kind,
+  appendToStream: (streamName, events, expectedVersion) =>
+    store.appendToStream(streamName, events, expectedVersion),
+  readStream: async (streamName, options) => {
+    const events = await store.readStream(streamName, options);
+    return isRaw(options) ? events : events.map(upcast);
+  },
+  readAll: async (options) => {
+    const page = await store.readAll(options);
+    return isRaw(options) ? page : { ...page, events: page.events.map(upcast) };
+  },
+  headPosition: () => store.headPosition(),
+  subscribe: (options, handler) =>
+    store.subscribe(options, (events, lastPosition) => handler(events.map(upcast), lastPosition)),
+  ensurePersistentSubscription: (group, settings) => store.ensurePersistentSubscription(group, settings),
+  subscribePersistent: (group, handler) =>
+    store.subscribePersistent(group, (delivery) => handler({ ...delivery, event: upcast(delivery.event) })),
+  listParked: async (group) =>
+    (await store.listParked(group)).map((parked) => ({ ...parked, event: upcast(parked.event) })),
+  replayParked: (group) => store.replayParked(group),
+  ping: () => store.ping(),
+  close: () => store.close(),
+});

@@ -1,0 +1,280 @@
+import { Readable } from 'node:stream';
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { Logger } from 'pino';
+import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { toEnvelope } from '../core/command-handler.js';
+import { fold } from '../core/decider.js';
+import { NotFoundError, ValidationError } from '../core/errors.js';
+import type { RecordedEvent } from '../core/events.js';
+import { streamName } from '../core/streams.js';
+import type { EventFilter, EventStore, ReadAllPage } from '../eventstore/port.js';
+import { decodeOrThrow } from '../http/codec.js';
+import type { CursorCodec } from '../http/cursor.js';
+import { pathParam, sendResource } from '../http/resource.js';
+import { observationDecider } from '../observations/decider.js';
+import type { ObservationEvent, ObservationState } from '../observations/observation.js';
+import { defaultPageLimit, EventHistoryQuery, maxPageLimit, type EventHistoryParams } from './codecs.js';
+
+export interface HistoryApiDeps {
+  eventStore: EventStore;
+  cursors: CursorCodec;
+  auth: Authenticator;
+}
+
+/** How many events one read from the store asks for when the route filters them further itself. */
+const storePageSize = 1000;
+/** A JSON page stops after scanning this many events, so that a narrow time filter never scans for long. */
+const scanBudget = 10_000;
+
+export const ndjsonType = 'application/x-ndjson';
+
+/**
+ * Fields that hold credential hashes or sealed secrets. History is for auditing who did what; it never
+ * hands out material that could be attacked offline, even to an admin.
+ */
+const secretFields = new Set(['passwordHash', 'secretHash', 'refreshTokenHash', 'sealedSecret']);
+const redacted = '[redacted]';
+
+const withoutSecrets = (data: unknown): unknown => {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return data;
+  const entries = Object.entries(data as Record<string, unknown>);
+  if (!entries.some(([key]) => secretFields.has(key))) return data;
+  return Object.fromEntries(entries.map(([key, value]) => [key, secretFields.has(key) ? redacted : value]));
+};
+
+/** An event as the history API shows it: the envelope without the store's internals. */
+export const historyEvent = (event: RecordedEvent) => ({
+  id: event.id,
+  type: event.type,
+  streamName: event.streamName,
+  streamVersion: event.streamVersion,
+  position: event.position,
+  data: withoutSecrets(event.data),
+  metadata: event.metadata,
+});
+
+interface HistoryQuery {
+  tenantId: string;
+  types: string[] | undefined;
+  stream: string | undefined;
+  /** Inclusive bounds on metadata.occurredAt, in milliseconds. */
+  from: number | undefined;
+  to: number | undefined;
+}
+
+/** What the store filters (by index on SQLite): the tenant, the types, and the stream as a prefix. */
+const storeFilter = (query: HistoryQuery): EventFilter => ({
+  tenantId: query.tenantId,
+  ...(query.types ? { eventTypes: query.types } : {}),
+  ...(query.stream ? { streamPrefixes: [query.stream] } : {}),
+});
+
+const filtersHere = (query: HistoryQuery): boolean =>
+  query.stream !== undefined || query.from !== undefined || query.to !== undefined;
+
+/**
+ * What the route filters itself, within each page: the exact stream, and the time. Positions are the
+ * order; time is only a filter, since clocks of several writers need not agree with commit order.
+ */
+const keeps =
+  (query: HistoryQuery) =>
+  (event: RecordedEvent): boolean => {
+    if (query.stream !== undefined && event.streamName !== query.stream) return false;
+    if (query.from === undefined && query.to === undefined) return true;
+    const at = Date.parse(event.metadata.occurredAt);
+    return (query.from === undefined || at >= query.from) && (query.to === undefined || at <= query.to);
+  };
+
+/** The cursor is bound to the tenant and the filters: it resumes this query, and no other. */
+const cursorKey = (query: HistoryQuery): string =>
+  JSON.stringify([
+    'events',
+    query.tenantId,
+    query.types ?? null,
+    query.stream ?? null,
+    query.from ?? null,
+    query.to ?? null,
+  ]);
+
+/**
+ * Reads store pages until `limit` events passed the filters, the store ended, or the scan budget ran out.
+ * It looks for one event more than the limit, so that a page that ends the history says so (next: null).
+ */
+const readJsonPage = async (
+  eventStore: EventStore,
+  query: HistoryQuery,
+  start: number,
+  limit: number,
+): Promise<{ events: RecordedEvent[]; next: number | null }> => {
+  const keep = keeps(query);
+  const maxCount = filtersHere(query) ? storePageSize : limit + 1;
+  const events: RecordedEvent[] = [];
+  const full = () => ({ events, next: events[limit - 1]!.position });
+  let after = start;
+  let scanned = 0;
+  for (;;) {
+    const page = await eventStore.readAll({ after, maxCount, filter: storeFilter(query) });
+    for (const event of page.events) {
+      if (!keep(event)) continue;
+      if (events.length === limit) return full();
+      events.push(event);
+    }
+    if (page.isEnd || page.lastPosition <= after) return { events, next: null };
+    if (events.length === limit) return full();
+    after = page.lastPosition;
+    scanned += page.events.length;
+    if (scanned >= scanBudget) return { events, next: after };
+  }
+};
+
+/**
+ * Every matching event from `first` on, up to the store's head when the request arrived, as NDJSON: one
+ * chunk per store page, read only when the response has room for it (Readable.from pulls on demand), so
+ * any number of events goes out in constant memory. When the client goes away, the response stream is
+ * destroyed, the generator is returned, and no further page is read.
+ */
+async function* ndjsonLines(
+  eventStore: EventStore,
+  query: HistoryQuery,
+  first: ReadAllPage,
+  start: number,
+  head: number,
+  cap: number,
+  logger: Logger,
+): AsyncGenerator<string> {
+  const keep = keeps(query);
+  let page = first;
+  let after = start;
+  let sent = 0;
+  try {
+    for (;;) {
+      const lines: string[] = [];
+      let done = false;
+      for (const event of page.events) {
+        if (event.position > head) {
+          done = true;
+          break;
+        }
+        if (!keep(event)) continue;
+        lines.push(`${JSON.stringify(historyEvent(event))}\n`);
+        sent += 1;
+        if (sent >= cap) {
+          done = true;
+          break;
+        }
+      }
+      if (lines.length > 0) yield lines.join('');
+      if (done || page.isEnd || page.lastPosition >= head || page.lastPosition <= after) return;
+      after = page.lastPosition;
+      page = await eventStore.readAll({ after, maxCount: storePageSize, filter: storeFilter(query) });
+    }
+  } catch (error) {
+    // The status line is sent: the client sees the response cut off, not a clean end.
+    logger.error({ err: error }, 'event history download failed');
+    throw error;
+  }
+}
+
+const startPosition = (cursors: CursorCodec, query: HistoryQuery, params: EventHistoryParams): number => {
+  if (params.cursor !== undefined && params.after !== undefined) {
+    throw new ValidationError([
+      { path: 'after', message: 'cannot be given with cursor: the cursor already names a position' },
+    ]);
+  }
+  if (params.cursor === undefined) return params.after ?? 0;
+  const { value } = cursors.decode(params.cursor, cursorKey(query));
+  if (typeof value !== 'number')
+    throw new ValidationError([{ path: 'cursor', message: 'is not a history cursor' }]);
+  return value;
+};
+
+const queryOf = (ctx: Context, params: EventHistoryParams): HistoryQuery => {
+  const query: HistoryQuery = {
+    tenantId: pathParam(ctx, 'tenantId'),
+    types: params.type,
+    stream: params.stream,
+    from: params.from === undefined ? undefined : Date.parse(params.from),
+    to: params.to === undefined ? undefined : Date.parse(params.to),
+  };
+  if (query.from !== undefined && query.to !== undefined && query.from > query.to)
+    throw new ValidationError([{ path: 'to', message: 'must not be before from' }]);
+  return query;
+};
+
+/** The state of an observation after each event of its stream, folded as the command handler folds. */
+const observationVersions = (events: readonly RecordedEvent[]) => {
+  let state: ObservationState = observationDecider.initialState();
+  return events.map((event) => {
+    state = fold(observationDecider, [toEnvelope<ObservationEvent>(event)], state);
+    return {
+      version: event.streamVersion,
+      event: {
+        id: event.id,
+        type: event.type,
+        data: event.data,
+        metadata: event.metadata,
+        position: event.position,
+      },
+      observation: state.status === 'recorded' ? state.observation : null,
+    };
+  });
+};
+
+export const historyApi = (deps: HistoryApiDeps): Router => {
+  const router = new Router({ prefix: '/v1/tenants/:tenantId' });
+
+  router.get('/events', requireScope(deps.auth, 'admin'), async (ctx) => {
+    const params = decodeOrThrow(EventHistoryQuery, ctx.query);
+    const query = queryOf(ctx, params);
+    const start = startPosition(deps.cursors, query, params);
+    ctx.vary('Accept');
+
+    if (ctx.accepts('application/json', ndjsonType) === ndjsonType) {
+      const head = await deps.eventStore.headPosition();
+      // The first page is read before the status line, so that a failing store still answers a problem.
+      const first = await deps.eventStore.readAll({
+        after: start,
+        maxCount: storePageSize,
+        filter: storeFilter(query),
+      });
+      const lines = ndjsonLines(
+        deps.eventStore,
+        query,
+        first,
+        start,
+        head,
+        params.limit ?? Number.POSITIVE_INFINITY,
+        ctx.state.logger as Logger,
+      );
+      ctx.status = 200;
+      ctx.type = ndjsonType;
+      ctx.body = Readable.from(lines, { objectMode: false });
+      return;
+    }
+
+    const limit = params.limit ?? defaultPageLimit;
+    if (limit > maxPageLimit) {
+      throw new ValidationError([
+        { path: 'limit', message: `must be a whole number from 1 to ${maxPageLimit}` },
+      ]);
+    }
+    const page = await readJsonPage(deps.eventStore, query, start, limit);
+    ctx.body = {
+      data: page.events.map(historyEvent),
+      nextCursor:
+        page.next === null ? null : deps.cursors.encode({ value: page.next, id: 'events' }, cursorKey(query)),
+    };
+  });
+
+  router.get('/observations/:id/history', requireScope(deps.auth, 'observations:read'), async (ctx) => {
+    const events = await deps.eventStore.readStream(
+      streamName('observation', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id')),
+    );
+    const last = events.at(-1);
+    if (!last) throw new NotFoundError('The observation does not exist');
+    sendResource(ctx, 200, observationVersions(events), { version: last.streamVersion, position: null });
+  });
+
+  return router;
+};
