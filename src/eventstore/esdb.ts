@@ -218,7 +218,7 @@ export const openEventStoreDb = (connectionString: string): Promise<EventStore> 
             id,
             type,
             data: data as JSONType,
-            metadata: { ...metadata, [hashKey]: previousHash } as unknown as JSONType,
+            metadata: { ...metadata, [hashKey]: previousHash },
           });
         });
         try {

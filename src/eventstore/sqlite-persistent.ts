@@ -67,7 +67,10 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
   const sql = {
     group: db.prepare('SELECT filter, max_retry_count, checkpoint FROM subscription_groups WHERE name = ?'),
     createGroup: db.prepare(
-      'INSERT OR IGNORE INTO subscription_groups (name, filter, max_retry_count, checkpoint) VALUES (?, ?, ?, ?)',
+      // An existing group keeps its checkpoint but takes the current filter and retry limit: a release that
+      // maps more event types must see them in groups created by earlier releases.
+      `INSERT INTO subscription_groups (name, filter, max_retry_count, checkpoint) VALUES (?, ?, ?, ?)
+       ON CONFLICT (name) DO UPDATE SET filter = excluded.filter, max_retry_count = excluded.max_retry_count`,
     ),
     moveCheckpoint: db.prepare(
       'UPDATE subscription_groups SET checkpoint = max(checkpoint, ?) WHERE name = ?',
@@ -147,6 +150,8 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
           0;
         while (retryCount !== null) {
           const outcome = await safely(handler, event, retryCount);
+          // Stopping: a retry is left for the next consumer (its count is kept), never burnt down to a park.
+          if (stopped() && outcome.kind === 'nack' && outcome.action === 'retry') return;
           retryCount = settle(group, row.max_retry_count, event, retryCount, outcome);
         }
         if (stopped()) return;
