@@ -34,6 +34,7 @@ import type { WebhookWorker } from './webhooks/worker.js';
 import { cvApi } from './cv/api.js';
 import type { ModelRegistry } from './cv/models/registry.js';
 import { historyApi } from './history/api.js';
+import { openApiApi } from './openapi/api.js';
 
 export interface AppDeps {
   eventStore: EventStore;
@@ -115,6 +116,7 @@ export const createApp = (deps: AppDeps): Koa => {
     locationsApi({ ...deps, projection: deps.projections.locations }),
     visitsApi({ ...deps, projection: deps.projections.visits, observations: deps.projections.observations }),
     historyApi(deps),
+    openApiApi({ publicUrl: deps.tokens.issuer }),
   ]) {
     root.use(api.routes());
   }

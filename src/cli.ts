@@ -18,13 +18,27 @@ import type { EventStore } from './eventstore/port.js';
 import { tenantDecider } from './tenants/tenant.js';
 import { tenantStream } from './tenants/load.js';
 import { projectionRunner } from './readmodels/runner.js';
+import { findExport, findProjection, projections, type RegisteredProjection } from '../projections/index.js';
+import { exportReadModel } from './readmodels/export.js';
+import { progressReporter } from './readmodels/progress.js';
+import {
+  BuildInputError,
+  buildCheckpoint,
+  buildSnapshot,
+  dropSnapshot,
+  findSnapshot,
+  listBuilds,
+  projectionStatus,
+  rebuild,
+  untilText,
+} from './readmodels/rebuild.js';
 import { pino } from 'pino';
 import { createTenant } from './tenants/create.js';
 import type { Tenant } from './tenants/tenant.js';
 
 /**
  * The operator's command line: the same stores and the same commands as the API, offline.
- * Exit codes: 0 done, 1 failed, 2 bad usage or input.
+ * Exit codes: 0 done, 1 failed, 2 bad usage or input, 130 interrupted (Ctrl-C during a rebuild or build).
  */
 const usage = `Usage: npm run cli -- <command> [options]
 
@@ -38,6 +52,13 @@ Commands:
   audit replay --tenant <id> [--stream <name>] [--until <time|position>]
                                                   print the history, or an aggregate's state at that point
   audit digest --tenant <id>                      record a digest of the stream heads now
+  projections rebuild [name ...] [--tenant <id>]  rebuild read models beside the live ones, then swap them in
+  projections status                              checkpoints, lag and last errors of the read models
+  projections build <name> --until <time|position> --into <snapshot>
+                                                  build a read model as of then, beside the live one
+  projections drop <snapshot>                     remove a snapshot
+  export <name> --format ndjson|csv [--tenant <id>] [--from <snapshot>]
+                                                  stream a read model (or a snapshot) to stdout
 
 Options:
   --json     print JSON instead of text
@@ -98,6 +119,58 @@ const withFlagNames = <T>(flags: Record<string, string>, decode: () => T): T => 
     if (!(error instanceof ValidationError)) throw error;
     throw new ValidationError(error.errors.map((e) => ({ ...e, path: flags[e.path] ?? e.path })));
   }
+};
+
+const projectionNames = () => projections.map((entry) => entry.projection.name).join(', ');
+const exportNames = () => projections.flatMap((entry) => entry.export?.name ?? []).join(', ');
+
+const knownProjection = (name: string): RegisteredProjection => {
+  const found = findProjection(name);
+  if (!found) throw new UsageError(`Unknown projection ${name}; known: ${projectionNames()}`);
+  return found;
+};
+
+const batchSizeOption = (text: string | undefined): number | undefined => {
+  if (text === undefined) return undefined;
+  if (!/^[1-9]\d{0,5}$/.test(text)) throw new UsageError('--batch-size must be a whole number from 1');
+  return Number(text);
+};
+
+/** Rebuild and snapshot inputs the operator can fix: exit code 2. */
+const inputErrorsAsUsage = async <T>(work: () => Promise<T>): Promise<T> => {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof BuildInputError) throw new UsageError(error.message);
+    throw error;
+  }
+};
+
+/**
+ * Runs long work that Ctrl-C stops cleanly: the first SIGINT aborts the signal (the work stops after the
+ * batch in flight), a second one exits at once.
+ */
+const interruptible = async <T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
+  const controller = new AbortController();
+  const onSignal = () => {
+    if (controller.signal.aborted) process.exit(130);
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  try {
+    return await work(controller.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+  }
+};
+
+const table = (rows: string[][]): string => {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
+  return rows
+    .map((row) =>
+      row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  '),
+    )
+    .join('\n');
 };
 
 type Output = (text: string, json: unknown) => void;
@@ -279,14 +352,258 @@ const commands: Record<
       return Promise.resolve();
     },
   },
+  'projections rebuild': {
+    help: `projections rebuild [name ...] [--tenant <id>] [--batch-size <n>] [--restart]
+  Rebuilds read models from the events into fresh collections and swaps each in atomically once it has
+  caught up (blue/green): the service keeps serving the old one until then. Without names, every read model.
+  With --tenant, only that tenant's documents are rebuilt and replaced. Ctrl-C stops it (exit code 130)
+  leaving the live read model untouched; the same command resumes where it stopped (--restart starts over).
+  Known names: ${projectionNames()}`,
+    run: async (args, config, print) => {
+      const { values, positionals } = parseArgs({
+        args,
+        allowPositionals: true,
+        options: {
+          tenant: { type: 'string' },
+          'batch-size': { type: 'string' },
+          restart: { type: 'boolean' },
+        },
+      });
+      const tenantId = values.tenant === undefined ? undefined : requireTenant(values.tenant);
+      let chosen = positionals.length > 0 ? positionals.map(knownProjection) : [...projections];
+      if (tenantId) {
+        const platform = chosen.filter((entry) => entry.partition === 'platform');
+        if (positionals.length > 0 && platform.length > 0) {
+          throw new UsageError(
+            `--tenant: ${platform.map((e) => e.projection.name).join(', ')} keep every tenant in one partition; rebuild them whole`,
+          );
+        }
+        chosen = chosen.filter((entry) => entry.partition === 'tenant');
+      }
+      const batchSize = batchSizeOption(values['batch-size']);
+      await withStores(config, async (stores) => {
+        if (tenantId) await assertTenantExists(stores.eventStore, tenantId);
+        const results = await interruptible(async (signal) => {
+          const outcomes = [];
+          for (const { projection } of chosen) {
+            const reporter = progressReporter(process.stderr);
+            const outcome = await rebuild(projection, stores, {
+              signal,
+              onProgress: reporter.update,
+              restart: values.restart === true,
+              ...(tenantId ? { tenantId } : {}),
+              ...(batchSize ? { batchSize } : {}),
+            });
+            reporter.finish();
+            outcomes.push({ projection: projection.name, ...outcome });
+            if (outcome.status === 'interrupted') break;
+          }
+          return outcomes;
+        });
+        const interrupted = results.find((r) => r.status === 'interrupted');
+        print(
+          results
+            .map((r) =>
+              r.status === 'interrupted'
+                ? `${r.projection}: interrupted at position ${r.checkpoint}; the live read model is untouched. Run the same command again to resume.`
+                : `${r.projection}: rebuilt${tenantId ? ` for ${tenantId}` : ''} up to position ${r.checkpoint} (${r.events} events${r.resumedFrom > 0 ? `, resumed from ${r.resumedFrom}` : ''}) and swapped in`,
+            )
+            .join('\n'),
+          results.map(({ projection, status, checkpoint, events, resumedFrom, elapsedMs, build }) => ({
+            projection,
+            status,
+            checkpoint,
+            events,
+            resumedFrom,
+            elapsedMs,
+            collection: build.id,
+          })),
+        );
+        if (interrupted) throw new ExitError(130);
+      });
+    },
+  },
+  'projections status': {
+    help: `projections status
+  Shows each read model's checkpoint, its lag (events not applied yet, and seconds since the first of them)
+  and its runner's last error, then the rebuilds in progress and the snapshots.`,
+    run: async (args, config, print) => {
+      parseArgs({ args, options: {} });
+      await withStores(config, async (stores) => {
+        const now = new Date();
+        const head = await stores.eventStore.headPosition();
+        const statuses = [];
+        for (const { projection } of projections) {
+          statuses.push(await projectionStatus(projection, stores, { now }));
+        }
+        const builds = [];
+        for (const build of await listBuilds(stores.readModels)) {
+          if (build.status === 'building') {
+            builds.push({
+              ...build,
+              checkpoint: await stores.readModels.getCheckpoint(buildCheckpoint(build)),
+            });
+          } else if (build.kind === 'snapshot' && build.status === 'complete') builds.push(build);
+        }
+        const rows = statuses.map((s) => [
+          s.projection,
+          String(s.checkpoint),
+          `${s.lagEventsAtLeast ? '>=' : ''}${s.lagEvents}`,
+          String(s.lagSeconds),
+          s.lastError ? `${s.lastError.at} ${s.lastError.message}` : '-',
+        ]);
+        const text = [
+          `Head position: ${head}`,
+          table([['projection', 'checkpoint', 'lag (events)', 'lag (s)', 'last error'], ...rows]),
+          ...(builds.length > 0 ? ['', 'Builds:'] : []),
+          ...builds.map((b) =>
+            b.kind === 'snapshot'
+              ? `  snapshot ${b.snapshot} of ${b.projection} until ${untilText(b.until)}: ${b.status} at position ${b.checkpoint}`
+              : `  rebuild of ${b.projection}${b.tenantId ? ` for ${b.tenantId}` : ''}: interrupted at position ${b.checkpoint}; "projections rebuild ${b.projection}" resumes it`,
+          ),
+        ].join('\n');
+        print(text, { head, projections: statuses, builds });
+      });
+    },
+  },
+  'projections build': {
+    help: `projections build <name> --until <ISO time|position> --into <snapshot> [--tenant <id>] [--restart]
+  Builds the read model as it was at that moment into a new collection beside the live one, never swapped
+  in; "export <name> --from <snapshot>" reads it. An interrupted build resumes when run again.`,
+    run: async (args, config, print) => {
+      const { values, positionals } = parseArgs({
+        args,
+        allowPositionals: true,
+        options: {
+          until: { type: 'string' },
+          into: { type: 'string' },
+          tenant: { type: 'string' },
+          'batch-size': { type: 'string' },
+          restart: { type: 'boolean' },
+        },
+      });
+      if (positionals.length !== 1)
+        throw new UsageError(`projections build needs one name: ${projectionNames()}`);
+      const { projection } = knownProjection(positionals[0]!);
+      if (!values.until) throw new UsageError('--until <ISO time|position> is required');
+      if (!values.into) throw new UsageError('--into <snapshot name> is required');
+      const until = parseUntil(values.until, new Date());
+      const tenantId = values.tenant === undefined ? undefined : requireTenant(values.tenant);
+      const batchSize = batchSizeOption(values['batch-size']);
+      const into = values.into;
+      await withStores(config, async (stores) => {
+        const head = await stores.eventStore.headPosition();
+        if ('position' in until && until.position > head) {
+          throw new UntilError(`--until ${until.position} is past the newest event (position ${head})`);
+        }
+        const outcome = await interruptible(async (signal) => {
+          const reporter = progressReporter(process.stderr);
+          const result = await inputErrorsAsUsage(() =>
+            buildSnapshot(projection, stores, {
+              into,
+              until,
+              signal,
+              onProgress: reporter.update,
+              restart: values.restart === true,
+              ...(tenantId ? { tenantId } : {}),
+              ...(batchSize ? { batchSize } : {}),
+            }),
+          );
+          reporter.finish();
+          return result;
+        });
+        print(
+          outcome.status === 'interrupted'
+            ? `${into}: interrupted at position ${outcome.checkpoint}; run the same command again to resume`
+            : `Snapshot ${into} of ${projection.name} as of ${untilText(until)}: position ${outcome.checkpoint}, ${outcome.events} events. Read it with: export ${projection.name} --from ${into} --format ndjson`,
+          {
+            snapshot: into,
+            projection: projection.name,
+            status: outcome.status,
+            until,
+            checkpoint: outcome.checkpoint,
+            events: outcome.events,
+            collection: outcome.build.id,
+          },
+        );
+        if (outcome.status === 'interrupted') throw new ExitError(130);
+      });
+    },
+  },
+  'projections drop': {
+    help: 'projections drop <snapshot>\n  Removes a snapshot made with "projections build".',
+    run: async (args, config, print) => {
+      const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+      if (positionals.length !== 1) throw new UsageError('projections drop needs one snapshot name');
+      const name = positionals[0]!;
+      await withStores(config, async (stores) => {
+        await inputErrorsAsUsage(() =>
+          dropSnapshot(stores, name, (p) => findProjection(p)?.projection.collection),
+        );
+        print(`Dropped snapshot ${name}`, { snapshot: name, dropped: true });
+      });
+    },
+  },
+  export: {
+    help: `export <name> --format ndjson|csv [--tenant <id>] [--from <snapshot>]
+  Streams a read model to stdout: NDJSON (one document per line) or CSV (a header row, nested fields as
+  JSON text). Every tenant's documents unless --tenant; the live read model unless --from names a snapshot.
+  Names: ${exportNames()}`,
+    run: async (args, config) => {
+      const { values, positionals } = parseArgs({
+        args,
+        allowPositionals: true,
+        options: { format: { type: 'string' }, tenant: { type: 'string' }, from: { type: 'string' } },
+      });
+      const entry = positionals.length === 1 ? findExport(positionals[0]!) : undefined;
+      if (!entry?.export) {
+        throw new UsageError(
+          `${positionals.length === 1 ? `Unknown read model ${positionals[0]}` : 'export needs one name'}; known: ${exportNames()}`,
+        );
+      }
+      const format = values.format;
+      if (format !== 'ndjson' && format !== 'csv') throw new UsageError('--format must be ndjson or csv');
+      const tenantId = values.tenant === undefined ? undefined : requireTenant(values.tenant);
+      const { projection, export: spec } = entry;
+      await withStores(config, async (stores) => {
+        let collection = projection.collection.name;
+        if (values.from !== undefined) {
+          const from = values.from;
+          const snapshot = await inputErrorsAsUsage(() => findSnapshot(stores.readModels, from));
+          if (snapshot.projection !== projection.name) {
+            throw new UsageError(`The snapshot ${from} is of ${snapshot.projection}, not ${spec.name}`);
+          }
+          collection = snapshot.id;
+        }
+        const controller = new AbortController();
+        // A reader that goes away (`| head`) ends the export quietly.
+        process.stdout.on('error', () => controller.abort());
+        const { documents } = await exportReadModel(
+          stores,
+          {
+            spec: projection.collection,
+            collection,
+            sortField: spec.sortField,
+            columns: spec.columns,
+            format,
+            signal: controller.signal,
+            ...(tenantId ? { tenantId } : {}),
+          },
+          process.stdout,
+        );
+        process.stderr.write(`exported ${documents} ${spec.name}\n`);
+      });
+    },
+  },
 };
 
 const main = async (argv: string[]): Promise<number> => {
   const json = argv.includes('--json');
   const help = argv.includes('--help') || argv.includes('-h');
   const args = argv.filter((arg) => arg !== '--json' && arg !== '--help' && arg !== '-h');
-  const name = args.slice(0, 2).join(' ');
-  const command = commands[name];
+  // Two-word commands (`tenant create`), and one-word ones followed by their arguments (`export visits`).
+  const words = commands[args.slice(0, 2).join(' ')] ? 2 : 1;
+  const command = commands[args.slice(0, words).join(' ')];
   if (!command) {
     console.log(usage);
     return help && args.length === 0 ? 0 : 2;
@@ -297,7 +614,7 @@ const main = async (argv: string[]): Promise<number> => {
   }
   const print: Output = (text, value) => console.log(json ? JSON.stringify(value, null, 2) : text);
   try {
-    await command.run(args.slice(2), loadConfig(), print);
+    await command.run(args.slice(words), loadConfig(), print);
     return 0;
   } catch (error) {
     if (error instanceof ExitError) return error.code;

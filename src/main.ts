@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from './config.js';
 import { startService } from './service.js';
@@ -7,7 +8,13 @@ const main = async (): Promise<void> => {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel });
   const service = await startService(config, logger);
-  const server = service.app.listen(config.port, config.host, () => {
+  // Slow clients are cut off: headers, then the whole request, must arrive in time; idle connections close.
+  const handle = service.app.callback();
+  const server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => void handle(req, res));
+  server.headersTimeout = config.http.headersTimeoutMs;
+  server.requestTimeout = config.http.requestTimeoutMs;
+  server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
+  server.listen(config.port, config.host, () => {
     logger.info(
       {
         port: config.port,

@@ -2,25 +2,15 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { observationsProjection } from '../projections/observations.js';
-import { streamHeadsProjection } from '../projections/stream-heads.js';
+import { projections } from '../projections/index.js';
 import { digestJob } from './audit/digest.js';
-import { locationsProjection } from '../projections/locations.js';
-import { visitsProjection } from '../projections/visits.js';
-import { apiKeysProjection, oauthClientsProjection } from '../projections/secret-credentials.js';
-import { tenantsProjection } from '../projections/tenants.js';
-import {
-  deliveriesProjection,
-  deliveryAttemptsProjection,
-  webhooksProjection,
-} from '../projections/webhooks.js';
+import { deliveriesProjection } from '../projections/webhooks.js';
 import { outboxMailer, smtpMailer } from './mail/mailer.js';
 import { webhookSender } from './webhooks/sender.js';
 import { webhookWorker } from './webhooks/worker.js';
 import { cvJobsProjection, pendingCvJobsProjection } from '../projections/cv-jobs.js';
 import { modelRegistry } from './cv/models/registry.js';
 import { cvWorker, defaultCvWorkerSettings, type CvWorker } from './cv/worker.js';
-import { usersProjection } from '../projections/users.js';
 import { createApp } from './app.js';
 import { authenticator } from './auth/authenticate.js';
 import { failureLimiter } from './auth/rate-limit.js';
@@ -29,7 +19,6 @@ import { loadKeyring, type Keyring } from './auth/signing-keys.js';
 import type { Config } from './config.js';
 import { newId, systemClock, type Clock } from './core/ids.js';
 import { cursorCodec } from './http/cursor.js';
-import type { Projection } from './readmodels/projection.js';
 import { projectionRunner, type ProjectionRunner } from './readmodels/runner.js';
 import { developmentSecret } from './secrets.js';
 import { openStores, type Stores } from './stores.js';
@@ -79,23 +68,8 @@ export const startService = async (
   { clock = systemClock }: { clock?: Clock } = {},
 ): Promise<Service> => {
   const stores = await openStores(config);
-  const run = <D>(projection: Projection<D>) => projectionRunner(projection, { ...stores, logger });
-  // Every read model the service keeps.
-  const runners = [
-    run(observationsProjection),
-    run(streamHeadsProjection),
-    run(cvJobsProjection),
-    run(pendingCvJobsProjection),
-    run(locationsProjection),
-    run(visitsProjection),
-    run(webhooksProjection),
-    run(deliveriesProjection),
-    run(deliveryAttemptsProjection),
-    run(tenantsProjection),
-    run(usersProjection),
-    run(apiKeysProjection),
-    run(oauthClientsProjection),
-  ];
+  // Every read model the service keeps: the registry in projections/index.ts, which the CLI rebuilds too.
+  const runners = projections.map(({ projection }) => projectionRunner(projection, { ...stores, logger }));
   await Promise.all(runners.map((runner) => runner.start()));
   const revoked = revocations(stores.eventStore, logger);
   await revoked.start();

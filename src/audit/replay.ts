@@ -12,6 +12,7 @@ import { observationDecider } from '../observations/decider.js';
 import { tenantDecider } from '../tenants/tenant.js';
 import { visitDecider } from '../visits/visit.js';
 import { deliveryDecider } from '../webhooks/delivery.js';
+import { cvJobDecider } from '../cv/job.js';
 import { foldRecorded } from '../webhooks/subscriptions.js';
 
 type Fold = (events: readonly RecordedEvent[]) => unknown;
@@ -38,6 +39,7 @@ export const folds: Record<string, Fold> = {
   session: folding(sessionDecider),
   delivery: folding(deliveryDecider),
   webhooks: foldRecorded,
+  cvjob: folding(cvJobDecider),
 };
 
 export type Until = { position: number } | { time: string };

@@ -40,14 +40,14 @@ export interface LoginApiDeps {
   users: ProjectionRunner;
 }
 
-const LoginBody = strictObject(
+export const LoginBody = strictObject(
   'a login',
   { email: Email, password: boundedString(1, 1024) },
   { tenantId: boundedString(1, 64) },
 );
 // As long as any credential authenticate.ts reads: a too-long or wrong-kind token (an access token sent
 // here) is then refused as invalid with 401, like any other bad refresh token, not as a malformed body.
-const RefreshBody = strictObject('a refresh request', { refreshToken: boundedString(1, 4096) });
+export const RefreshBody = strictObject('a refresh request', { refreshToken: boundedString(1, 4096) });
 
 const loginFailed = () => new UnauthorizedError('The e-mail or the password is wrong');
 

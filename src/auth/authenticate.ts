@@ -127,7 +127,18 @@ export const authenticator = (deps: AuthenticatorDeps) => {
     return principal;
   };
 
-  return { authenticate };
+  // One answer per request: the rate limiter and the idempotency middleware authenticate before the route does.
+  const byRequest = new WeakMap<Context, Promise<Principal>>();
+  const authenticateOnce = (ctx: Context): Promise<Principal> => {
+    let answer = byRequest.get(ctx);
+    if (!answer) {
+      answer = authenticate(ctx);
+      byRequest.set(ctx, answer);
+    }
+    return answer;
+  };
+
+  return { authenticate: authenticateOnce };
 };
 
 export type Authenticator = ReturnType<typeof authenticator>;
@@ -137,9 +148,12 @@ export type Authenticator = ReturnType<typeof authenticator>;
  * Another tenant's path answers 404, as an unknown tenant does: a credential learns nothing about
  * tenants it does not belong to. The platform key passes only where `allowPlatform` is set.
  */
-export const requireScope =
-  (auth: Authenticator, scope: Scope, { allowPlatform = false } = {}): Middleware =>
-  async (ctx, next) => {
+export const requireScope = (
+  auth: Authenticator,
+  scope: Scope,
+  { allowPlatform = false } = {},
+): Middleware & { guard: RouteGuard } => {
+  const guard: Middleware = async (ctx, next) => {
     const principal = await auth.authenticate(ctx);
     ctx.state.principal = principal;
     ctx.state.actor = principal.actor;
@@ -154,11 +168,12 @@ export const requireScope =
       throw new ForbiddenError(`This request needs the scope ${scope}`, scope);
     await next();
   };
+  return Object.assign(guard, { guard: { scope, allowPlatform } satisfies RouteGuard });
+};
 
 /** Only the platform key: creating and listing tenants. */
-export const requirePlatform =
-  (auth: Authenticator): Middleware =>
-  async (ctx, next) => {
+export const requirePlatform = (auth: Authenticator): Middleware & { guard: RouteGuard } => {
+  const guard: Middleware = async (ctx, next) => {
     const principal = await auth.authenticate(ctx);
     if (principal.kind !== 'platform')
       throw new ForbiddenError('Only the platform administrator key may do this');
@@ -166,3 +181,20 @@ export const requirePlatform =
     ctx.state.actor = principal.actor;
     await next();
   };
+  return Object.assign(guard, { guard: { scope: 'platform', allowPlatform: true } satisfies RouteGuard });
+};
+
+/**
+ * What a route's guard demands, readable from the router's stack (the OpenAPI document is checked against
+ * it): a scope, or `platform` for the platform key alone; `allowPlatform` when the platform key passes too.
+ */
+export interface RouteGuard {
+  scope: Scope | 'platform';
+  allowPlatform: boolean;
+}
+
+/** The guard of a route's middleware stack; undefined for a public route. */
+export const routeGuardOf = (stack: readonly unknown[]): RouteGuard | undefined =>
+  stack
+    .map((middleware) => (middleware as { guard?: RouteGuard }).guard)
+    .find((guard): guard is RouteGuard => guard !== undefined);

@@ -2,6 +2,36 @@ import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { UnsupportedMediaTypeError, ValidationError } from '../core/errors.js';
 
+/** The error raw-body throws for a body over the limit: problem.ts answers it with 413. */
+const tooLarge = (length: number, limit: number) =>
+  Object.assign(new Error('request entity too large'), {
+    status: 413,
+    statusCode: 413,
+    expose: true,
+    type: 'entity.too.large',
+    expected: length,
+    length,
+    limit,
+  });
+
+const withinLimit = (body: Buffer, limit: number): Buffer => {
+  if (body.length > limit) throw tooLarge(body.length, limit);
+  return body;
+};
+
+/** Like raw-body's UTF-8 decoding: a byte-order mark is dropped, invalid bytes become U+FFFD. */
+const utf8 = new TextDecoder('utf-8');
+
+/**
+ * The body's bytes, up to `limit` (413 beyond): the copy the idempotency middleware buffered
+ * (`ctx.state.rawBody`, see ./idempotency.ts) when there is one, otherwise read from the request.
+ */
+export const readRawBody = async (ctx: Context, limit: number): Promise<Buffer> => {
+  const buffered = ctx.state.rawBody as Buffer | undefined;
+  if (buffered !== undefined) return withinLimit(buffered, limit);
+  return getRawBody(ctx.req, { length: ctx.get('Content-Length') || undefined, limit });
+};
+
 /**
  * Reads a JSON body: refuses other media types with 415, bodies over the limit with 413 (raw-body checks
  * Content-Length before reading, and counts bytes while reading), and malformed JSON with 400.
@@ -26,11 +56,15 @@ export const readJsonBody = async (
   if (charset.toLowerCase() !== 'utf-8' && charset.toLowerCase() !== 'utf8') {
     throw new UnsupportedMediaTypeError(`JSON bodies must be UTF-8, not ${charset}`);
   }
-  const text = await getRawBody(ctx.req, {
-    length: ctx.get('Content-Length') || undefined,
-    limit,
-    encoding: 'utf-8',
-  });
+  const buffered = ctx.state.rawBody as Buffer | undefined;
+  const text =
+    buffered === undefined
+      ? await getRawBody(ctx.req, {
+          length: ctx.get('Content-Length') || undefined,
+          limit,
+          encoding: 'utf-8',
+        })
+      : utf8.decode(withinLimit(buffered, limit));
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {

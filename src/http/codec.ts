@@ -54,7 +54,7 @@ export const strictObject = <R extends t.Props, O extends t.Props = Record<never
   const optionalCodec = t.partial(optional);
   type Out = t.TypeOf<typeof requiredCodec> & t.TypeOf<typeof optionalCodec>;
   const known = new Set([...Object.keys(required), ...Object.keys(optional)]);
-  return new t.Type<Out, Out, unknown>(
+  const codec = new t.Type<Out, Out, unknown>(
     name,
     (u): u is Out => requiredCodec.is(u) && optionalCodec.is(u),
     (u, context) => {
@@ -84,6 +84,21 @@ export const strictObject = <R extends t.Props, O extends t.Props = Record<never
     },
     t.identity,
   );
+  // The field names, and each field's codec, for what describes the API (src/openapi): read-only.
+  const props: StrictObjectProps = { required: Object.keys(required), optional: Object.keys(optional) };
+  return Object.assign(codec, { props, fields: { ...required, ...optional } });
+};
+
+/** The fields a strictObject codec knows: `required` must be present, `optional` may be. */
+export interface StrictObjectProps {
+  readonly required: readonly string[];
+  readonly optional: readonly string[];
+}
+
+/** Any codec built with strictObject. */
+export type StrictObjectCodec = t.Decoder<unknown, object> & {
+  readonly props: StrictObjectProps;
+  readonly fields: t.Props;
 };
 
 /** A refinement with a message of its own. */
@@ -159,7 +174,7 @@ export const singleParam = <A>(name: string, parse: (s: string) => A | undefined
 export const wholeNumberParam = (min: number, max: number) =>
   singleParam(
     `a whole number from ${min} to ${max}`,
-    (s) => (/^\d{1,15}$/.test(s) && Number(s) >= min && Number(s) <= max ? Number(s) : undefined),
+    (s) => (/^\d{1,16}$/.test(s) && Number(s) >= min && Number(s) <= max ? Number(s) : undefined),
     `must be a whole number from ${min} to ${max}`,
   );
 

@@ -71,11 +71,55 @@ export interface DocumentChange extends DocumentKey {
   doc: unknown;
 }
 
+/**
+ * Blue/green: a collection built beside the live one (its physical name, with its own checkpoint) takes the
+ * live one's place. See ReadModelStore.swap.
+ */
+export interface SwapRequest {
+  /** The logical collection the API, the runners and the workers address, e.g. `observations`. */
+  collection: string;
+  /** The projection that keeps `collection` live: its checkpoint becomes the source's. */
+  projection: string;
+  /** The physical name the source was ensured under (`ensureCollection(spec, source)`). */
+  source: string;
+  /** The checkpoint the source was built under. */
+  sourceProjection: string;
+  /**
+   * Only this tenant's documents: they are replaced by the source's, the other tenants' stay, and the live
+   * checkpoint does not move. Without it the whole collection is replaced.
+   */
+  tenantId?: string;
+}
+
+export interface ProjectionState {
+  checkpoint: number;
+  /** The last failure of the projection's runner, cleared by its next successful batch. */
+  lastError: { message: string; at: string } | null;
+}
+
+/** Thrown by a commit that lost a race with a swap: the runner resubscribes from the stored checkpoint. */
+export class CollectionSwappedError extends Error {
+  constructor(projection: string) {
+    super(`The read model of ${projection} was swapped while a batch was being committed`);
+  }
+}
+
 export interface ReadModelStore {
   readonly kind: 'sqlite' | 'mongodb';
-  /** Creates the collection and its indexes if they do not exist. */
-  ensureCollection(spec: CollectionSpec): Promise<void>;
+  /**
+   * Creates the collection and its indexes if they do not exist. With `physicalName`, creates a separate
+   * collection of the same shape under that name (a rebuild or a snapshot), which get, list and commit then
+   * address by that name; the logical `spec.name` is unaffected until a swap. With `indexes: false` the
+   * declared indexes are left out (a bulk build is faster without them); a later call without it adds them.
+   */
+  ensureCollection(
+    spec: CollectionSpec,
+    physicalName?: string,
+    options?: { indexes?: boolean },
+  ): Promise<void>;
   get<D>(collection: string, key: DocumentKey): Promise<StoredDocument<D> | null>;
+  /** Several documents at once, in the order of the keys: null where there is none (or a deleted one). */
+  getMany<D>(collection: string, keys: readonly DocumentKey[]): Promise<(StoredDocument<D> | null)[]>;
   list<D>(collection: string, query: ListQuery): Promise<D[]>;
   /**
    * The same list as JSON text: the list endpoints answer with it as it is, without parsing and
@@ -90,8 +134,21 @@ export interface ReadModelStore {
   commit(projection: string, changes: readonly DocumentChange[], checkpoint: number): Promise<void>;
   /** The projection's checkpoint, 0 when it has none. */
   getCheckpoint(projection: string): Promise<number>;
+  /** The checkpoint with the runner's last error. */
+  getProjectionState(projection: string): Promise<ProjectionState>;
+  /** Keeps (or, with null, clears) the last error of a projection's runner, for `projections status`. */
+  recordError(projection: string, message: string | null): Promise<void>;
   /** Removes the projection's checkpoint and every document of its collection (tests and rebuilds). */
   reset(projection: string, collection: string): Promise<void>;
+  /**
+   * Atomically puts the source collection in the live one's place and the source's checkpoint in the live
+   * projection's; the replaced collection and the source's checkpoint are removed. The live runners, which
+   * address the logical name, follow. Refuses, answering false and changing nothing, while the live
+   * checkpoint is past the source's: the source must catch up first, or the runners would skip events.
+   */
+  swap(request: SwapRequest): Promise<boolean>;
+  /** Removes a physical collection made with `ensureCollection(spec, physicalName)`; a no-op if absent. */
+  dropCollection(physicalName: string): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { RecordedEvent } from '../core/events.js';
 import type { EventStore, Subscription } from '../eventstore/port.js';
-import type { DocumentChange, ReadModelStore } from './port.js';
+import { CollectionSwappedError, type DocumentChange, type ReadModelStore } from './port.js';
 import type { Projection } from './projection.js';
 
 interface Working<D> {
@@ -14,8 +14,9 @@ interface Working<D> {
 }
 
 /**
- * Folds one batch into document changes. Each document is loaded once per batch; an event at or below a
- * document's stored position was applied before (a redelivery after a crash) and is skipped.
+ * Folds one batch into document changes. The batch's documents are loaded together, once per batch; an
+ * event at or below a document's stored position was applied before (a redelivery after a crash) and is
+ * skipped.
  */
 export const applyBatch = async <D>(
   projection: Projection<D>,
@@ -23,16 +24,25 @@ export const applyBatch = async <D>(
   events: readonly RecordedEvent[],
 ): Promise<DocumentChange[]> => {
   const working = new Map<string, Working<D>>();
+  const touched: { event: RecordedEvent; entry: Working<D> }[] = [];
   for (const event of events) {
     const key = projection.documentKey(event);
     if (!key) continue;
     const mapKey = `${key.tenantId}\u0000${key.id}`;
     let entry = working.get(mapKey);
     if (!entry) {
-      const stored = await readModels.get<D>(projection.collection.name, key);
-      entry = { ...key, doc: stored?.doc ?? null, position: stored?.position ?? 0, changed: false };
+      entry = { tenantId: key.tenantId, id: key.id, doc: null, position: 0, changed: false };
       working.set(mapKey, entry);
     }
+    touched.push({ event, entry });
+  }
+  const entries = [...working.values()];
+  const stored = await readModels.getMany<D>(projection.collection.name, entries);
+  entries.forEach((entry, index) => {
+    entry.doc = stored[index]?.doc ?? null;
+    entry.position = stored[index]?.position ?? 0;
+  });
+  for (const { event, entry } of touched) {
     if (event.position <= entry.position) continue;
     entry.doc = projection.evolve(entry.doc, event);
     entry.position = event.position;
@@ -62,7 +72,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs a projection as a catch-up subscription from its stored checkpoint. Each batch's documents and the
- * checkpoint are committed together. A failing batch is logged and retried from the checkpoint.
+ * checkpoint are committed together. A failing batch is logged, kept in the store as the projection's last
+ * error (for `projections status`; the next successful batch clears it) and retried from the checkpoint.
+ * The runner addresses the logical collection, so after a rebuild is swapped in it writes the new one; a
+ * commit that raced the swap is retried from the swapped-in checkpoint.
  */
 export const projectionRunner = <D>(
   projection: Projection<D>,
@@ -77,7 +90,9 @@ export const projectionRunner = <D>(
   let running = false;
 
   const subscribe = async (): Promise<void> => {
-    checkpoint = await readModels.getCheckpoint(projection.name);
+    const state = await readModels.getProjectionState(projection.name);
+    checkpoint = state.checkpoint;
+    lastError ??= state.lastError?.message ?? null;
     subscription = eventStore.subscribe(
       {
         after: checkpoint,
@@ -91,18 +106,36 @@ export const projectionRunner = <D>(
           lastPosition,
         );
         checkpoint = lastPosition;
-        lastError = null;
+        if (lastError !== null) {
+          lastError = null;
+          await readModels.recordError(projection.name, null);
+        }
         progress.emit('progress', checkpoint);
       },
     );
     subscription.done.catch(async (error: unknown) => {
-      lastError = (error as Error).message;
-      logger.error(
-        { err: error, projection: projection.name },
-        'projection failed; retrying from its checkpoint',
-      );
-      await sleep(1000);
-      if (running) await subscribe();
+      if (error instanceof CollectionSwappedError) {
+        logger.info({ projection: projection.name }, 'read model swapped; resuming from its new checkpoint');
+        await sleep(100);
+      } else {
+        lastError = (error as Error).message;
+        logger.error(
+          { err: error, projection: projection.name },
+          'projection failed; retrying from its checkpoint',
+        );
+        await readModels.recordError(projection.name, lastError).catch(() => undefined);
+        await sleep(1000);
+      }
+      // Until the store answers again.
+      while (running) {
+        try {
+          await subscribe();
+          return;
+        } catch (retryError) {
+          logger.error({ err: retryError, projection: projection.name }, 'projection cannot resubscribe');
+          await sleep(1000);
+        }
+      }
     });
   };
 

@@ -1,6 +1,9 @@
 import Database from 'better-sqlite3';
 import type {
   CollectionSpec,
+  DocumentKey,
+  ProjectionState,
+  SwapRequest,
   DocumentChange,
   Filter,
   JsonRow,
@@ -13,13 +16,22 @@ import type {
 /**
  * Embedded read models: one SQLite file, one table per collection. A document is stored whole as JSON;
  * each queryable field is a generated column over it, so indexes, filters and keyset sorting work on plain
- * columns. Deleted documents stay as tombstones (doc IS NULL) so that their position still guards them.
+ * columns. The columns are STORED (tables made before were VIRTUAL, which works the same): computed once per
+ * write, so that building an index (a rebuild builds them all at the end) does not parse every document
+ * again. Deleted documents stay as tombstones (doc IS NULL) so that their position still guards them.
+ *
+ * Blue/green: the `collections` table maps a logical collection to the physical table that holds it now
+ * (`rm_<logical>` when it has no row). Every statement looks the mapping up (a primary-key read), so a swap
+ * committed by another process (the CLI beside the service) is followed by the next query.
  */
 
 const identifier = /^[A-Za-z][A-Za-z0-9_]*$/;
 const jsonPath = /^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$/;
 
-const table = (collection: string) => `rm_${collection}`;
+const table = (collection: string) => {
+  if (!identifier.test(collection)) throw new Error(`Invalid read-model collection name: ${collection}`);
+  return `rm_${collection}`;
+};
 const column = (field: string) => `f_${field}`;
 
 /** SQL parameters: SQLite has no booleans. */
@@ -75,16 +87,16 @@ const keysetSql = (query: ListQuery): { sql: string; params: (string | number)[]
     : { sql: `(${field}, id) > (?, ?)`, params: [value, after.id] };
 };
 
-const createTableSql = (spec: CollectionSpec): string => {
+const createTableSql = (spec: CollectionSpec, tableName: string, withIndexes: boolean): string => {
   const generated = Object.entries(spec.fields).map(([name, field]) => {
     if (!identifier.test(name) || !jsonPath.test(field.path))
       throw new Error(`Invalid field ${name}: ${field.path}`);
     const type = field.type === 'number' ? 'REAL' : 'TEXT';
-    return `${column(name)} ${type} GENERATED ALWAYS AS (json_extract(doc, '$.${field.path}')) VIRTUAL`;
+    return `${column(name)} ${type} GENERATED ALWAYS AS (json_extract(doc, '$.${field.path}')) STORED`;
   });
-  const indexes = spec.indexes.map((fields) => {
-    const name = `${table(spec.name)}_by_${fields.join('_')}`;
-    return `CREATE INDEX IF NOT EXISTS ${name} ON ${table(spec.name)} (tenant_id, ${fields.map(column).join(', ')}, id);`;
+  const indexes = (withIndexes ? spec.indexes : []).map((fields) => {
+    const name = `${tableName}_by_${fields.join('_')}`;
+    return `CREATE INDEX IF NOT EXISTS ${name} ON ${tableName} (tenant_id, ${fields.map(column).join(', ')}, id);`;
   });
   const columns = [
     'tenant_id TEXT NOT NULL',
@@ -94,7 +106,7 @@ const createTableSql = (spec: CollectionSpec): string => {
     ...generated,
   ];
   return `
-    CREATE TABLE IF NOT EXISTS ${table(spec.name)} (
+    CREATE TABLE IF NOT EXISTS ${tableName} (
       ${columns.join(',\n      ')},
       PRIMARY KEY (tenant_id, id)
     ) WITHOUT ROWID;
@@ -107,7 +119,21 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
   // Read models can be rebuilt from the events, and the checkpoint rolls back with them: NORMAL is enough.
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
-  db.exec('CREATE TABLE IF NOT EXISTS checkpoints (projection TEXT PRIMARY KEY, position INTEGER NOT NULL)');
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS checkpoints (
+      projection TEXT PRIMARY KEY, position INTEGER NOT NULL, last_error TEXT, last_error_at TEXT
+    );
+    CREATE TABLE IF NOT EXISTS collections (name TEXT PRIMARY KEY, physical TEXT NOT NULL);`);
+  // Files made before runners kept their last error.
+  const columns = db.pragma('table_info(checkpoints)') as { name: string }[];
+  for (const added of ['last_error', 'last_error_at'].filter((c) => !columns.some((k) => k.name === c))) {
+    try {
+      db.exec(`ALTER TABLE checkpoints ADD COLUMN ${added} TEXT`);
+    } catch (error) {
+      // Another process opening the same file at the same moment added it first.
+      if (!String((error as Error).message).includes('duplicate column')) throw error;
+    }
+  }
 
   const collections = new Map<string, CollectionSpec>();
   const statements = new Map<string, Database.Statement>();
@@ -119,24 +145,53 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     }
     return statement;
   };
+  const mapped = db.prepare('SELECT physical FROM collections WHERE name = ?').pluck();
+  /** The table that holds the collection now. */
+  const physicalTable = (collection: string): string =>
+    table((mapped.get(collection) as string | undefined) ?? collection);
+  /** Names ensured as physical collections (builds, snapshots) are their own tables: no lookup. */
+  const physicalNames = new Set<string>();
   const known = (collection: string) => {
     if (!collections.has(collection)) throw new Error(`Unknown read-model collection: ${collection}`);
-    return table(collection);
+    return physicalNames.has(collection) ? table(collection) : physicalTable(collection);
   };
+  /**
+   * Runs a read on the collection's current table. A swap in another process may drop the table between the
+   * mapping lookup and the read: then the lookup is done again, and finds the table that replaced it.
+   */
+  const reading = <T>(collection: string, read: (tableName: string) => T): T => {
+    try {
+      return read(known(collection));
+    } catch (error) {
+      if (!(error instanceof Database.SqliteError) || !error.message.includes('no such table')) throw error;
+      return read(known(collection));
+    }
+  };
+  const checkpointOf = (projection: string): number =>
+    (prepare('SELECT position FROM checkpoints WHERE projection = ?').pluck().get(projection) as
+      number | undefined) ?? 0;
 
   const moveCheckpoint = db.prepare(
     `INSERT INTO checkpoints (projection, position) VALUES (?, ?)
      ON CONFLICT (projection) DO UPDATE SET position = max(position, excluded.position)`,
   );
 
+  // Immediate (the write lock first), so that the mapping read inside cannot go stale before the writes.
   const commit = db.transaction(
     (projection: string, changes: readonly DocumentChange[], checkpoint: number) => {
+      // Each collection's table is looked up once per commit.
+      const upserts = new Map<string, Database.Statement>();
       for (const change of changes) {
-        prepare(
-          `INSERT INTO ${known(change.collection)} (tenant_id, id, position, doc) VALUES (?, ?, ?, ?)
-         ON CONFLICT (tenant_id, id) DO UPDATE SET position = excluded.position, doc = excluded.doc
-         WHERE excluded.position > position`,
-        ).run(
+        let upsert = upserts.get(change.collection);
+        if (!upsert) {
+          upsert = prepare(
+            `INSERT INTO ${known(change.collection)} (tenant_id, id, position, doc) VALUES (?, ?, ?, ?)
+           ON CONFLICT (tenant_id, id) DO UPDATE SET position = excluded.position, doc = excluded.doc
+           WHERE excluded.position > position`,
+          );
+          upserts.set(change.collection, upsert);
+        }
+        upsert.run(
           change.tenantId,
           change.id,
           change.position,
@@ -147,36 +202,82 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     },
   );
 
+  const swap = db.transaction((request: SwapRequest): boolean => {
+    if (checkpointOf(request.projection) > checkpointOf(request.sourceProjection)) return false;
+    const live = physicalTable(request.collection);
+    const source = table(request.source);
+    if (live === source) throw new Error(`${request.source} is already the live ${request.collection}`);
+    if (request.tenantId !== undefined) {
+      // Only the tenant's documents move; the live checkpoint stays, since the others' have not moved.
+      prepare(`DELETE FROM ${live} WHERE tenant_id = ?`).run(request.tenantId);
+      prepare(
+        `INSERT INTO ${live} (tenant_id, id, position, doc)
+         SELECT tenant_id, id, position, doc FROM ${source} WHERE tenant_id = ?`,
+      ).run(request.tenantId);
+      db.exec(`DROP TABLE ${source}`);
+    } else {
+      prepare(
+        `INSERT INTO collections (name, physical) VALUES (?, ?)
+         ON CONFLICT (name) DO UPDATE SET physical = excluded.physical`,
+      ).run(request.collection, request.source);
+      prepare(
+        `INSERT INTO checkpoints (projection, position) VALUES (?, ?)
+         ON CONFLICT (projection) DO UPDATE SET position = excluded.position`,
+      ).run(request.projection, checkpointOf(request.sourceProjection));
+      db.exec(`DROP TABLE IF EXISTS ${live}`);
+    }
+    prepare('DELETE FROM checkpoints WHERE projection = ?').run(request.sourceProjection);
+    return true;
+  });
+
   const select = (collection: string, query: ListQuery): JsonRow[] => {
     const parts = [...query.filters.map(filterSql), keysetSql(query)].filter((part) => part.sql !== '');
     const direction = query.sort.direction === 'desc' ? 'DESC' : 'ASC';
     const sortColumn = column(query.sort.field);
-    const sql = `SELECT doc AS json, id, ${sortColumn} AS sortValue FROM ${known(collection)}
+    return reading(collection, (tableName) => {
+      const sql = `SELECT doc AS json, id, ${sortColumn} AS sortValue FROM ${tableName}
       WHERE tenant_id = ? AND doc IS NOT NULL${parts.map((part) => ` AND ${part.sql}`).join('')}
       ORDER BY ${sortColumn} ${direction}, id ${direction} LIMIT ?`;
-    return prepare(sql).all(
-      query.tenantId,
-      ...parts.flatMap((part) => part.params),
-      query.limit,
-    ) as JsonRow[];
+      return prepare(sql).all(
+        query.tenantId,
+        ...parts.flatMap((part) => part.params),
+        query.limit,
+      ) as JsonRow[];
+    });
   };
 
   return {
     kind: 'sqlite',
 
-    ensureCollection: (spec) => {
-      db.exec(createTableSql(spec));
-      collections.set(spec.name, spec);
+    ensureCollection: (spec, physicalName, options) => {
+      const name = physicalName ?? spec.name;
+      const tableName = physicalName ? table(physicalName) : physicalTable(spec.name);
+      db.exec(createTableSql(spec, tableName, options?.indexes !== false));
+      collections.set(name, spec);
+      if (physicalName) physicalNames.add(physicalName);
       return Promise.resolve();
     },
 
     get: <D>(collection: string, { tenantId, id }: { tenantId: string; id: string }) => {
-      const row = prepare(
-        `SELECT doc, position FROM ${known(collection)} WHERE tenant_id = ? AND id = ?`,
-      ).get(tenantId, id) as { doc: string | null; position: number } | undefined;
+      const row = reading(collection, (tableName) =>
+        prepare(`SELECT doc, position FROM ${tableName} WHERE tenant_id = ? AND id = ?`).get(tenantId, id),
+      ) as { doc: string | null; position: number } | undefined;
       const found: StoredDocument<D> | null =
         row?.doc != null ? { doc: JSON.parse(row.doc) as D, position: row.position } : null;
       return Promise.resolve(found);
+    },
+
+    getMany: <D>(collection: string, keys: readonly DocumentKey[]) => {
+      // One read transaction, one statement, for the whole batch.
+      const rows = reading(collection, (tableName) => {
+        const statement = prepare(`SELECT doc, position FROM ${tableName} WHERE tenant_id = ? AND id = ?`);
+        return db.transaction(() => keys.map(({ tenantId, id }) => statement.get(tenantId, id)))();
+      }) as ({ doc: string | null; position: number } | undefined)[];
+      return Promise.resolve(
+        rows.map((row): StoredDocument<D> | null =>
+          row?.doc != null ? { doc: JSON.parse(row.doc) as D, position: row.position } : null,
+        ),
+      );
     },
 
     list: <D>(collection: string, query: ListQuery) =>
@@ -185,21 +286,52 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     listJson: (collection, query) => Promise.resolve(select(collection, query)),
 
     commit: (projection, changes, checkpoint) => {
-      commit(projection, changes, checkpoint);
+      commit.immediate(projection, changes, checkpoint);
       return Promise.resolve();
     },
 
-    getCheckpoint: (projection) => {
-      const row = prepare('SELECT position FROM checkpoints WHERE projection = ?').get(projection) as
-        { position: number } | undefined;
-      return Promise.resolve(row?.position ?? 0);
+    getCheckpoint: (projection) => Promise.resolve(checkpointOf(projection)),
+
+    getProjectionState: (projection) => {
+      const row = prepare(
+        'SELECT position, last_error, last_error_at FROM checkpoints WHERE projection = ?',
+      ).get(projection) as
+        { position: number; last_error: string | null; last_error_at: string | null } | undefined;
+      const state: ProjectionState = {
+        checkpoint: row?.position ?? 0,
+        lastError: row?.last_error ? { message: row.last_error, at: row.last_error_at ?? '' } : null,
+      };
+      return Promise.resolve(state);
+    },
+
+    recordError: (projection, message) => {
+      prepare(
+        `INSERT INTO checkpoints (projection, position, last_error, last_error_at) VALUES (?, 0, ?, ?)
+         ON CONFLICT (projection) DO UPDATE SET last_error = excluded.last_error,
+           last_error_at = excluded.last_error_at`,
+      ).run(projection, message, message === null ? null : new Date().toISOString());
+      return Promise.resolve();
+    },
+
+    swap: (request) => Promise.resolve(swap.immediate(request)),
+
+    dropCollection: (physicalName) => {
+      db.transaction(() => {
+        if (prepare('SELECT 1 FROM collections WHERE physical = ?').get(physicalName)) {
+          throw new Error(`${physicalName} is a live collection; it cannot be dropped`);
+        }
+        db.exec(`DROP TABLE IF EXISTS ${table(physicalName)}`);
+      }).immediate();
+      collections.delete(physicalName);
+      physicalNames.delete(physicalName);
+      return Promise.resolve();
     },
 
     reset: (projection, collection) => {
       db.transaction(() => {
         prepare('DELETE FROM checkpoints WHERE projection = ?').run(projection);
         prepare(`DELETE FROM ${known(collection)}`).run();
-      })();
+      }).immediate();
       return Promise.resolve();
     },
 

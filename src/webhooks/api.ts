@@ -81,15 +81,15 @@ const EventTypeList = new t.Type<string[], string[], unknown>(
   t.identity,
 );
 
-const CreateWebhookBody = strictObject('a webhook subscription', {
+export const CreateWebhookBody = strictObject('a webhook subscription', {
   url: boundedString(1, 2048),
   events: EventTypeList,
   secret: boundedString(16, 256),
 });
 
-const EnableBody = strictObject('an enable request', {}, { replayMissed: t.boolean });
+export const EnableBody = strictObject('an enable request', {}, { replayMissed: t.boolean });
 
-const DeliveriesQuery = strictObject(
+export const DeliveriesQuery = strictObject(
   'list parameters',
   {},
   {

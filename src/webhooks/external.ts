@@ -1,6 +1,7 @@
 import type { RecordedEvent } from '../core/events.js';
 import type { ObservationEvent } from '../observations/observation.js';
 import type { VisitEvent } from '../visits/visit.js';
+import type { CvJobCompleted, CvJobFailed } from '../cv/job.js';
 
 type VisitSubmittedData = Extract<VisitEvent, { type: 'VisitSubmitted' }>['data'];
 
@@ -34,6 +35,8 @@ export const mappedDomainEventTypes: readonly string[] = [
   'ObservationUpdated',
   'ObservationMediaAttached',
   'VisitSubmitted',
+  'CvJobCompleted',
+  'CvJobFailed',
 ];
 
 const envelope = (
@@ -60,6 +63,42 @@ const visitSubmitted = (event: RecordedEvent): ExternalEvent[] => {
       submittedAt: event.metadata.occurredAt,
     }),
   ];
+};
+
+/**
+ * A CV job's outcome: `cv.job.completed` with `{jobId, observationId, model, status, result}`, or
+ * `cv.job.failed` with `{jobId, observationId, model, status, error}`; never the attempt count.
+ */
+const cvJobFinished = (event: RecordedEvent): ExternalEvent[] => {
+  if (event.type === 'CvJobCompleted') {
+    const { jobId, observationId, model, result } = (
+      event as RecordedEvent<'CvJobCompleted', CvJobCompleted['data']>
+    ).data;
+    return [
+      envelope(event, 'cv.job.completed', {
+        jobId,
+        observationId,
+        model,
+        status: 'completed',
+        result: { detections: result.detections, summary: result.summary },
+      }),
+    ];
+  }
+  if (event.type === 'CvJobFailed') {
+    const { jobId, observationId, model, error } = (
+      event as RecordedEvent<'CvJobFailed', CvJobFailed['data']>
+    ).data;
+    return [
+      envelope(event, 'cv.job.failed', {
+        jobId,
+        observationId,
+        model,
+        status: 'failed',
+        error: { code: error.code, message: error.message },
+      }),
+    ];
+  }
+  return [];
 };
 
 /** Domain event -> the external events it means (none for most events). Pure. */
@@ -90,6 +129,6 @@ export const toExternal = (event: RecordedEvent): ExternalEvent[] => {
         }),
       ];
     default:
-      return visitSubmitted(event);
+      return [...visitSubmitted(event), ...cvJobFinished(event)];
   }
 };

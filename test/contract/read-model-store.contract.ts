@@ -5,7 +5,7 @@ import type { EventStore } from '../../src/eventstore/port.js';
 import type { CollectionSpec, ListQuery, ReadModelStore } from '../../src/readmodels/port.js';
 import type { Projection } from '../../src/readmodels/projection.js';
 import { applyBatch, projectionRunner } from '../../src/readmodels/runner.js';
-import { anEvent, uniqueTenant } from '../support/events.js';
+import { anEvent, eventually, uniqueTenant } from '../support/events.js';
 
 interface Place {
   id: string;
@@ -89,6 +89,26 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
         position: 7,
       });
       expect(await readModels.get(places.name, { tenantId: uniqueTenant(), id: 'p1' })).to.equal(null);
+    });
+
+    it('reads several documents at once, in the order asked, with null for missing and deleted ones', async () => {
+      await put([
+        { id: 'p1', name: 'Alder', rank: 1, lat: 1, lon: 2 },
+        { id: 'p2', name: 'Birch', rank: 2, lat: 1, lon: 2 },
+      ]);
+      await readModels.commit(
+        'x',
+        [{ collection: places.name, tenantId: tenant, id: 'p2', position: 2, doc: null }],
+        2,
+      );
+      const found = await readModels.getMany<Place>(places.name, [
+        { tenantId: tenant, id: 'p3' },
+        { tenantId: tenant, id: 'p1' },
+        { tenantId: tenant, id: 'p2' },
+        { tenantId: uniqueTenant(), id: 'p1' },
+      ]);
+      expect(found.map((d) => d && [d.doc.name, d.position])).to.deep.equal([null, ['Alder', 1], null, null]);
+      expect(await readModels.getMany(places.name, [])).to.deep.equal([]);
     });
 
     it('ignores a change at or below the stored position', async () => {
@@ -201,6 +221,126 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
     }
   });
 
+  describe('blue/green collections', () => {
+    // Per test: on a shared MongoDB database, checkpoints outlive the test that moved them.
+    let live: string;
+    beforeEach(() => (live = `live-${suffix}-${tenant}`));
+    const build = (n: number) => `${places.name}__g${n}`;
+    const buildProjection = (n: number) => `build-${suffix}-${tenant}-${n}`;
+    const putInto = async (collection: string, projection: string, docs: Place[], position: number) =>
+      readModels.commit(
+        projection,
+        docs.map((doc) => ({ collection, tenantId: tenant, id: doc.id, position, doc })),
+        position,
+      );
+    const swap = (n: number, extra: { tenantId?: string } = {}) =>
+      readModels.swap({
+        collection: places.name,
+        projection: live,
+        source: build(n),
+        sourceProjection: buildProjection(n),
+        ...extra,
+      });
+    const alder = { id: 'p1', name: 'Alder', rank: 1, lat: 1, lon: 2 };
+    const birch = { id: 'p2', name: 'Birch', rank: 2, lat: 1, lon: 2 };
+
+    it('keeps a collection ensured under a physical name apart until it is swapped in', async () => {
+      await putInto(places.name, live, [alder], 3);
+      await readModels.ensureCollection(places, build(1));
+      await putInto(build(1), buildProjection(1), [{ ...alder, name: 'Alder (rebuilt)' }, birch], 5);
+      expect(await ids({})).to.deep.equal(['p1']);
+      expect(await readModels.getCheckpoint(live)).to.equal(3);
+
+      expect(await swap(1)).to.equal(true);
+      expect(await ids({})).to.deep.equal(['p1', 'p2']);
+      expect((await readModels.get<Place>(places.name, { tenantId: tenant, id: 'p1' }))?.doc.name).to.equal(
+        'Alder (rebuilt)',
+      );
+      // The live checkpoint is the build's; the build's own is gone.
+      expect(await readModels.getCheckpoint(live)).to.equal(5);
+      expect(await readModels.getCheckpoint(buildProjection(1))).to.equal(0);
+      // Writers that address the logical name write the swapped-in collection.
+      await putInto(places.name, live, [{ ...birch, name: 'Birch (live)' }], 6);
+      expect((await readModels.get<Place>(places.name, { tenantId: tenant, id: 'p2' }))?.doc.name).to.equal(
+        'Birch (live)',
+      );
+      // And a second rebuild swaps in over the first.
+      await readModels.ensureCollection(places, build(2));
+      await putInto(build(2), buildProjection(2), [alder], 7);
+      expect(await swap(2)).to.equal(true);
+      expect(await ids({})).to.deep.equal(['p1']);
+    });
+
+    it('refuses a swap while the live checkpoint is past the build’s, and changes nothing', async () => {
+      await putInto(places.name, live, [alder], 10);
+      await readModels.ensureCollection(places, build(3));
+      await putInto(build(3), buildProjection(3), [birch], 8);
+      expect(await swap(3)).to.equal(false);
+      expect(await ids({})).to.deep.equal(['p1']);
+      expect(await readModels.getCheckpoint(live)).to.equal(10);
+      await putInto(build(3), buildProjection(3), [alder], 12);
+      expect(await swap(3)).to.equal(true);
+      expect(await ids({})).to.deep.equal(['p1', 'p2']);
+      expect(await readModels.getCheckpoint(live)).to.equal(12);
+    });
+
+    it('swaps one tenant’s documents only, leaving the others and the live checkpoint', async () => {
+      const other = uniqueTenant();
+      await putInto(places.name, live, [alder, birch], 4);
+      await readModels.commit(
+        live,
+        [{ collection: places.name, tenantId: other, id: 'q1', position: 4, doc: { ...alder, id: 'q1' } }],
+        4,
+      );
+      await readModels.ensureCollection(places, build(4));
+      await putInto(build(4), buildProjection(4), [{ ...alder, name: 'Alder (rebuilt)' }], 6);
+      expect(await swap(4, { tenantId: tenant })).to.equal(true);
+      // Birch was not rebuilt: it is gone. The other tenant's document stays.
+      expect(await ids({})).to.deep.equal(['p1']);
+      expect((await readModels.get<Place>(places.name, { tenantId: tenant, id: 'p1' }))?.doc.name).to.equal(
+        'Alder (rebuilt)',
+      );
+      expect(await readModels.get(places.name, { tenantId: other, id: 'q1' })).to.not.equal(null);
+      expect(await readModels.getCheckpoint(live)).to.equal(4);
+    });
+
+    it('builds without indexes, adds them later, and drops a build that is not swapped in', async () => {
+      await readModels.ensureCollection(places, build(5), { indexes: false });
+      await putInto(build(5), buildProjection(5), [alder, birch], 2);
+      await readModels.ensureCollection(places, build(5));
+      const listed = await readModels.list<Place>(build(5), {
+        tenantId: tenant,
+        filters: [{ op: 'eq', field: 'rank', value: 2 }],
+        sort: { field: 'name', direction: 'asc' },
+        limit: 10,
+      });
+      expect(listed.map((p) => p.id)).to.deep.equal(['p2']);
+      await readModels.dropCollection(build(5));
+      await readModels.dropCollection(build(5));
+      await readModels.ensureCollection(places, build(5));
+      expect(await readModels.get(build(5), { tenantId: tenant, id: 'p1' })).to.equal(null);
+    });
+
+    it('keeps the last error of a projection until it is cleared', async () => {
+      const projection = `errors-${suffix}-${tenant}`;
+      expect(await readModels.getProjectionState(projection)).to.deep.equal({
+        checkpoint: 0,
+        lastError: null,
+      });
+      await readModels.commit(projection, [], 7);
+      await readModels.recordError(projection, 'boom');
+      const failed = await readModels.getProjectionState(projection);
+      expect(failed.checkpoint).to.equal(7);
+      expect(failed.lastError?.message).to.equal('boom');
+      expect(Date.parse(failed.lastError?.at ?? '')).to.be.closeTo(Date.now(), 60_000);
+      await readModels.recordError(projection, null);
+      expect(await readModels.getProjectionState(projection)).to.deep.equal({
+        checkpoint: 7,
+        lastError: null,
+      });
+    });
+  });
+
   describe('projections over these stores', () => {
     const tallies = (): Projection<Tally> => ({
       name: `tallies-${suffix}-${tenant}`,
@@ -240,6 +380,37 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
       await catchUp(projection);
       return snapshot(projection);
     };
+
+    it('keeps a failing runner’s last error in the store, and clears it once a batch succeeds', async () => {
+      let failing = true;
+      const projection: Projection<Tally> = {
+        ...tallies(),
+        evolve: (doc, event) => {
+          if (failing) throw new Error('projection bug');
+          return tallies().evolve(doc, event);
+        },
+      };
+      await seedEvents();
+      const runner = projectionRunner(projection, { eventStore, readModels, logger, batchSize: 2 });
+      await runner.start();
+      try {
+        await eventually(
+          async () => (await readModels.getProjectionState(projection.name)).lastError !== null,
+        );
+        expect((await readModels.getProjectionState(projection.name)).lastError?.message).to.equal(
+          'projection bug',
+        );
+        expect(runner.status().lastError).to.equal('projection bug');
+        failing = false;
+        expect(await runner.waitFor(await eventStore.headPosition(), 5000)).to.equal(true);
+        await eventually(
+          async () => (await readModels.getProjectionState(projection.name)).lastError === null,
+        );
+        expect(runner.status().lastError).to.equal(null);
+      } finally {
+        await runner.stop();
+      }
+    });
 
     it('leaves the read model as a clean rebuild would after a duplicate delivery', async () => {
       const projection = tallies();

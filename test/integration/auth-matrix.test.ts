@@ -10,6 +10,7 @@ import {
   expectUnauthorized,
   loggedIn,
 } from '../support/auth.js';
+import { testImage } from '../support/images.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 /**
@@ -40,9 +41,12 @@ interface Row {
     | 'location'
     | 'freshLocation'
     | 'visit'
-    | 'freshVisit';
+    | 'freshVisit'
+    | 'cvJob';
   body?: (n: number) => unknown;
   contentType?: string;
+  /** A raw body instead of JSON (image uploads), sent with `contentType`. */
+  rawBody?: (n: number) => Promise<Uint8Array>;
 }
 
 const tenantRoutes = '/v1/tenants/:tenantId';
@@ -54,6 +58,14 @@ const webhookBody = () => ({
   secret: 'a-secret-of-16-chars-or-more',
 });
 const observation = { observedAt: '2026-05-01T09:30:00Z', notes: 'matrix' };
+/** A different small image for every call: the same bytes again would attach nothing and answer 200. */
+const matrixImage = (n: number) =>
+  testImage({
+    width: 64,
+    height: 48,
+    format: 'png',
+    boxes: [{ x: n % 64, y: Math.floor(n / 64) % 48, width: 1, height: 1, value: 0 }],
+  });
 
 const table: Row[] = [
   {
@@ -164,6 +176,24 @@ const table: Row[] = [
     body: () => ({ notes: 'patched by the matrix' }),
     contentType: 'application/merge-patch+json',
   },
+  {
+    method: 'POST',
+    path: `${tenantRoutes}/observations/:id/media`,
+    id: 'observation',
+    requires: { scope: 'observations:write' },
+    platform: false,
+    ok: 201,
+    rawBody: (n) => matrixImage(n),
+    contentType: 'image/png',
+  },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/observations/:id/media/:mediaId`,
+    id: 'observation',
+    requires: { scope: 'observations:read' },
+    platform: false,
+    ok: 200,
+  },
   ...(
     [
       ['POST', '/webhooks', undefined, 201, webhookBody],
@@ -256,6 +286,55 @@ table.push(
 /** Set in `before`: the location that visits created by the matrix point at. */
 let fixtureLocation = '';
 
+/** Set in `before`: an observation with media, which CV jobs created by the matrix analyse. */
+let fixtureObservation = '';
+
+table.push(
+  {
+    method: 'POST',
+    path: `${tenantRoutes}/cv-jobs`,
+    requires: { scope: 'cv:write' },
+    platform: false,
+    ok: 202,
+    body: () => ({ observationId: fixtureObservation, model: 'image-quality' }),
+  },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/cv-jobs`,
+    requires: { scope: 'cv:read' },
+    platform: false,
+    ok: 200,
+  },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/cv-jobs/:id`,
+    id: 'cvJob',
+    requires: { scope: 'cv:read' },
+    platform: false,
+    ok: 200,
+  },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/cv-models`,
+    requires: { scope: 'cv:read' },
+    platform: false,
+    ok: 200,
+  },
+);
+
+/** History: the tenant's whole event log is for admins; an observation's versions for its readers. */
+table.push(
+  { method: 'GET', path: `${tenantRoutes}/events`, requires: { scope: 'admin' }, platform: false, ok: 200 },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/observations/:id/history`,
+    id: 'observation',
+    requires: { scope: 'observations:read' },
+    platform: false,
+    ok: 200,
+  },
+);
+
 /** Routes that take no credentials at all. */
 const publicRoutes = [
   'GET /health',
@@ -264,6 +343,10 @@ const publicRoutes = [
   'GET /.well-known/oauth-authorization-server',
   'POST /v1/auth/token',
   'POST /v1/auth/refresh',
+  // The OpenAPI document and the page that renders it (src/openapi/api.ts).
+  'GET /v1/openapi.json',
+  'GET /docs',
+  'GET /docs/redoc.standalone.js',
 ];
 
 const kinds = ['API key', 'user token', 'client token'] as const;
@@ -278,6 +361,8 @@ describe('the 401/403 matrix, route by route', () => {
   const credentials = new Map<string, Record<string, string>>();
   let counter = 0;
   let deliveryId: string;
+  /** A medium of the `observation` fixture, for `:mediaId`. */
+  let mediaId: string;
   let newWebhook: () => Promise<string>;
   let newLocation: () => Promise<string>;
   let newVisit: () => Promise<string>;
@@ -351,6 +436,7 @@ describe('the 401/403 matrix, route by route', () => {
       freshLocation: '',
       visit: '',
       freshVisit: '',
+      cvJob: '',
     };
     fixtureLocation = ids.location;
     ids.visit = await newVisit();
@@ -359,6 +445,22 @@ describe('the 401/403 matrix, route by route', () => {
       filter: { tenantId, eventTypes: ['DeliveryScheduled'] },
     });
     deliveryId = (scheduled.events[0]?.data as { deliveryId: string }).deliveryId;
+    const media = await request(
+      `${server.url}/v1/tenants/${tenantId}/observations/${ids.observation}/media`,
+      {
+        method: 'POST',
+        rawBody: await matrixImage(-1),
+        headers: { 'content-type': 'image/png', 'X-API-Key': tenant.adminKey },
+      },
+    );
+    mediaId = media.body.id as string;
+    fixtureObservation = ids.observation;
+    const cvJob = await request(`${server.url}/v1/tenants/${tenantId}/cv-jobs`, {
+      method: 'POST',
+      body: { observationId: ids.observation, model: 'image-quality' },
+      headers: { 'X-API-Key': tenant.adminKey },
+    });
+    ids.cvJob = cvJob.body.id as string;
   });
   after(async () => server.close());
 
@@ -367,10 +469,11 @@ describe('the 401/403 matrix, route by route', () => {
     const fresh = { freshWebhook: newWebhook, freshLocation: newLocation, freshVisit: newVisit } as const;
     const id =
       row.id && row.id in fresh ? await fresh[row.id as keyof typeof fresh]() : row.id ? ids[row.id] : '';
-    const url = `${server.url}${row.path.replace(':tenantId', tenantId).replace(':id', id).replace(':deliveryId', deliveryId)}`;
+    const url = `${server.url}${row.path.replace(':tenantId', tenantId).replace(':id', id).replace(':deliveryId', deliveryId).replace(':mediaId', mediaId)}`;
     return request(url, {
       method: row.method,
       ...(row.body ? { body: row.body(counter) } : {}),
+      ...(row.rawBody ? { rawBody: await row.rawBody(counter) } : {}),
       headers: { ...(row.contentType ? { 'content-type': row.contentType } : {}), ...headers },
     });
   };

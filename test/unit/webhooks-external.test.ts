@@ -64,6 +64,48 @@ describe('the mapping of domain events to external events', () => {
     expect(toExternal({ ...event, id: 'another' })[0]!.id).to.equal('evt_another');
   });
 
+  const cvJob = { jobId: 'j_1', observationId: 'o_1', model: 'object-proposals', attempt: 2 };
+  const result = {
+    detections: [
+      { label: 'dark-object', confidence: 0.8, bbox: { x: 0.1, y: 0.2, width: 0.3, height: 0.4 }, fill: 1 },
+    ],
+    summary: { objects: 1 },
+  };
+
+  it('maps CvJobCompleted to cv.job.completed with exactly jobId, observationId, model, status and result', () => {
+    expect(toExternal(recorded('CvJobCompleted', { ...cvJob, result }, 2))).to.deep.equal([
+      {
+        id: 'evt_0a1b2c3d-0000-4000-8000-000000000001',
+        type: 'cv.job.completed',
+        tenantId: 't_1',
+        timestamp: '2026-05-01T07:30:00.000Z',
+        data: { jobId: 'j_1', observationId: 'o_1', model: 'object-proposals', status: 'completed', result },
+      },
+    ]);
+  });
+
+  it('maps CvJobFailed to cv.job.failed with exactly jobId, observationId, model, status and error', () => {
+    const error = { code: 'timeout', message: 'The job did not finish within 60000 ms' };
+    expect(toExternal(recorded('CvJobFailed', { ...cvJob, error }, 2))).to.deep.equal([
+      {
+        id: 'evt_0a1b2c3d-0000-4000-8000-000000000001',
+        type: 'cv.job.failed',
+        tenantId: 't_1',
+        timestamp: '2026-05-01T07:30:00.000Z',
+        data: { jobId: 'j_1', observationId: 'o_1', model: 'object-proposals', status: 'failed', error },
+      },
+    ]);
+  });
+
+  it('maps the other CV job events to nothing', () => {
+    expect(toExternal(recorded('CvJobRequested', { ...cvJob, mediaId: 'm_1', sha256: 'ab' }))).to.deep.equal(
+      [],
+    );
+    expect(toExternal(recorded('CvJobStarted', { jobId: 'j_1', attempt: 1, startedBy: 'x' }))).to.deep.equal(
+      [],
+    );
+  });
+
   it('maps every other domain event to nothing', () => {
     for (const type of ['TenantCreated', 'WebhookSubscribed', 'DeliveryAttempted', 'ApiKeyCreated']) {
       expect(toExternal(recorded(type, {})), type).to.deep.equal([]);
@@ -72,9 +114,12 @@ describe('the mapping of domain events to external events', () => {
 
   it('reads exactly the domain event types the projector subscribes to, and speaks only the public vocabulary', () => {
     expect([...mappedDomainEventTypes].sort()).to.deep.equal([
+      'CvJobCompleted',
+      'CvJobFailed',
       'ObservationMediaAttached',
       'ObservationRecorded',
       'ObservationUpdated',
+      'VisitSubmitted',
     ]);
     expect(externalEventTypes).to.deep.equal([
       'observation.created',

@@ -1,0 +1,39 @@
+export { Auth, createClient, ObservationServiceClient } from './client.js';
+export { ApiError, OAuthError, parseRetryAfter } from './errors.js';
+export {
+  ApiKeys,
+  CvJobs,
+  CvModels,
+  Discovery,
+  Events,
+  HealthResource,
+  Locations,
+  OAuthClients,
+  Observations,
+  paginate,
+  Tenants,
+  Users,
+  Visits,
+  Webhooks,
+} from './resources.js';
+export {
+  defaultBaseUrl,
+  responseMeta,
+  type ClientOptions,
+  type ConditionalOptions,
+  type ConditionalPostOptions,
+  type FetchFunction,
+  type PostOptions,
+  type RequestOptions,
+  type ResponseMeta,
+} from './transport.js';
+export {
+  checkStandardWebhook,
+  verifyStandardWebhook,
+  verifyWebhookSignature,
+  type RawBody,
+  type StandardWebhookCheck,
+  type StandardWebhookOptions,
+  type WebhookHeaders,
+} from './webhooks.js';
+export * from './types.js';

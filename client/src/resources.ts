@@ -1,0 +1,651 @@
+import type {
+  Call,
+  ConditionalOptions,
+  ConditionalPostOptions,
+  PostOptions,
+  RequestOptions,
+  Transport,
+} from './transport.js';
+import type {
+  ApiKey,
+  AuthorizationServerMetadata,
+  BoundingBox,
+  CreateCredentialInput,
+  CreateCvJobInput,
+  CreatedApiKey,
+  CreatedOAuthClient,
+  CreatedTenant,
+  CreateLocationInput,
+  CreateObservationInput,
+  CreateTenantInput,
+  CreateUserInput,
+  CreateVisitInput,
+  CreateWebhookInput,
+  CvJob,
+  CvModel,
+  Delivery,
+  DeliveryAttempt,
+  EnabledWebhook,
+  EnableWebhookInput,
+  EventHistoryParams,
+  Health,
+  HistoryEvent,
+  Jwks,
+  ListCvJobsParams,
+  ListDeliveriesParams,
+  ListLocationsParams,
+  ListObservationsParams,
+  ListVisitsParams,
+  Location,
+  LocationPatch,
+  MediaBody,
+  MediaDownload,
+  OAuthClient,
+  Observation,
+  ObservationMedia,
+  ObservationPatch,
+  ObservationVersion,
+  Page,
+  PageParams,
+  Tenant,
+  User,
+  Visit,
+  VisitPatch,
+  WebhookSubscription,
+} from './types.js';
+
+const seg = encodeURIComponent;
+const tenantPath = (tenantId: string) => `/v1/tenants/${seg(tenantId)}`;
+
+/** Only the options that were given: the request then carries no empty headers. */
+const withOptions = (options: Call['options'] | undefined): Pick<Call, 'options'> =>
+  options ? { options } : {};
+
+/**
+ * Every item of a list, page after page, following `nextCursor` until it is null. Pages are fetched as
+ * the loop asks for items; breaking out of the loop fetches no further page.
+ */
+export async function* paginate<T, P extends PageParams>(
+  params: P,
+  fetchPage: (params: P) => Promise<Page<T>>,
+): AsyncGenerator<T, void, undefined> {
+  let cursor = params.cursor;
+  for (;;) {
+    const page = await fetchPage({ ...params, ...(cursor !== undefined ? { cursor } : {}) });
+    yield* page.data;
+    if (page.nextCursor === null || page.nextCursor === undefined) return;
+    cursor = page.nextCursor;
+  }
+}
+
+const bboxParam = (bbox: BoundingBox | undefined): string | undefined =>
+  bbox === undefined || typeof bbox === 'string'
+    ? bbox
+    : `${bbox.minLon},${bbox.minLat},${bbox.maxLon},${bbox.maxLat}`;
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason as Error);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', abort);
+      resolve();
+    }, ms);
+    const abort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    signal?.addEventListener('abort', abort, { once: true });
+  });
+
+/**
+ * The lines of an NDJSON answer as they arrive, parsed. Stopping the loop early cancels the download (the
+ * server then stops reading). A body that ends in the middle of a line is a cut-off download: an error.
+ */
+async function* ndjsonLines<T>(response: Response): AsyncGenerator<T, void, undefined> {
+  if (!response.body) return;
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let rest = '';
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const lines = (rest + decoder.decode(value, { stream: true })).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) if (line.trim() !== '') yield JSON.parse(line) as T;
+    }
+    rest += decoder.decode();
+    finished = true;
+    if (rest.trim() !== '') {
+      throw new Error('The NDJSON download ended in the middle of a line; resume it with `after`');
+    }
+  } finally {
+    if (!finished) await reader.cancel().catch(() => undefined);
+  }
+}
+
+abstract class Resource {
+  constructor(protected readonly http: Transport) {}
+}
+
+/** `/v1/tenants`: created and listed with the platform admin key; read by the tenant's admins. */
+export class Tenants extends Resource {
+  create(input: CreateTenantInput, options?: PostOptions): Promise<CreatedTenant> {
+    return this.http.json({ method: 'POST', path: '/v1/tenants', json: input, ...withOptions(options) });
+  }
+  list(params: PageParams = {}, options?: RequestOptions): Promise<Page<Tenant>> {
+    return this.http.json({
+      method: 'GET',
+      path: '/v1/tenants',
+      query: { ...params },
+      ...withOptions(options),
+    });
+  }
+  iterate(params: PageParams = {}, options?: RequestOptions): AsyncGenerator<Tenant, void, undefined> {
+    return paginate(params, (page) => this.list(page, options));
+  }
+  get(tenantId: string, options?: RequestOptions): Promise<Tenant> {
+    return this.http.json({ method: 'GET', path: tenantPath(tenantId), ...withOptions(options) });
+  }
+}
+
+/** `.../users` (scope `admin`). */
+export class Users extends Resource {
+  create(tenantId: string, input: CreateUserInput, options?: PostOptions): Promise<User> {
+    const path = `${tenantPath(tenantId)}/users`;
+    return this.http.json({ method: 'POST', path, json: input, ...withOptions(options) });
+  }
+  list(tenantId: string, params: PageParams = {}, options?: RequestOptions): Promise<Page<User>> {
+    const path = `${tenantPath(tenantId)}/users`;
+    return this.http.json({ method: 'GET', path, query: { ...params }, ...withOptions(options) });
+  }
+  iterate(
+    tenantId: string,
+    params: PageParams = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<User, void, undefined> {
+    return paginate(params, (page) => this.list(tenantId, page, options));
+  }
+  get(tenantId: string, userId: string, options?: RequestOptions): Promise<User> {
+    const path = `${tenantPath(tenantId)}/users/${seg(userId)}`;
+    return this.http.json({ method: 'GET', path, ...withOptions(options) });
+  }
+  /** Disables the user: its tokens and sessions stop working. */
+  disable(tenantId: string, userId: string, options?: PostOptions): Promise<User> {
+    const path = `${tenantPath(tenantId)}/users/${seg(userId)}/disable`;
+    return this.http.json({ method: 'POST', path, ...withOptions(options) });
+  }
+}
+
+/** API keys and OAuth clients: the secret is in the create answer only; DELETE revokes. */
+class SecretCredentials<Record, Created> extends Resource {
+  constructor(
+    http: Transport,
+    private readonly segment: string,
+  ) {
+    super(http);
+  }
+  create(tenantId: string, input: CreateCredentialInput, options?: PostOptions): Promise<Created> {
+    const path = `${tenantPath(tenantId)}/${this.segment}`;
+    return this.http.json({ method: 'POST', path, json: input, ...withOptions(options) });
+  }
+  list(tenantId: string, params: PageParams = {}, options?: RequestOptions): Promise<Page<Record>> {
+    const path = `${tenantPath(tenantId)}/${this.segment}`;
+    return this.http.json({ method: 'GET', path, query: { ...params }, ...withOptions(options) });
+  }
+  iterate(
+    tenantId: string,
+    params: PageParams = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<Record, void, undefined> {
+    return paginate(params, (page) => this.list(tenantId, page, options));
+  }
+  get(tenantId: string, id: string, options?: RequestOptions): Promise<Record> {
+    const path = `${tenantPath(tenantId)}/${this.segment}/${seg(id)}`;
+    return this.http.json({ method: 'GET', path, ...withOptions(options) });
+  }
+  /** Revokes the credential for good (204). */
+  revoke(tenantId: string, id: string, options?: RequestOptions): Promise<void> {
+    const path = `${tenantPath(tenantId)}/${this.segment}/${seg(id)}`;
+    return this.http.empty({ method: 'DELETE', path, ...withOptions(options) });
+  }
+}
+
+/** `.../api-keys` (scope `admin`). */
+export class ApiKeys extends SecretCredentials<ApiKey, CreatedApiKey> {
+  constructor(http: Transport) {
+    super(http, 'api-keys');
+  }
+}
+
+/** `.../oauth-clients` (scope `admin`). */
+export class OAuthClients extends SecretCredentials<OAuthClient, CreatedOAuthClient> {
+  constructor(http: Transport) {
+    super(http, 'oauth-clients');
+  }
+}
+
+/** `.../observations`, their media and their history. */
+export class Observations extends Resource {
+  private path(tenantId: string, id?: string) {
+    return `${tenantPath(tenantId)}/observations${id === undefined ? '' : `/${seg(id)}`}`;
+  }
+  /** Records an observation (201); `responseMeta(result).position` is its `X-Position`. */
+  create(tenantId: string, input: CreateObservationInput, options?: PostOptions): Promise<Observation> {
+    return this.http.json({
+      method: 'POST',
+      path: this.path(tenantId),
+      json: input,
+      ...withOptions(options),
+    });
+  }
+  list(
+    tenantId: string,
+    params: ListObservationsParams = {},
+    options?: RequestOptions,
+  ): Promise<Page<Observation>> {
+    const query = { ...params, bbox: bboxParam(params.bbox) };
+    return this.http.json({ method: 'GET', path: this.path(tenantId), query, ...withOptions(options) });
+  }
+  iterate(
+    tenantId: string,
+    params: ListObservationsParams = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<Observation, void, undefined> {
+    return paginate(params, (page) => this.list(tenantId, page, options));
+  }
+  /** Always current: folded from the observation's events. */
+  get(tenantId: string, id: string, options?: RequestOptions): Promise<Observation> {
+    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+  }
+  /** A JSON Merge Patch; with `ifMatch` the update is conditional (412 when stale). */
+  update(
+    tenantId: string,
+    id: string,
+    patch: ObservationPatch,
+    options?: ConditionalOptions,
+  ): Promise<Observation> {
+    return this.http.json({
+      method: 'PATCH',
+      path: this.path(tenantId, id),
+      json: patch,
+      contentType: 'application/merge-patch+json',
+      ...withOptions(options),
+    });
+  }
+  /** Every version of the observation, oldest first, with the event that made it. */
+  history(tenantId: string, id: string, options?: RequestOptions): Promise<ObservationVersion[]> {
+    return this.http.json({
+      method: 'GET',
+      path: `${this.path(tenantId, id)}/history`,
+      ...withOptions(options),
+    });
+  }
+  /**
+   * Attaches an image (JPEG, PNG or WebP, sniffed from the bytes): 201 with the new item, or 200 with the
+   * existing one for the same bytes (`responseMeta(result).status`).
+   */
+  uploadMedia(
+    tenantId: string,
+    id: string,
+    image: MediaBody,
+    options?: PostOptions & { contentType?: string },
+  ): Promise<ObservationMedia> {
+    const { contentType, ...rest } = options ?? {};
+    return this.http.json({
+      method: 'POST',
+      path: `${this.path(tenantId, id)}/media`,
+      body: image,
+      contentType: contentType ?? 'application/octet-stream',
+      ...withOptions(rest),
+    });
+  }
+  /** The bytes of an attached image, with their type and `ETag`. */
+  async downloadMedia(
+    tenantId: string,
+    id: string,
+    mediaId: string,
+    options?: RequestOptions,
+  ): Promise<MediaDownload> {
+    const response = await this.http.send({
+      method: 'GET',
+      path: `${this.path(tenantId, id)}/media/${seg(mediaId)}`,
+      accept: '*/*',
+      ...withOptions(options),
+    });
+    return {
+      data: new Uint8Array(await response.arrayBuffer()),
+      contentType: response.headers.get('content-type') ?? 'application/octet-stream',
+      etag: response.headers.get('etag'),
+    };
+  }
+}
+
+/** `.../locations` (scopes `locations:read`, `locations:write`). */
+export class Locations extends Resource {
+  private path(tenantId: string, id?: string) {
+    return `${tenantPath(tenantId)}/locations${id === undefined ? '' : `/${seg(id)}`}`;
+  }
+  create(tenantId: string, input: CreateLocationInput, options?: PostOptions): Promise<Location> {
+    return this.http.json({
+      method: 'POST',
+      path: this.path(tenantId),
+      json: input,
+      ...withOptions(options),
+    });
+  }
+  list(
+    tenantId: string,
+    params: ListLocationsParams = {},
+    options?: RequestOptions,
+  ): Promise<Page<Location>> {
+    const query = { ...params, bbox: bboxParam(params.bbox) };
+    return this.http.json({ method: 'GET', path: this.path(tenantId), query, ...withOptions(options) });
+  }
+  iterate(
+    tenantId: string,
+    params: ListLocationsParams = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<Location, void, undefined> {
+    return paginate(params, (page) => this.list(tenantId, page, options));
+  }
+  get(tenantId: string, id: string, options?: RequestOptions): Promise<Location> {
+    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+  }
+  update(
+    tenantId: string,
+    id: string,
+    patch: LocationPatch,
+    options?: ConditionalOptions,
+  ): Promise<Location> {
+    return this.http.json({
+      method: 'PATCH',
+      path: this.path(tenantId, id),
+      json: patch,
+      contentType: 'application/merge-patch+json',
+      ...withOptions(options),
+    });
+  }
+  delete(tenantId: string, id: string, options?: ConditionalOptions): Promise<void> {
+    return this.http.empty({ method: 'DELETE', path: this.path(tenantId, id), ...withOptions(options) });
+  }
+}
+
+/** `.../visits` (scopes `observations:read`, `observations:write`). */
+export class Visits extends Resource {
+  private path(tenantId: string, id?: string) {
+    return `${tenantPath(tenantId)}/visits${id === undefined ? '' : `/${seg(id)}`}`;
+  }
+  create(tenantId: string, input: CreateVisitInput, options?: PostOptions): Promise<Visit> {
+    return this.http.json({
+      method: 'POST',
+      path: this.path(tenantId),
+      json: input,
+      ...withOptions(options),
+    });
+  }
+  list(tenantId: string, params: ListVisitsParams = {}, options?: RequestOptions): Promise<Page<Visit>> {
+    return this.http.json({
+      method: 'GET',
+      path: this.path(tenantId),
+      query: { ...params },
+      ...withOptions(options),
+    });
+  }
+  iterate(
+    tenantId: string,
+    params: ListVisitsParams = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<Visit, void, undefined> {
+    return paginate(params, (page) => this.list(tenantId, page, options));
+  }
+  get(tenantId: string, id: string, options?: RequestOptions): Promise<Visit> {
+    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+  }
+  /** Changes a draft visit (merge patch); a submitted one answers 409. */
+  update(tenantId: string, id: string, patch: VisitPatch, options?: ConditionalOptions): Promise<Visit> {
+    return this.http.json({
+      method: 'PATCH',
+      path: this.path(tenantId, id),
+      json: patch,
+      contentType: 'application/merge-patch+json',
+      ...withOptions(options),
+    });
+  }
+  /** Submits the visit with every observation that names it. */
+  submit(tenantId: string, id: string, options?: ConditionalPostOptions): Promise<Visit> {
+    return this.http.json({
+      method: 'POST',
+      path: `${this.path(tenantId, id)}/submit`,
+      ...withOptions(options),
+    });
+  }
+}
+
+/** `.../webhooks` and their delivery log (scope `webhooks:manage`). */
+export class Webhooks extends Resource {
+  private path(tenantId: string, id?: string) {
+    return `${tenantPath(tenantId)}/webhooks${id === undefined ? '' : `/${seg(id)}`}`;
+  }
+  create(tenantId: string, input: CreateWebhookInput, options?: PostOptions): Promise<WebhookSubscription> {
+    return this.http.json({
+      method: 'POST',
+      path: this.path(tenantId),
+      json: input,
+      ...withOptions(options),
+    });
+  }
+  list(
+    tenantId: string,
+    params: PageParams = {},
+    options?: RequestOptions,
+  ): Promise<Page<WebhookSubscription>> {
+    return this.http.json({
+      method: 'GET',
+      path: this.path(tenantId),
+      query: { ...params },
+      ...withOptions(options),
+    });
+  }
+  iterate(
+    tenantId: string,
+    params: PageParams = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<WebhookSubscription, void, undefined> {
+    return paginate(params, (page) => this.list(tenantId, page, options));
+  }
+  get(tenantId: string, id: string, options?: RequestOptions): Promise<WebhookSubscription> {
+    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+  }
+  delete(tenantId: string, id: string, options?: RequestOptions): Promise<void> {
+    return this.http.empty({ method: 'DELETE', path: this.path(tenantId, id), ...withOptions(options) });
+  }
+  /** Makes a disabled subscription active again; `replayMissed` delivers what it missed meanwhile. */
+  enable(
+    tenantId: string,
+    id: string,
+    input: EnableWebhookInput = {},
+    options?: PostOptions,
+  ): Promise<EnabledWebhook> {
+    return this.http.json({
+      method: 'POST',
+      path: `${this.path(tenantId, id)}/enable`,
+      json: input,
+      ...withOptions(options),
+    });
+  }
+  /** The subscription's delivery attempts, newest first. */
+  deliveries(
+    tenantId: string,
+    id: string,
+    params: ListDeliveriesParams = {},
+    options?: RequestOptions,
+  ): Promise<Page<DeliveryAttempt>> {
+    const path = `${this.path(tenantId, id)}/deliveries`;
+    return this.http.json({ method: 'GET', path, query: { ...params }, ...withOptions(options) });
+  }
+  iterateDeliveries(
+    tenantId: string,
+    id: string,
+    params: ListDeliveriesParams = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<DeliveryAttempt, void, undefined> {
+    return paginate(params, (page) => this.deliveries(tenantId, id, page, options));
+  }
+  /** Sends a delivery once more, with the same envelope id (202). */
+  redeliver(tenantId: string, id: string, deliveryId: string, options?: PostOptions): Promise<Delivery> {
+    const path = `${this.path(tenantId, id)}/deliveries/${seg(deliveryId)}/redeliver`;
+    return this.http.json({ method: 'POST', path, ...withOptions(options) });
+  }
+}
+
+/** `.../cv-jobs` (scopes `cv:read`, `cv:write`). */
+export class CvJobs extends Resource {
+  private path(tenantId: string, id?: string) {
+    return `${tenantPath(tenantId)}/cv-jobs${id === undefined ? '' : `/${seg(id)}`}`;
+  }
+  /** Requests a model run over one of the observation's images (202, status `queued`). */
+  create(tenantId: string, input: CreateCvJobInput, options?: PostOptions): Promise<CvJob> {
+    return this.http.json({
+      method: 'POST',
+      path: this.path(tenantId),
+      json: input,
+      ...withOptions(options),
+    });
+  }
+  /** Newest first. */
+  list(tenantId: string, params: ListCvJobsParams = {}, options?: RequestOptions): Promise<Page<CvJob>> {
+    return this.http.json({
+      method: 'GET',
+      path: this.path(tenantId),
+      query: { ...params },
+      ...withOptions(options),
+    });
+  }
+  iterate(
+    tenantId: string,
+    params: ListCvJobsParams = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<CvJob, void, undefined> {
+    return paginate(params, (page) => this.list(tenantId, page, options));
+  }
+  /** Always current: folded from the job's events. */
+  get(tenantId: string, id: string, options?: RequestOptions): Promise<CvJob> {
+    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+  }
+  /** Polls the job until it is `completed` or `failed`; rejects after `timeoutMs` (60 s). */
+  async wait(
+    tenantId: string,
+    id: string,
+    {
+      timeoutMs = 60_000,
+      intervalMs = 250,
+      ...options
+    }: RequestOptions & { timeoutMs?: number; intervalMs?: number } = {},
+  ): Promise<CvJob> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const job = await this.get(tenantId, id, options);
+      if (job.status === 'completed' || job.status === 'failed') return job;
+      if (Date.now() + intervalMs > deadline) {
+        throw new Error(`CV job ${id} is still ${job.status} after ${timeoutMs} ms`);
+      }
+      await sleep(intervalMs, options.signal);
+    }
+  }
+}
+
+/** `.../cv-models` (scope `cv:read`). */
+export class CvModels extends Resource {
+  /** Every model a job may name; one page, `nextCursor` null. */
+  list(tenantId: string, options?: RequestOptions): Promise<Page<CvModel>> {
+    return this.http.json({
+      method: 'GET',
+      path: `${tenantPath(tenantId)}/cv-models`,
+      ...withOptions(options),
+    });
+  }
+}
+
+/** `.../events`: the tenant's event history (scope `admin`). */
+export class Events extends Resource {
+  private query(params: EventHistoryParams) {
+    const { type, ...rest } = params;
+    return { ...rest, type: typeof type === 'string' ? [type] : type };
+  }
+  /** One JSON page; a page may hold fewer events than `limit`, even none, while `nextCursor` is set. */
+  list(
+    tenantId: string,
+    params: EventHistoryParams = {},
+    options?: RequestOptions,
+  ): Promise<Page<HistoryEvent>> {
+    return this.http.json({
+      method: 'GET',
+      path: `${tenantPath(tenantId)}/events`,
+      query: this.query(params),
+      ...withOptions(options),
+    });
+  }
+  /** Every matching event, following `nextCursor` page by page. */
+  iterate(
+    tenantId: string,
+    params: EventHistoryParams = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<HistoryEvent, void, undefined> {
+    return paginate(params, (page) => this.list(tenantId, page, options));
+  }
+  /**
+   * Every matching event up to the newest at the time of the request, as one NDJSON download read as it
+   * arrives (`limit` caps the lines). To pick up later events, or to resume a download that was cut off,
+   * call again with `after` set to the last `position` seen.
+   */
+  async *stream(
+    tenantId: string,
+    params: Omit<EventHistoryParams, 'cursor'> = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<HistoryEvent, void, undefined> {
+    const response = await this.http.send({
+      method: 'GET',
+      path: `${tenantPath(tenantId)}/events`,
+      query: this.query(params),
+      accept: 'application/x-ndjson',
+      ...withOptions(options),
+    });
+    yield* ndjsonLines<HistoryEvent>(response);
+  }
+}
+
+/** `GET /health`. */
+export class HealthResource extends Resource {
+  /** `{status: "ok"}` once the service's stores answer; an ApiError with status 503 otherwise. */
+  check(options?: RequestOptions): Promise<Health> {
+    return this.http.json({ method: 'GET', path: '/health', auth: 'none', ...withOptions(options) });
+  }
+}
+
+/** The public documents: OpenAPI, OAuth metadata (RFC 8414), the token-signing keys. */
+export class Discovery extends Resource {
+  openApi(options?: RequestOptions): Promise<Record<string, unknown>> {
+    return this.http.json({ method: 'GET', path: '/v1/openapi.json', auth: 'none', ...withOptions(options) });
+  }
+  authorizationServer(options?: RequestOptions): Promise<AuthorizationServerMetadata> {
+    return this.http.json({
+      method: 'GET',
+      path: '/.well-known/oauth-authorization-server',
+      auth: 'none',
+      ...withOptions(options),
+    });
+  }
+  jwks(options?: RequestOptions): Promise<Jwks> {
+    return this.http.json({
+      method: 'GET',
+      path: '/.well-known/jwks.json',
+      auth: 'none',
+      ...withOptions(options),
+    });
+  }
+}

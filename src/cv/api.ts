@@ -1,0 +1,172 @@
+import Router from '@koa/router';
+import * as t from 'io-ts';
+import { cvJobsProjection, cvJobsQuery } from '../../projections/cv-jobs.js';
+import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { NotFoundError, ValidationError } from '../core/errors.js';
+import type { Clock, IdGenerator } from '../core/ids.js';
+import { streamName } from '../core/streams.js';
+import type { EventStore } from '../eventstore/port.js';
+import { readJsonBody } from '../http/body.js';
+import {
+  decodeOrThrow,
+  paramOf,
+  refined,
+  ResourceId,
+  strictObject,
+  wholeNumberParam,
+} from '../http/codec.js';
+import { commandContext } from '../http/command-context.js';
+import { awaitPosition } from '../http/consistency.js';
+import type { CursorCodec } from '../http/cursor.js';
+import { listPage, pageParams, sendPage } from '../http/paging.js';
+import { pathParam, sendResource } from '../http/resource.js';
+import { observationDecider } from '../observations/decider.js';
+import type { ReadModelStore } from '../readmodels/port.js';
+import type { ProjectionRunner } from '../readmodels/runner.js';
+import { cvJobDecider, cvJobStatuses, type CvJob, type CvJobState } from './job.js';
+import { isModelName } from './models/port.js';
+import type { ModelRegistry } from './models/registry.js';
+
+export interface CvApiDeps {
+  eventStore: EventStore;
+  readModels: ReadModelStore;
+  cursors: CursorCodec;
+  clock: Clock;
+  ids: IdGenerator;
+  bodyLimit: number;
+  consistencyTimeoutMs: number;
+  auth: Authenticator;
+  models: ModelRegistry;
+  /** The cv_jobs projection's runner, for `minPosition`. */
+  projection: ProjectionRunner;
+}
+
+const ModelName = refined(
+  t.string,
+  isModelName,
+  'a model name of 1 to 64 lower-case letters, digits, ".", "_" or "-" (see GET .../cv-models)',
+);
+
+export const CreateCvJobBody = strictObject(
+  'a CV job',
+  { observationId: ResourceId, model: ModelName },
+  { mediaId: ResourceId },
+);
+
+export const ListCvJobsQuery = strictObject(
+  'list parameters',
+  {},
+  {
+    ...pageParams,
+    minPosition: wholeNumberParam(0, Number.MAX_SAFE_INTEGER),
+    observationId: paramOf(ResourceId),
+    status: paramOf(
+      refined(
+        t.string,
+        (s) => (cvJobStatuses as readonly string[]).includes(s),
+        `one of ${cvJobStatuses.join(', ')}`,
+      ),
+    ),
+    model: paramOf(ModelName),
+  },
+);
+
+export const NoParams = strictObject('list parameters', {}, {});
+
+const jobOf = (state: CvJobState): CvJob => {
+  if (state.status === 'absent') throw new NotFoundError('The CV job does not exist');
+  return state.job;
+};
+
+/**
+ * CV jobs: request a model run over an observation's image, follow it, list them. The request only
+ * records the job (202); the worker (src/cv/worker.ts) runs it.
+ */
+export const cvApi = (deps: CvApiDeps): Router => {
+  const router = new Router({ prefix: '/v1/tenants/:tenantId' });
+  const read = requireScope(deps.auth, 'cv:read');
+  const write = requireScope(deps.auth, 'cv:write');
+
+  router.post('/cv-jobs', write, async (ctx) => {
+    const body = decodeOrThrow(CreateCvJobBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const tenantId = pathParam(ctx, 'tenantId');
+    if (!deps.models.get(body.model)) {
+      const known = deps.models
+        .list()
+        .map((model) => model.name)
+        .join(', ');
+      throw new ValidationError([
+        { path: 'model', message: `is not a known model; the models are ${known}` },
+      ]);
+    }
+    // Another tenant's observation is in another tenant's stream: from here it does not exist.
+    const { state } = await readAggregate(
+      deps.eventStore,
+      observationDecider,
+      streamName('observation', tenantId, body.observationId),
+    );
+    if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
+    const { media } = state.observation;
+    if (media.length === 0) {
+      throw new ValidationError([
+        { path: 'observationId', message: 'has no media to analyse; upload an image to it first' },
+      ]);
+    }
+    const medium = body.mediaId === undefined ? media.at(-1)! : media.find((m) => m.id === body.mediaId);
+    if (!medium) throw new NotFoundError(`The observation has no medium ${body.mediaId}`);
+    const jobId = deps.ids('j');
+    const result = await handleCommand(
+      deps.eventStore,
+      cvJobDecider,
+      streamName('cvjob', tenantId, jobId),
+      {
+        type: 'RequestJob',
+        jobId,
+        observationId: body.observationId,
+        mediaId: medium.id,
+        sha256: medium.sha256,
+        model: body.model,
+      },
+      commandContext(ctx, deps),
+    );
+    ctx.set('Location', `/v1/tenants/${tenantId}/cv-jobs/${jobId}`);
+    sendResource(ctx, 202, jobOf(result.state), result);
+  });
+
+  router.get('/cv-jobs', read, async (ctx) => {
+    const params = decodeOrThrow(ListCvJobsQuery, ctx.query);
+    await awaitPosition(deps.projection, params.minPosition, deps.consistencyTimeoutMs);
+    const page = await listPage(
+      deps,
+      cvJobsProjection.collection.name,
+      cvJobsQuery(pathParam(ctx, 'tenantId'), params),
+      { limit: params.limit ?? 50, cursor: params.cursor },
+    );
+    ctx.set('X-Projection-Position', String(deps.projection.status().checkpoint));
+    sendPage(ctx, page);
+  });
+
+  // A single job is folded from its stream: always current, whatever the projection's lag.
+  router.get('/cv-jobs/:id', read, async (ctx) => {
+    const { state } = await readAggregate(
+      deps.eventStore,
+      cvJobDecider,
+      streamName('cvjob', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id')),
+    );
+    const job = jobOf(state);
+    sendResource(ctx, 200, job, { version: job.version, position: null });
+  });
+
+  router.get('/cv-models', read, (ctx) => {
+    decodeOrThrow(NoParams, ctx.query);
+    ctx.body = {
+      data: deps.models
+        .list()
+        .map(({ name, kind, description, returns }) => ({ name, kind, description, returns })),
+      nextCursor: null,
+    };
+  });
+
+  return router;
+};

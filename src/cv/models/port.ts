@@ -1,0 +1,86 @@
+/**
+ * The model port: everything a CV job can run. Built-in models analyse the image in this process with
+ * sharp; remote models send it to an inference server (src/cv/models/remote.ts). The worker neither knows
+ * nor cares which is which, beyond asking remote models' images to be decodable first.
+ */
+
+/** A box normalized to 0..1 of the image's width and height, from the top-left corner. */
+export interface BoundingBox {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/** One thing a model found. Models may add fields of their own beside these. */
+export interface Detection {
+  label: string;
+  /** 0..1 */
+  confidence: number;
+  bbox: BoundingBox;
+  [extra: string]: unknown;
+}
+
+export interface ModelResult {
+  detections: Detection[];
+  /** Up to the model: what it measured about the image as a whole. */
+  summary: Record<string, unknown>;
+}
+
+/** What a model returns, for `GET .../cv-models`: a sentence for the detections, one per summary field. */
+export interface ModelReturns {
+  detections: string;
+  summary: Record<string, string>;
+}
+
+export interface CvModel {
+  /** Lower-case letters, digits, `.`, `_` and `-`: it is part of URLs, never a path. */
+  name: string;
+  kind: 'builtin' | 'remote';
+  description: string;
+  returns: ModelReturns;
+  /**
+   * Analyses the image (the stored bytes: JPEG, PNG or WebP). Rejects with a CvModelError for a failure it
+   * can name; anything else it throws is reported as `model_error`. The signal aborts at the job's time-out.
+   */
+  run(image: Buffer, signal: AbortSignal): Promise<ModelResult>;
+}
+
+/** Why a job failed, as the job's `error.code` says it. */
+export const failureCodes = [
+  /** The model failed: a built-in model threw, or a remote one answered other than 2xx. */
+  'model_error',
+  /** A remote model could not be reached (connection refused, DNS). */
+  'model_unreachable',
+  /** A remote model answered 2xx with something that is not a valid inference reply. */
+  'model_reply_invalid',
+  /** The model is no longer configured (a remote model removed since the job was requested). */
+  'model_unknown',
+  /** The run took longer than CV_JOB_TIMEOUT or the remote model's own time-out. */
+  'timeout',
+  /** The observation's medium, or its bytes in the blob store, are gone. */
+  'media_missing',
+  /** The stored bytes are not an image sharp can decode (truncated, corrupt). */
+  'media_unreadable',
+  /** The job was started several times and no worker ever finished it (workers crashing on it). */
+  'worker_lost',
+] as const;
+
+export type FailureCode = (typeof failureCodes)[number];
+
+export class CvModelError extends Error {
+  constructor(
+    readonly code: FailureCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Model names: what `POST .../cv-jobs` accepts and what the models setting may name. */
+export const modelNamePattern = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+export const isModelName = (name: string): boolean => modelNamePattern.test(name) && !name.includes('..');
+
+/** The models built into the service (src/cv/models/registry.ts): a remote model may not take their names. */
+export const builtinModelNames = ['image-quality', 'object-proposals'] as const;

@@ -1,0 +1,381 @@
+import { randomUUID } from 'node:crypto';
+import { schedule as cronSchedule, type ScheduledTask } from 'node-cron';
+import type { Logger } from 'pino';
+import type { PendingCvJob } from '../../projections/cv-jobs.js';
+import { eventMetadata, handleCommand, type CommandContext } from '../core/command-handler.js';
+import { ConflictError, NotFoundError, VersionConflictError } from '../core/errors.js';
+import type { Clock } from '../core/ids.js';
+import { streamName } from '../core/streams.js';
+import type { ConsumerOutcome, EventStore, PersistentEvent, Subscription } from '../eventstore/port.js';
+import type { BlobStore } from '../media/blob-store.js';
+import { platformPartition } from '../readmodels/aggregate-projection.js';
+import type { ReadModelStore } from '../readmodels/port.js';
+import { assertDecodable } from './image.js';
+import { cvJobDecider, type CvJob, type CvJobCommand, type CvJobRequested, type CvJobState } from './job.js';
+import { CvModelError, type ModelResult } from './models/port.js';
+import type { ModelRegistry } from './models/registry.js';
+import { checkResult } from './models/result.js';
+
+export interface CvWorkerSettings {
+  /** The longest one run may take (CV_JOB_TIMEOUT); the run is aborted and the job fails with `timeout`. */
+  jobTimeoutMs: number;
+  /** Jobs this instance runs at once (CV_CONCURRENCY). */
+  concurrency: number;
+  /** Added to the time-out before a job still `running` counts as abandoned by a dead worker. */
+  staleMarginMs: number;
+  /** Starts after which an abandoned job fails with `worker_lost` instead of running again. */
+  maxAttempts: number;
+}
+
+export const defaultCvWorkerSettings = { staleMarginMs: 10_000, maxAttempts: 3 } as const;
+
+export interface CvWorkerDeps {
+  eventStore: EventStore;
+  readModels: ReadModelStore;
+  blobs: BlobStore;
+  models: ModelRegistry;
+  clock: Clock;
+  logger: Logger;
+  settings: CvWorkerSettings;
+  /** The collection of projections/cv-jobs.ts's pendingCvJobsProjection. */
+  pendingCollection: string;
+}
+
+/** The consumer group of the job requests: with several instances, they share the requests. */
+export const cvWorkerGroup = 'cv-worker';
+
+const systemContext = (tenantId: string, now: Date, causationId: string | null): CommandContext => ({
+  tenantId,
+  actor: 'system:cv-worker',
+  correlationId: causationId ?? randomUUID(),
+  causationId,
+  now,
+  newEventId: () => randomUUID(),
+});
+
+const lostRace = (error: unknown) =>
+  error instanceof ConflictError || error instanceof VersionConflictError || error instanceof NotFoundError;
+
+/** A failure of this service's own stores while running a job: not the job's fault, so not its outcome. */
+class InfrastructureFailure extends Error {}
+
+interface Claimed {
+  stream: string;
+  job: CvJob;
+  state: CvJobState;
+  /** The stream version right after this attempt's start: the outcome is appended at exactly this one. */
+  version: number;
+}
+
+/** Counting semaphore whose waits end when the signal aborts. */
+const semaphore = (size: number) => {
+  let free = size;
+  const waiting: (() => void)[] = [];
+  return {
+    acquire: (signal: AbortSignal): Promise<void> =>
+      new Promise((resolve, reject) => {
+        if (signal.aborted) return reject(new Error('stopping'));
+        if (free > 0) {
+          free -= 1;
+          return resolve();
+        }
+        const wake = () => {
+          signal.removeEventListener('abort', cancel);
+          resolve();
+        };
+        const cancel = () => {
+          const index = waiting.indexOf(wake);
+          if (index >= 0) waiting.splice(index, 1);
+          reject(new Error('stopping'));
+        };
+        signal.addEventListener('abort', cancel, { once: true });
+        waiting.push(wake);
+      }),
+    release: () => {
+      const next = waiting.shift();
+      if (next) next();
+      else free += 1;
+    },
+  };
+};
+
+/** Settles with the task, or rejects with the signal's reason as soon as it aborts, whichever is first. */
+const abortable = <T>(signal: AbortSignal, task: () => Promise<T>): Promise<T> =>
+  new Promise<T>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    task()
+      .then(resolve, reject)
+      .finally(() => signal.removeEventListener('abort', onAbort));
+  });
+
+/**
+ * Runs CV jobs.
+ * - Requests arrive through the persistent subscription `cv-worker` (on CvJobRequested). The handler waits
+ *   for a free slot, claims the job by appending CvJobStarted at the version it read, acknowledges, and runs
+ *   the job in the background. Of several instances racing for a job exactly one wins the claim; a crash
+ *   before the claim leaves the request unacknowledged, so it is delivered again.
+ * - A run reads the image from the blob store, runs the model under the time-out, checks the result, and
+ *   appends CvJobCompleted or CvJobFailed at the version right after its own start. If its start was taken
+ *   over in the meantime, that append fails and the outcome is dropped: a job never completes twice.
+ * - A node-cron sweep every second looks for jobs still `running` past the time-out plus a margin (their
+ *   worker died, or was stopped) and runs them again as a new attempt, up to `maxAttempts` starts; after
+ *   that they fail with `worker_lost`. It also picks up jobs still `queued` that long (a request that was
+ *   parked), so no job is lost.
+ */
+export const cvWorker = (deps: CvWorkerDeps) => {
+  const { eventStore, settings, logger } = deps;
+  const instance = `instance:${randomUUID().slice(0, 8)}`;
+  const staleAfterMs = settings.jobTimeoutMs + settings.staleMarginMs;
+  const slots = semaphore(settings.concurrency);
+  /** Jobs this instance is claiming or running, by stream name. */
+  const inFlight = new Set<string>();
+  const tasks = new Set<Promise<void>>();
+  const stopping = new AbortController();
+  let subscription: Subscription | null = null;
+  let sweep: ScheduledTask | null = null;
+  let sweeping: Promise<void> | null = null;
+
+  const track = (task: Promise<void>) => {
+    tasks.add(task);
+    void task.finally(() => tasks.delete(task));
+  };
+
+  /** Starts an attempt if this instance wins the job; null when there is nothing for it to do. */
+  const claim = async (tenantId: string, jobId: string, causationId: string): Promise<Claimed | null> => {
+    const stream = streamName('cvjob', tenantId, jobId);
+    try {
+      const result = await handleCommand(
+        eventStore,
+        cvJobDecider,
+        stream,
+        {
+          type: 'StartJob',
+          now: deps.clock(),
+          staleAfterMs,
+          maxAttempts: settings.maxAttempts,
+          startedBy: instance,
+        },
+        systemContext(tenantId, deps.clock(), causationId),
+      );
+      if (result.events.at(-1)?.type !== 'CvJobStarted' || result.state.status === 'absent') return null;
+      return { stream, job: result.state.job, state: result.state, version: result.version };
+    } catch (error) {
+      if (lostRace(error)) return null;
+      throw error;
+    }
+  };
+
+  const execute = async (job: CvJob, signal: AbortSignal): Promise<ModelResult> => {
+    const model = deps.models.get(job.model);
+    if (!model) throw new CvModelError('model_unknown', `The model ${job.model} is not configured any more`);
+    let image: Buffer | null;
+    try {
+      image = await deps.blobs.get(job.sha256);
+    } catch (error) {
+      throw new InfrastructureFailure(`The blob store failed: ${(error as Error).message}`);
+    }
+    if (!image)
+      throw new CvModelError('media_missing', `The bytes of medium ${job.mediaId} are not in the blob store`);
+    const bytes = image;
+    return abortable(signal, async () => {
+      // Built-in models decode the image themselves; an inference server is only sent a whole image.
+      if (model.kind === 'remote') await assertDecodable(bytes, signal);
+      try {
+        return checkResult(await model.run(bytes, signal));
+      } catch (error) {
+        if (error instanceof CvModelError || signal.aborted) throw error;
+        throw new CvModelError('model_error', `The model ${model.name} failed: ${(error as Error).message}`);
+      }
+    });
+  };
+
+  /** Appends the attempt's outcome right after its start; a start taken over since makes it a no-op. */
+  const record = async (claimed: Claimed, command: CvJobCommand) => {
+    const { tenantId } = claimed.job;
+    const context = systemContext(tenantId, deps.clock(), claimed.job.id);
+    const events = cvJobDecider.decide(command, claimed.state).map((event) => ({
+      id: context.newEventId(),
+      type: event.type,
+      data: event.data,
+      metadata: eventMetadata(context, event.type),
+    }));
+    try {
+      await eventStore.appendToStream(claimed.stream, events, claimed.version);
+    } catch (error) {
+      if (!(error instanceof VersionConflictError)) throw error;
+      logger.warn(
+        { jobId: claimed.job.id, attempt: claimed.job.attempts },
+        'CV job attempt was taken over by another worker; its outcome is dropped',
+      );
+    }
+  };
+
+  const run = async (claimed: Claimed) => {
+    const { job } = claimed;
+    const attempt = job.attempts;
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () =>
+        controller.abort(
+          new CvModelError('timeout', `The job did not finish within ${settings.jobTimeoutMs} ms`),
+        ),
+      settings.jobTimeoutMs,
+    );
+    const onStop = () => controller.abort(new Error('the worker is stopping'));
+    stopping.signal.addEventListener('abort', onStop, { once: true });
+    const started = Date.now();
+    let command: CvJobCommand;
+    try {
+      const result = await execute(job, controller.signal);
+      command = { type: 'CompleteJob', attempt, result };
+    } catch (error) {
+      if (stopping.signal.aborted || error instanceof InfrastructureFailure) {
+        // Left running: once its start is stale, the sweep (here or on another instance) runs it again.
+        logger.warn({ err: error, jobId: job.id, attempt }, 'CV job interrupted; it will run again');
+        return;
+      }
+      const failure =
+        error instanceof CvModelError
+          ? error
+          : new CvModelError('model_error', `The run failed: ${(error as Error).message}`);
+      command = { type: 'FailJob', attempt, error: { code: failure.code, message: failure.message } };
+    } finally {
+      clearTimeout(timer);
+      stopping.signal.removeEventListener('abort', onStop);
+    }
+    logger.info(
+      { jobId: job.id, model: job.model, attempt, outcome: command.type, ms: Date.now() - started },
+      'CV job finished',
+    );
+    await record(claimed, command);
+  };
+
+  /** Claims and runs a job found by the sweep, unless this instance is already on it. */
+  const kick = (tenantId: string, jobId: string) => {
+    const stream = streamName('cvjob', tenantId, jobId);
+    if (inFlight.has(stream) || stopping.signal.aborted) return;
+    inFlight.add(stream);
+    track(
+      (async () => {
+        try {
+          await slots.acquire(stopping.signal);
+        } catch {
+          inFlight.delete(stream);
+          return;
+        }
+        try {
+          const claimed = await claim(tenantId, jobId, jobId);
+          if (claimed) await run(claimed);
+        } catch (error) {
+          logger.error({ err: error, jobId }, 'CV job run failed');
+        } finally {
+          inFlight.delete(stream);
+          slots.release();
+        }
+      })(),
+    );
+  };
+
+  /**
+   * The subscription's handler: waits for a slot, claims, acknowledges once the claim is written (or there
+   * was nothing to claim), and runs in the background. A store failure before the claim asks for the
+   * request again.
+   */
+  const onRequested = async ({ event }: PersistentEvent): Promise<ConsumerOutcome> => {
+    if (event.type !== 'CvJobRequested') return { kind: 'ack' };
+    const tenantId = event.metadata.tenantId;
+    const { jobId } = event.data as CvJobRequested['data'];
+    const stream = streamName('cvjob', tenantId, jobId);
+    if (inFlight.has(stream)) return { kind: 'ack' };
+    try {
+      await slots.acquire(stopping.signal);
+    } catch {
+      // Stopping while the request waited for a slot. A nack would have the embedded store deliver it again
+      // at once, to this stopping consumer, until it parks; instead the job stays queued, unclaimed, and the
+      // sweep of whichever instance runs next picks it up once it has been queued past the stale limit.
+      return { kind: 'ack' };
+    }
+    inFlight.add(stream);
+    let claimed: Claimed | null;
+    try {
+      claimed = await claim(tenantId, jobId, event.id);
+    } catch (error) {
+      inFlight.delete(stream);
+      slots.release();
+      logger.warn({ err: error, jobId }, 'CV job not claimed; the request will be delivered again');
+      return { kind: 'nack', action: 'retry', reason: (error as Error).message };
+    }
+    if (!claimed) {
+      inFlight.delete(stream);
+      slots.release();
+      return { kind: 'ack' };
+    }
+    const job = claimed;
+    track(
+      run(job)
+        .catch((error: unknown) => logger.error({ err: error, jobId }, 'CV job run failed'))
+        .finally(() => {
+          inFlight.delete(stream);
+          slots.release();
+        }),
+    );
+    return { kind: 'ack' };
+  };
+
+  /** Jobs whose run or request was abandoned: started, or requested, longer ago than the stale limit. */
+  const sweepStale = async () => {
+    const before = new Date(deps.clock().getTime() - staleAfterMs).toISOString();
+    const stale = (status: 'running' | 'queued', field: 'startedAt' | 'createdAt') =>
+      deps.readModels.list<PendingCvJob>(deps.pendingCollection, {
+        tenantId: platformPartition,
+        filters: [
+          { op: 'eq', field: 'status', value: status },
+          { op: 'lte', field, value: before },
+        ],
+        sort: { field, direction: 'asc' },
+        limit: 100,
+      });
+    for (const job of [...(await stale('running', 'startedAt')), ...(await stale('queued', 'createdAt'))]) {
+      kick(job.tenantId, job.id);
+    }
+  };
+
+  return {
+    instance,
+    /** Runs one sweep now (tests). */
+    sweep: () => sweepStale(),
+    start: async () => {
+      await eventStore.ensurePersistentSubscription(cvWorkerGroup, {
+        filter: { eventTypes: ['CvJobRequested'] },
+        startFrom: 'start',
+        maxRetryCount: 10,
+      });
+      subscription = eventStore.subscribePersistent(cvWorkerGroup, onRequested);
+      subscription.done.catch((error: unknown) =>
+        logger.error({ err: error }, 'CV worker subscription stopped'),
+      );
+      sweep = cronSchedule('* * * * * *', async () => {
+        if (sweeping || stopping.signal.aborted) return;
+        sweeping = sweepStale()
+          .catch((error: unknown) => logger.error({ err: error }, 'CV job sweep failed'))
+          .finally(() => (sweeping = null));
+        await sweeping;
+      });
+    },
+    /**
+     * Stops taking jobs and interrupts the runs in progress. They record nothing: like runs of a crashed
+     * instance, they run again once their start is stale.
+     */
+    stop: async () => {
+      stopping.abort();
+      await sweep?.destroy();
+      await sweeping;
+      await subscription?.stop();
+      await Promise.all([...tasks]);
+    },
+  };
+};
+
+export type CvWorker = ReturnType<typeof cvWorker>;

@@ -1,0 +1,115 @@
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import type { Claim, CompletedRecord, IdempotencyId, IdempotencyStore } from './idempotency-store.js';
+
+interface Row {
+  token: string;
+  state: 'pending' | 'completed';
+  expires_at: number;
+  fingerprint: string | null;
+  status: number | null;
+  headers: string | null;
+  body: Buffer | null;
+}
+
+/** Expired records are deleted at most this often, on a claim. */
+const purgeEveryMs = 60_000;
+
+/**
+ * Idempotency records in their own SQLite file (DATA_DIR/idempotency.db): nothing in them is derived from
+ * the events, so they are kept apart from the read models, which may be rebuilt. A claim is one IMMEDIATE
+ * transaction, so two processes on the same file cannot both claim a key.
+ */
+export const openSqliteIdempotencyStore = (file: string): IdempotencyStore => {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  // Losing the last records in a power cut only makes a retry run again, as it would without a key.
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS idempotency_keys (
+      scope TEXT NOT NULL,
+      key TEXT NOT NULL,
+      token TEXT NOT NULL,
+      state TEXT NOT NULL,
+      expires_at INTEGER NOT NULL,
+      fingerprint TEXT,
+      status INTEGER,
+      headers TEXT,
+      body BLOB,
+      PRIMARY KEY (scope, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS idempotency_keys_by_expiry ON idempotency_keys (expires_at);`);
+
+  const select = db.prepare<[string, string], Row>(
+    'SELECT token, state, expires_at, fingerprint, status, headers, body FROM idempotency_keys WHERE scope = ? AND key = ?',
+  );
+  const upsertPending = db.prepare<[string, string, string, number]>(
+    `INSERT INTO idempotency_keys (scope, key, token, state, expires_at) VALUES (?, ?, ?, 'pending', ?)
+     ON CONFLICT (scope, key) DO UPDATE SET token = excluded.token, state = 'pending',
+       expires_at = excluded.expires_at, fingerprint = NULL, status = NULL, headers = NULL, body = NULL`,
+  );
+  const completeClaim = db.prepare<[number, string, number, string, Buffer, string, string, string]>(
+    `UPDATE idempotency_keys SET state = 'completed', expires_at = ?, fingerprint = ?, status = ?, headers = ?, body = ?
+     WHERE scope = ? AND key = ? AND token = ? AND state = 'pending'`,
+  );
+  const releaseClaim = db.prepare<[string, string, string]>(
+    `DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND token = ? AND state = 'pending'`,
+  );
+  const purge = db.prepare<[number]>('DELETE FROM idempotency_keys WHERE expires_at <= ?');
+  let purgedAt = 0;
+
+  const claim = db.transaction(({ scope, key }: IdempotencyId, now: number, leaseUntil: number): Claim => {
+    const row = select.get(scope, key);
+    if (row && row.expires_at > now) {
+      if (row.state === 'pending') return { outcome: 'in-flight' };
+      return {
+        outcome: 'completed',
+        record: {
+          fingerprint: row.fingerprint!,
+          response: {
+            status: row.status!,
+            headers: JSON.parse(row.headers!) as Record<string, string>,
+            body: row.body ?? Buffer.alloc(0),
+          },
+        },
+      };
+    }
+    const token = randomUUID();
+    upsertPending.run(scope, key, token, leaseUntil);
+    return { outcome: 'claimed', token };
+  });
+
+  return {
+    kind: 'sqlite',
+    claim: (id, now, leaseUntil) => {
+      if (now - purgedAt >= purgeEveryMs) {
+        purgedAt = now;
+        purge.run(now);
+      }
+      return Promise.resolve(claim.immediate(id, now, leaseUntil));
+    },
+    complete: ({ scope, key }, token, record: CompletedRecord, expiresAt) => {
+      const { fingerprint, response } = record;
+      const { changes } = completeClaim.run(
+        expiresAt,
+        fingerprint,
+        response.status,
+        JSON.stringify(response.headers),
+        response.body,
+        scope,
+        key,
+        token,
+      );
+      return Promise.resolve(changes === 1);
+    },
+    release: ({ scope, key }, token) => {
+      releaseClaim.run(scope, key, token);
+      return Promise.resolve();
+    },
+    close: () => {
+      db.close();
+      return Promise.resolve();
+    },
+  };
+};

@@ -1,0 +1,53 @@
+/**
+ * The idempotency-record port: one record per (scope, key), where the scope is a tenant and a credential
+ * and the key is the client's Idempotency-Key. A record is first a `pending` claim (a request with the key
+ * is in flight) and then `completed` with the response to replay. Adapters: embedded SQLite
+ * (./idempotency-store-sqlite.ts) and MongoDB (./idempotency-store-mongo.ts); both must pass
+ * test/contract/idempotency-store.contract.ts.
+ */
+
+export interface IdempotencyId {
+  /** The tenant and the credential, e.g. `t_acme|apikey:k_01…`. */
+  scope: string;
+  /** The Idempotency-Key header: 1..255 printable ASCII characters. */
+  key: string;
+}
+
+/** A response as it is replayed: status, the headers worth replaying, and the body's bytes. */
+export interface StoredResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface CompletedRecord {
+  /** SHA-256 (hex) of the method, the path with its query, and the raw body of the first request. */
+  fingerprint: string;
+  response: StoredResponse;
+}
+
+export type Claim =
+  /** Nobody holds the key (or its record expired): the caller holds it now, under `token`. */
+  | { outcome: 'claimed'; token: string }
+  /** Another request holds the key and has not finished. */
+  | { outcome: 'in-flight' }
+  /** A request with the key finished: replay its response, or refuse a different request. */
+  | { outcome: 'completed'; record: CompletedRecord };
+
+export interface IdempotencyStore {
+  readonly kind: 'sqlite' | 'mongodb';
+  /**
+   * Claims the key atomically, also across processes sharing the store. A record whose `expiresAt` is at
+   * or before `now` counts as absent. A new claim is pending until `leaseUntil` (epoch ms): a process that
+   * died holding it blocks the key no longer than that.
+   */
+  claim(id: IdempotencyId, now: number, leaseUntil: number): Promise<Claim>;
+  /**
+   * Turns the caller's claim into a completed record kept until `expiresAt` (epoch ms). False, and
+   * nothing written, when the claim is no longer the caller's (its lease ran out and another request took it).
+   */
+  complete(id: IdempotencyId, token: string, record: CompletedRecord, expiresAt: number): Promise<boolean>;
+  /** Gives the key up, when it is still the caller's pending claim: the next request with it runs afresh. */
+  release(id: IdempotencyId, token: string): Promise<void>;
+  close(): Promise<void>;
+}

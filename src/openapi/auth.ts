@@ -1,0 +1,205 @@
+import { LoginBody, RefreshBody } from '../auth/api.js';
+import { scopes } from '../auth/scopes.js';
+import { fields } from './components.js';
+import { operation, type BuiltOperation } from './operation.js';
+import { arrayOf, enumOf, integer, object, ref, string, type Schema } from './schema.js';
+
+/** Login, refresh, the OAuth 2.0 token endpoint and the discovery documents. */
+
+export const authSchemas: Record<string, Schema> = {
+  LoginTokens: object(
+    {
+      accessToken: string({ description: 'An ES256 JWT for `Authorization: Bearer`' }),
+      refreshToken: string({ pattern: '^ort_', description: 'Single use: every refresh answers a new one' }),
+      tokenType: { type: 'string', const: 'Bearer' },
+      expiresIn: integer(1, undefined, { description: 'Seconds until the access token expires' }),
+    },
+    {},
+    { description: 'A login session: an access token and the refresh token that renews it.' },
+  ),
+  OAuthTokenRequest: object(
+    {
+      grant_type: string({ enum: ['client_credentials'], description: 'Only `client_credentials`' }),
+    },
+    {
+      scope: string({
+        description:
+          'Space-separated scopes the client holds (a client with `admin` may ask for any narrower scope); ' +
+          "all of the client's scopes by default",
+        examples: ['observations:read'],
+      }),
+      client_id: string({ description: 'With `client_secret`, instead of HTTP Basic' }),
+      client_secret: string(),
+    },
+    {
+      description:
+        'RFC 6749 §4.4. The client authenticates with HTTP Basic (`client_id:client_secret`, each ' +
+        'form-urlencoded) or with `client_id` and `client_secret` in the body, not both.',
+    },
+  ),
+  OAuthToken: object(
+    {
+      access_token: string({ description: 'An ES256 JWT for `Authorization: Bearer`' }),
+      token_type: { type: 'string', const: 'Bearer' },
+      expires_in: integer(1),
+      scope: string({ description: 'The granted scopes, space-separated' }),
+    },
+    {},
+    { description: 'RFC 6749 §5.1' },
+  ),
+  OAuthError: object(
+    {
+      error: enumOf(['invalid_request', 'invalid_client', 'invalid_scope', 'unsupported_grant_type']),
+      error_description: string(),
+      type: string({ pattern: '^/problems/oauth-[a-z-]+$' }),
+      title: string(),
+      status: integer(400, 401),
+      requestId: string(),
+    },
+    {},
+    {
+      description:
+        'RFC 6749 §5.2, as `application/json`: OAuth clients look for `error`. The problem members ride along.',
+    },
+  ),
+  JsonWebKeySet: object(
+    {
+      keys: arrayOf(
+        object(
+          {
+            kty: { type: 'string', const: 'EC' },
+            crv: { type: 'string', const: 'P-256' },
+            x: string(),
+            y: string(),
+            kid: string(),
+            alg: { type: 'string', const: 'ES256' },
+            use: { type: 'string', const: 'sig' },
+          },
+          {},
+        ),
+      ),
+    },
+    {},
+    { description: 'The public keys that verify access tokens, by `kid` (RFC 7517)' },
+  ),
+  AuthorizationServerMetadata: object(
+    {
+      issuer: string({ format: 'uri' }),
+      token_endpoint: string({ format: 'uri' }),
+      jwks_uri: string({ format: 'uri' }),
+      grant_types_supported: arrayOf({ type: 'string', const: 'client_credentials' }),
+      token_endpoint_auth_methods_supported: arrayOf(enumOf(['client_secret_basic', 'client_secret_post'])),
+      response_types_supported: arrayOf(string(), { maxItems: 0 }),
+      scopes_supported: arrayOf(enumOf(scopes)),
+    },
+    {},
+    { description: 'RFC 8414 authorization server metadata' },
+  ),
+};
+
+const tag = 'Tokens';
+
+export const authOperations = (): BuiltOperation[] => [
+  operation({
+    method: 'post',
+    path: '/v1/auth/token',
+    operationId: 'login',
+    summary: 'Log a user in',
+    description:
+      'Checks the e-mail and password and starts a session: a 15-minute access token and a single-use ' +
+      'refresh token. `tenantId` is needed only when the e-mail belongs to users of several tenants. ' +
+      'Five failed logins per e-mail (20 per client address) in 15 minutes get 429.',
+    tag,
+    access: { public: true },
+    body: {
+      codec: LoginBody,
+      name: 'LoginRequest',
+      properties: {
+        email: fields.email,
+        password: string({ minLength: 1, maxLength: 1024 }),
+        tenantId: string({ minLength: 1, maxLength: 64 }),
+      },
+      mediaTypes: ['application/json'],
+      json: true,
+    },
+    responses: {
+      '200': { description: 'Logged in', content: { 'application/json': ref('LoginTokens') } },
+    },
+    problems: ['401'],
+  }),
+  operation({
+    method: 'post',
+    path: '/v1/auth/refresh',
+    operationId: 'refreshLogin',
+    summary: 'Renew an access token',
+    description:
+      'Exchanges a refresh token for a new pair. A refresh token that was already used revokes its whole ' +
+      'session (RFC 9700 §4.14.2).',
+    tag,
+    access: { public: true },
+    body: {
+      codec: RefreshBody,
+      name: 'RefreshRequest',
+      properties: { refreshToken: string({ minLength: 1, maxLength: 4096 }) },
+      mediaTypes: ['application/json'],
+      json: true,
+    },
+    responses: {
+      '200': { description: 'A new pair', content: { 'application/json': ref('LoginTokens') } },
+    },
+    problems: ['401'],
+  }),
+  operation({
+    method: 'post',
+    path: '/v1/oauth/token',
+    operationId: 'oauthToken',
+    summary: 'Get a client-credentials access token',
+    description:
+      'OAuth 2.0 client credentials (RFC 6749 §4.4). Errors are RFC 6749 §5.2 JSON, the one exception to ' +
+      'problem+json; `invalid_client` comes with `WWW-Authenticate: Basic`.',
+    tag,
+    access: { public: true },
+    body: {
+      schema: ref('OAuthTokenRequest'),
+      mediaTypes: ['application/x-www-form-urlencoded'],
+    },
+    responses: {
+      '200': { description: 'A token', content: { 'application/json': ref('OAuthToken') } },
+      '400': {
+        description: '`invalid_request`, `invalid_scope` or `unsupported_grant_type`',
+        content: { 'application/json': ref('OAuthError') },
+      },
+      '401': {
+        description: '`invalid_client`',
+        headers: ['WWW-Authenticate'],
+        content: { 'application/json': ref('OAuthError') },
+      },
+    },
+    problems: ['413'],
+  }),
+  operation({
+    method: 'get',
+    path: '/.well-known/jwks.json',
+    operationId: 'jwks',
+    summary: 'The token signing keys',
+    tag,
+    access: { public: true },
+    responses: {
+      '200': { description: 'The JWKS', content: { 'application/json': ref('JsonWebKeySet') } },
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/.well-known/oauth-authorization-server',
+    operationId: 'authorizationServerMetadata',
+    summary: 'OAuth discovery',
+    tag,
+    access: { public: true },
+    responses: {
+      '200': {
+        description: 'The metadata',
+        content: { 'application/json': ref('AuthorizationServerMetadata') },
+      },
+    },
+  }),
+];

@@ -1,0 +1,193 @@
+import { scopes } from '../auth/scopes.js';
+import { externalEventTypes } from '../webhooks/external.js';
+import { arrayOf, enumOf, integer, object, ref, string, type Schema } from './schema.js';
+
+/** Field schemas that requests and responses share. */
+export const fields = {
+  tenantId: string({ pattern: '^t_[0-9a-z]{1,40}$', examples: ['t_01m7xr44nde6cpe35md841agpz'] }),
+  /** ResourceId (src/http/codec.ts): what a body may use to name another resource. */
+  resourceId: string({ pattern: '^[A-Za-z0-9_-]{1,64}$' }),
+  /** An id the service made: a type prefix, `_`, 26 characters of Crockford base32. */
+  id: (prefix: string) => string({ pattern: `^${prefix}_[0-9a-z]{26}$` }),
+  scope: enumOf(scopes, { description: '`admin` implies every other scope, within its own tenant' }),
+  scopes: arrayOf(enumOf(scopes), {
+    minItems: 1,
+    uniqueItems: true,
+    description: 'A non-empty list of distinct scopes',
+  }),
+  /** Email (src/credentials/codecs.ts). */
+  email: string({ maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$', examples: ['ops@acme.test'] }),
+  version: integer(0, undefined, { description: 'The stream version; the ETag is this number in quotes' }),
+  eventType: enumOf(externalEventTypes),
+  cursor: string({ minLength: 1, maxLength: 1024, description: 'The `nextCursor` of the previous page' }),
+  sha256: string({ pattern: '^[0-9a-f]{64}$' }),
+};
+
+const fieldError = object(
+  {
+    path: string({ description: 'Dotted path of the field, e.g. `position.lat`; empty for the whole body' }),
+    message: string(),
+  },
+  {},
+  { examples: [{ path: 'position.lat', message: 'must be a latitude between -90 and 90' }] },
+);
+
+/** RFC 9457 problem details, as every error but the OAuth token endpoint's is answered. */
+const problem = object(
+  {
+    type: string({
+      format: 'uri-reference',
+      pattern: '^/problems/[a-z0-9-]+$',
+      description:
+        'What went wrong, relative to the service: `/problems/validation-error`, `unauthorized`, `forbidden`, ' +
+        '`not-found`, `method-not-allowed`, `conflict`, `version-conflict`, `precondition-failed`, ' +
+        '`payload-too-large`, `unsupported-media-type`, `unprocessable`, `invalid-idempotency-key`, ' +
+        '`idempotency-key-in-flight`, `idempotency-key-reused`, `too-many-requests`, `bad-request`, ' +
+        '`http-error`, `internal-error`, `not-implemented`, `unavailable`',
+    }),
+    title: string(),
+    status: integer(400, 599),
+  },
+  {
+    detail: string(),
+    instance: string({ description: 'The path of the request' }),
+    requestId: string({ description: 'The X-Request-Id of the response; quote it when reporting a problem' }),
+    errors: arrayOf(ref('FieldError'), { description: 'Every field that failed, for 400 and 422' }),
+    requiredScope: enumOf(scopes, { description: 'For 403: the scope the route needs' }),
+  },
+  {
+    description: 'An RFC 9457 problem document (`application/problem+json`).',
+    examples: [
+      {
+        type: '/problems/validation-error',
+        title: 'The request is not valid',
+        status: 400,
+        detail: 'position.lat: must be a latitude between -90 and 90',
+        errors: [{ path: 'position.lat', message: 'must be a latitude between -90 and 90' }],
+        instance: '/v1/tenants/t_01m7xr44nde6cpe35md841agpz/observations',
+        requestId: '6aa0d6bd-8250-4d36-ba2f-ee10c051966c',
+      },
+    ],
+  },
+);
+
+export const sharedSchemas: Record<string, Schema> = { Problem: problem, FieldError: fieldError };
+
+/** A page of a list: `nextCursor` is null on the last page. */
+export const page = (item: Schema, description: string): Schema =>
+  object(
+    { data: arrayOf(item), nextCursor: { type: ['string', 'null'], minLength: 1 } },
+    {},
+    { description },
+  );
+
+export const headers = {
+  ETag: { description: 'The stream version in quotes, e.g. `"0"`', schema: string({ pattern: '^"\\d+"$' }) },
+  Location: { description: 'The path of the created resource', schema: string() },
+  'X-Position': {
+    description: 'The global position of the write: pass it as `minPosition` to a list to read your write',
+    schema: string({ pattern: '^\\d+$' }),
+  },
+  'Retry-After': { description: 'Seconds to wait before retrying', schema: string({ pattern: '^\\d+$' }) },
+  'WWW-Authenticate': {
+    description: 'The schemes the route takes: `Bearer realm="observation-service"…, ApiKey realm=…`',
+    schema: string(),
+  },
+} satisfies Record<string, { description: string; schema: Schema }>;
+
+export const parameters = {
+  TenantId: {
+    name: 'tenantId',
+    in: 'path',
+    required: true,
+    description: "The tenant's id; a credential may only name its own tenant",
+    schema: fields.tenantId,
+  },
+  IfMatch: {
+    name: 'If-Match',
+    in: 'header',
+    required: false,
+    description: 'The ETag the change is based on: a stale one gets 412. Without it, a lost race gets 409.',
+    schema: string({ examples: ['"3"'] }),
+  },
+  IfNoneMatch: {
+    name: 'If-None-Match',
+    in: 'header',
+    required: false,
+    description: 'The ETag the client holds: a current one gets 304 without a body',
+    schema: string(),
+  },
+  IdempotencyKey: {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    description:
+      'Makes the POST safe to retry: the first answer (except 5xx, 408 and 429) is kept for 24 hours and ' +
+      'replayed, with `Idempotency-Replayed: true`, to the same credential sending the same key, method, ' +
+      'path and body. 1 to 255 printable ASCII characters.',
+    schema: string({ minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' }),
+  },
+};
+
+/** The statuses an operation may answer with a problem, and what each means in general. */
+export const problemResponses = {
+  '400': 'The request is not valid: `errors` lists every field or parameter that failed',
+  '401': 'No credential, or one that is not valid (never says which check failed)',
+  '403':
+    'The credential lacks the scope (`requiredScope` names it), or the platform key was used on tenant data',
+  '404': 'No such resource, or a tenant the credential does not belong to',
+  '409':
+    'A conflict with the current state, a lost race (`version-conflict`), or an Idempotency-Key in flight',
+  '412': 'If-Match names a version that is not current',
+  '413': 'The body is larger than the limit',
+  '415': 'The body is not of a supported media type, not UTF-8, or compressed',
+  '422': 'The request names something that does not exist, or reuses an Idempotency-Key for another request',
+  '429': 'Too many requests, or too many failed logins; `Retry-After` says when to retry',
+  '503': 'A store does not answer, or a list could not catch up with `minPosition` in time',
+} as const;
+
+export type ProblemStatus = keyof typeof problemResponses;
+
+const problemNames: Record<ProblemStatus, string> = {
+  '400': 'BadRequest',
+  '401': 'Unauthorized',
+  '403': 'Forbidden',
+  '404': 'NotFound',
+  '409': 'Conflict',
+  '412': 'PreconditionFailed',
+  '413': 'PayloadTooLarge',
+  '415': 'UnsupportedMediaType',
+  '422': 'Unprocessable',
+  '429': 'TooManyRequests',
+  '503': 'Unavailable',
+};
+
+const problemContent = { 'application/problem+json': { schema: ref('Problem') } };
+
+const problemHeaders: Partial<Record<ProblemStatus, Record<string, unknown>>> = {
+  '401': { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
+  '409': { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+  '429': { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+  '503': { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+};
+
+export const responseComponents = {
+  ...Object.fromEntries(
+    (Object.keys(problemResponses) as ProblemStatus[]).map((status) => [
+      problemNames[status],
+      {
+        description: problemResponses[status],
+        ...(problemHeaders[status] ? { headers: problemHeaders[status] } : {}),
+        content: problemContent,
+      },
+    ]),
+  ),
+  UnexpectedError: {
+    description: 'An unexpected failure (500): nothing internal is revealed; quote the `requestId`',
+    content: problemContent,
+  },
+};
+
+export const problemRef = (status: ProblemStatus) => ({
+  $ref: `#/components/responses/${problemNames[status]}`,
+});

@@ -1,0 +1,194 @@
+import type { Scope } from '../auth/scopes.js';
+import type { StrictObjectCodec } from '../http/codec.js';
+import { headers as headerComponents, problemRef, type ProblemStatus } from './components.js';
+import { codecObject, codecQuery, type QueryParameter, type Schema } from './schema.js';
+
+/**
+ * One operation of the API, described next to the codecs its route decodes with. `operation()` turns it
+ * into an OpenAPI operation object with its parameters, security and problem responses filled in from
+ * what the route does: who may call it, whether it reads a body or a query, whether it is a POST that
+ * takes an Idempotency-Key.
+ */
+
+export type Access =
+  /** No credential at all. */
+  | { public: true }
+  /** The platform administrator key alone. */
+  | { platformOnly: true }
+  /** A tenant credential with the scope (`admin` implies every scope); `platform` lets the platform key in. */
+  | { scope: Scope; platform?: boolean };
+
+type Header = keyof typeof headerComponents;
+
+export interface ResponseSpec {
+  description: string;
+  /** Media type -> schema; none for an empty body. */
+  content?: Record<string, Schema>;
+  headers?: readonly Header[];
+}
+
+export interface OperationSpec {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** The route's path as the router has it (`/v1/tenants/:tenantId/observations/:id`). */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  access: Access;
+  /** Path parameters other than tenantId. */
+  pathParameters?: Record<string, { description: string; schema?: Schema }>;
+  query?: { codec: StrictObjectCodec; parameters: Record<string, QueryParameter> };
+  /** Header parameters the route reads. */
+  headers?: ('IfMatch' | 'IfNoneMatch')[];
+  body?: {
+    /** The codec the route decodes the body with: the schema's fields come from it. */
+    codec?: StrictObjectCodec;
+    /** The properties' schemas (with `codec`), or the whole schema (without it). */
+    properties?: Record<string, Schema>;
+    schema?: Schema;
+    /** Named in components.schemas, for reuse and readable docs. */
+    name?: string;
+    mediaTypes: string[];
+    required?: boolean;
+    description?: string;
+    /** A JSON body: 400 for malformed JSON, 413, 415. */
+    json?: boolean;
+  };
+  responses: Record<string, ResponseSpec>;
+  /** Problem statuses beyond those that follow from the access, body, query and method. */
+  problems?: ProblemStatus[];
+}
+
+export interface BuiltOperation {
+  method: OperationSpec['method'];
+  /** The OpenAPI path (`/v1/tenants/{tenantId}/observations/{id}`). */
+  path: string;
+  operation: Record<string, unknown>;
+  /** Schemas for components.schemas that the operation named (request bodies). */
+  schemas: Record<string, Schema>;
+  /** The codecs the route decodes its body and query with, which the document was built from. */
+  codecs: { body?: StrictObjectCodec; query?: StrictObjectCodec };
+}
+
+/** `:param` -> `{param}`. */
+export const openApiPath = (path: string): string => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+const securityFor = (access: Access) => {
+  if ('public' in access) return { security: [] };
+  if ('platformOnly' in access) return { security: [{ apiKey: [] }], 'x-platform-key': 'required' };
+  const { scope } = access;
+  return {
+    security: [{ apiKey: [scope] }, { bearer: [scope] }, { oauth2: [scope] }],
+    'x-required-scope': scope,
+    ...(access.platform ? { 'x-platform-key': 'allowed' } : {}),
+  };
+};
+
+const accessText = (access: Access): string => {
+  if ('public' in access) return 'Needs no credential.';
+  if ('platformOnly' in access) return 'Needs the platform administrator key.';
+  return `Needs the scope \`${access.scope}\`${access.platform ? ', or the platform administrator key' : ''}.`;
+};
+
+const isAuthPath = (path: string) => path.startsWith('/v1/auth/') || path.startsWith('/v1/oauth/');
+
+export const operation = (spec: OperationSpec): BuiltOperation => {
+  const path = openApiPath(spec.path);
+  const names = [...spec.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((match) => match[1]!);
+  const pathParameters = names.map((name) => {
+    if (name === 'tenantId') return { $ref: '#/components/parameters/TenantId' };
+    const given = spec.pathParameters?.[name];
+    if (!given) throw new Error(`${spec.operationId}: the path parameter ${name} is not described`);
+    return {
+      name,
+      in: 'path',
+      required: true,
+      description: given.description,
+      schema: given.schema ?? { type: 'string' },
+    };
+  });
+  const idempotent = spec.method === 'post' && !isAuthPath(spec.path);
+  const parameterList = [
+    ...pathParameters,
+    ...(spec.query ? codecQuery(spec.query.codec, spec.query.parameters) : []),
+    ...(spec.headers ?? []).map((name) => ({ $ref: `#/components/parameters/${name}` })),
+    ...(idempotent ? [{ $ref: '#/components/parameters/IdempotencyKey' }] : []),
+  ];
+
+  const schemas: Record<string, Schema> = {};
+  let requestBody: Record<string, unknown> | undefined;
+  if (spec.body) {
+    const { codec, properties, name } = spec.body;
+    // Without a codec or a schema the body is bytes (an image): the media types say it all.
+    let schema: Schema | undefined;
+    if (codec) {
+      if (!properties) throw new Error(`${spec.operationId}: a body codec needs its properties described`);
+      schema = codecObject(codec, properties);
+    } else {
+      schema = spec.body.schema;
+    }
+    if (schema && name) {
+      schemas[name] = schema;
+      schema = { $ref: `#/components/schemas/${name}` };
+    }
+    requestBody = {
+      required: spec.body.required ?? true,
+      ...(spec.body.description ? { description: spec.body.description } : {}),
+      content: Object.fromEntries(spec.body.mediaTypes.map((type) => [type, schema ? { schema } : {}])),
+    };
+  }
+
+  const problems = new Set<ProblemStatus>(spec.problems ?? []);
+  if (!('public' in spec.access)) ['401', '403'].forEach((s) => problems.add(s as ProblemStatus));
+  if (names.includes('tenantId')) problems.add('404');
+  if (spec.query) problems.add('400');
+  if (spec.body?.json) ['400', '413', '415'].forEach((s) => problems.add(s as ProblemStatus));
+  if (idempotent) ['400', '409', '422'].forEach((s) => problems.add(s as ProblemStatus));
+  // Every write may lose a race with another one (version-conflict) or conflict with the state.
+  if (spec.method !== 'get' && !isAuthPath(spec.path)) problems.add('409');
+  if (spec.path !== '/health') problems.add('429');
+
+  const responses: Record<string, unknown> = {};
+  for (const [status, response] of Object.entries(spec.responses)) {
+    responses[status] = {
+      description: response.description,
+      ...(response.headers
+        ? {
+            headers: Object.fromEntries(
+              response.headers.map((header) => [header, { $ref: `#/components/headers/${header}` }]),
+            ),
+          }
+        : {}),
+      ...(response.content
+        ? {
+            content: Object.fromEntries(
+              Object.entries(response.content).map(([type, schema]) => [type, { schema }]),
+            ),
+          }
+        : {}),
+    };
+  }
+  for (const status of [...problems].sort()) responses[status] = problemRef(status);
+  responses.default = { $ref: '#/components/responses/UnexpectedError' };
+
+  return {
+    method: spec.method,
+    path,
+    schemas,
+    codecs: {
+      ...(spec.body?.codec ? { body: spec.body.codec } : {}),
+      ...(spec.query ? { query: spec.query.codec } : {}),
+    },
+    operation: {
+      operationId: spec.operationId,
+      summary: spec.summary,
+      description: [spec.description, accessText(spec.access)].filter(Boolean).join('\n\n'),
+      tags: [spec.tag],
+      ...securityFor(spec.access),
+      ...(parameterList.length > 0 ? { parameters: parameterList } : {}),
+      ...(requestBody ? { requestBody } : {}),
+      responses,
+    },
+  };
+};

@@ -1,0 +1,276 @@
+import { CreateSecretCredentialBody, CreateTenantBody, CreateUserBody } from '../credentials/codecs.js';
+import { ListParams } from '../http/paging.js';
+import { fields, page } from './components.js';
+import { operation, type BuiltOperation } from './operation.js';
+import { dateTime, enumOf, nullable, object, ref, string, type Schema } from './schema.js';
+
+/** Tenants, and their users, API keys and OAuth clients. */
+
+const tenant = {
+  id: fields.tenantId,
+  name: string({ minLength: 1, maxLength: 200 }),
+  notificationEmail: fields.email,
+  createdAt: dateTime(),
+  version: fields.version,
+};
+
+const credential = (prefix: string) => ({
+  id: fields.id(prefix),
+  tenantId: fields.tenantId,
+  name: string({ minLength: 1, maxLength: 200 }),
+  scopes: fields.scopes,
+  status: enumOf(['active', 'revoked']),
+  createdAt: dateTime(),
+  revokedAt: nullable(dateTime()),
+  version: fields.version,
+});
+
+export const tenantSchemas: Record<string, Schema> = {
+  Tenant: object(tenant, {}, { description: 'A tenant: every resource and credential belongs to one' }),
+  CreatedTenant: object(
+    {
+      ...tenant,
+      adminApiKey: string({ pattern: '^obs_', description: "The tenant's first admin API key, shown once" }),
+    },
+    {},
+    { description: 'The new tenant, with its first admin API key' },
+  ),
+  User: object(
+    {
+      id: string({ pattern: '^u_[0-9a-f]{26}$', description: 'Derived from the tenant and the e-mail' }),
+      tenantId: fields.tenantId,
+      email: fields.email,
+      scopes: fields.scopes,
+      status: enumOf(['active', 'disabled']),
+      createdAt: dateTime(),
+      disabledAt: nullable(dateTime()),
+      version: fields.version,
+    },
+    {},
+    { description: 'A user who logs in with an e-mail and a password; the password is never returned' },
+  ),
+  ApiKey: object(credential('k'), {}, { description: 'An API key, without its secret' }),
+  CreatedApiKey: object(
+    {
+      ...credential('k'),
+      key: string({ pattern: '^obs_', description: 'The key for `X-API-Key`, shown once' }),
+    },
+    {},
+    { description: 'The new API key, with the key itself' },
+  ),
+  OAuthClient: object(credential('c'), {}, { description: 'An OAuth client, without its secret' }),
+  CreatedOAuthClient: object(
+    {
+      ...credential('c'),
+      clientId: string({ description: 'The `client_id` for the token endpoint' }),
+      clientSecret: string({ description: 'The `client_secret`, shown once' }),
+    },
+    {},
+    { description: 'The new OAuth client, with its credentials' },
+  ),
+};
+
+const listQuery = {
+  codec: ListParams,
+  parameters: {
+    limit: { schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 }, description: 'Page size' },
+    cursor: { schema: fields.cursor, description: 'The `nextCursor` of the previous page' },
+  },
+};
+
+export const pagingQuery = listQuery;
+
+const created = (schema: string, description: string) => ({
+  description,
+  headers: ['Location', 'ETag', 'X-Position'] as const,
+  content: { 'application/json': ref(schema) },
+});
+
+const credentialOperations = (
+  path: 'api-keys' | 'oauth-clients',
+  names: { one: string; schema: string; tag: string; id: string },
+): BuiltOperation[] => {
+  const base = `/v1/tenants/:tenantId/${path}`;
+  const byId = { id: { description: `The ${names.one}'s id`, schema: string() } };
+  return [
+    operation({
+      method: 'post',
+      path: base,
+      operationId: `create${names.id}`,
+      summary: `Create an ${names.one}`,
+      description: 'The secret is shown in this answer only. The platform key may create the first ones.',
+      tag: names.tag,
+      access: { scope: 'admin', platform: true },
+      body: {
+        codec: CreateSecretCredentialBody,
+        name: 'CreateCredentialRequest',
+        properties: { name: string({ minLength: 1, maxLength: 200 }), scopes: fields.scopes },
+        mediaTypes: ['application/json'],
+        json: true,
+      },
+      responses: { '201': created(`Created${names.schema}`, 'Created') },
+    }),
+    operation({
+      method: 'get',
+      path: base,
+      operationId: `list${names.id}s`,
+      summary: `List ${names.one}s`,
+      description: 'Oldest first.',
+      tag: names.tag,
+      access: { scope: 'admin' },
+      query: listQuery,
+      responses: {
+        '200': { description: 'A page', content: { 'application/json': page(ref(names.schema), 'A page') } },
+      },
+    }),
+    operation({
+      method: 'get',
+      path: `${base}/:id`,
+      operationId: `get${names.id}`,
+      summary: `Read an ${names.one}`,
+      tag: names.tag,
+      access: { scope: 'admin' },
+      pathParameters: byId,
+      headers: ['IfNoneMatch'],
+      responses: {
+        '200': {
+          description: 'The record',
+          headers: ['ETag'],
+          content: { 'application/json': ref(names.schema) },
+        },
+        '304': { description: 'Not modified', headers: ['ETag'] },
+      },
+    }),
+    operation({
+      method: 'delete',
+      path: `${base}/:id`,
+      operationId: `revoke${names.id}`,
+      summary: `Revoke an ${names.one}`,
+      description: 'It stops working at once; revoking is for good.',
+      tag: names.tag,
+      access: { scope: 'admin' },
+      pathParameters: byId,
+      responses: { '204': { description: 'Revoked', headers: ['X-Position'] } },
+    }),
+  ];
+};
+
+const userId = { id: { description: "The user's id", schema: string() } };
+
+export const tenantOperations = (): BuiltOperation[] => [
+  operation({
+    method: 'post',
+    path: '/v1/tenants',
+    operationId: 'createTenant',
+    summary: 'Create a tenant',
+    description: 'Answers the tenant with its first admin API key, shown once.',
+    tag: 'Tenants',
+    access: { platformOnly: true },
+    body: {
+      codec: CreateTenantBody,
+      name: 'CreateTenantRequest',
+      properties: { name: string({ minLength: 1, maxLength: 200 }), notificationEmail: fields.email },
+      mediaTypes: ['application/json'],
+      json: true,
+    },
+    responses: { '201': created('CreatedTenant', 'Created') },
+  }),
+  operation({
+    method: 'get',
+    path: '/v1/tenants',
+    operationId: 'listTenants',
+    summary: 'List tenants',
+    description: 'Oldest first.',
+    tag: 'Tenants',
+    access: { platformOnly: true },
+    query: listQuery,
+    responses: {
+      '200': { description: 'A page', content: { 'application/json': page(ref('Tenant'), 'A page') } },
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/v1/tenants/:tenantId',
+    operationId: 'getTenant',
+    summary: 'Read a tenant',
+    tag: 'Tenants',
+    access: { scope: 'admin', platform: true },
+    headers: ['IfNoneMatch'],
+    responses: {
+      '200': { description: 'The tenant', headers: ['ETag'], content: { 'application/json': ref('Tenant') } },
+      '304': { description: 'Not modified', headers: ['ETag'] },
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/v1/tenants/:tenantId/users',
+    operationId: 'createUser',
+    summary: 'Create a user',
+    description: 'E-mails are unique within a tenant; the password is stored as a salted scrypt hash.',
+    tag: 'Users',
+    access: { scope: 'admin', platform: true },
+    body: {
+      codec: CreateUserBody,
+      name: 'CreateUserRequest',
+      properties: {
+        email: fields.email,
+        password: string({ minLength: 12, maxLength: 1024 }),
+        scopes: fields.scopes,
+      },
+      mediaTypes: ['application/json'],
+      json: true,
+    },
+    responses: { '201': created('User', 'Created') },
+  }),
+  operation({
+    method: 'get',
+    path: '/v1/tenants/:tenantId/users',
+    operationId: 'listUsers',
+    summary: 'List users',
+    description: 'Oldest first.',
+    tag: 'Users',
+    access: { scope: 'admin' },
+    query: listQuery,
+    responses: {
+      '200': { description: 'A page', content: { 'application/json': page(ref('User'), 'A page') } },
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/v1/tenants/:tenantId/users/:id',
+    operationId: 'getUser',
+    summary: 'Read a user',
+    tag: 'Users',
+    access: { scope: 'admin' },
+    pathParameters: userId,
+    headers: ['IfNoneMatch'],
+    responses: {
+      '200': { description: 'The user', headers: ['ETag'], content: { 'application/json': ref('User') } },
+      '304': { description: 'Not modified', headers: ['ETag'] },
+    },
+  }),
+  operation({
+    method: 'post',
+    path: '/v1/tenants/:tenantId/users/:id/disable',
+    operationId: 'disableUser',
+    summary: 'Disable a user',
+    description: "The user's tokens and sessions stop working.",
+    tag: 'Users',
+    access: { scope: 'admin' },
+    pathParameters: userId,
+    responses: {
+      '200': {
+        description: 'The disabled user',
+        headers: ['ETag', 'X-Position'],
+        content: { 'application/json': ref('User') },
+      },
+    },
+  }),
+  ...credentialOperations('api-keys', { one: 'API key', schema: 'ApiKey', tag: 'API keys', id: 'ApiKey' }),
+  ...credentialOperations('oauth-clients', {
+    one: 'OAuth client',
+    schema: 'OAuthClient',
+    tag: 'OAuth clients',
+    id: 'OAuthClient',
+  }),
+];

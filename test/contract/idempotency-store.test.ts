@@ -1,0 +1,80 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { openMongoIdempotencyStore } from '../../src/http/idempotency-store-mongo.js';
+import { openSqliteIdempotencyStore } from '../../src/http/idempotency-store-sqlite.js';
+import { databaseName } from '../../src/readmodels/mongo.js';
+import { describeBackend, tempDir } from '../support/adapters.js';
+import { idempotencyStoreContract } from './idempotency-store.contract.js';
+
+describe('IdempotencyStore contract', () => {
+  describe('on the embedded SQLite adapter', () => {
+    idempotencyStoreContract(() => {
+      const { dir, remove } = tempDir();
+      const file = join(dir, 'idempotency.db');
+      const store = openSqliteIdempotencyStore(file);
+      return Promise.resolve({
+        store,
+        reopen: () => Promise.resolve(openSqliteIdempotencyStore(file)),
+        close: async () => {
+          await store.close();
+          remove();
+        },
+      });
+    });
+  });
+
+  describeBackend('on MongoDB', 'MONGODB_URL', (url) => {
+    const collections: string[] = [];
+    after(async () => {
+      const client = new MongoClient(url);
+      try {
+        const db = client.db(databaseName(url));
+        await Promise.all(
+          collections.map((name) =>
+            db
+              .collection(name)
+              .drop()
+              .catch(() => undefined),
+          ),
+        );
+      } finally {
+        await client.close();
+      }
+    });
+
+    idempotencyStoreContract(async () => {
+      // A collection of its own per test: the race tests start from nothing.
+      const collectionName = `idempotency_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+      collections.push(collectionName);
+      const store = await openMongoIdempotencyStore(url, { collectionName });
+      return {
+        store,
+        reopen: () => openMongoIdempotencyStore(url, { collectionName }),
+        close: () => store.close(),
+      };
+    });
+
+    it('expires records with a TTL index on expiresAt and keys them uniquely by scope and key', async () => {
+      const collectionName = `idempotency_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+      collections.push(collectionName);
+      const store = await openMongoIdempotencyStore(url, { collectionName });
+      const client = new MongoClient(url);
+      try {
+        const indexes = await client.db(databaseName(url)).collection(collectionName).indexes();
+        expect(indexes.find((index) => index.name === 'expiresAt_ttl')).to.deep.include({
+          key: { expiresAt: 1 },
+          expireAfterSeconds: 0,
+        });
+        expect(indexes.find((index) => index.name === 'scope_key_unique')).to.deep.include({
+          key: { scope: 1, key: 1 },
+          unique: true,
+        });
+      } finally {
+        await client.close();
+        await store.close();
+      }
+    });
+  });
+});

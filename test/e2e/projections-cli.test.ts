@@ -1,0 +1,392 @@
+import { expect } from 'chai';
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { newId } from '../../src/core/ids.js';
+import { streamName } from '../../src/core/streams.js';
+import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { openSqliteReadModels } from '../../src/readmodels/sqlite.js';
+import { tempDir } from '../support/adapters.js';
+import { anEvent, eventually } from '../support/events.js';
+import { freePort, startTs, stop } from '../support/process.js';
+import { request, startTestServer, withTenant } from '../support/server.js';
+
+/** The CLI as an operator runs it: a real process on the same DATA_DIR. */
+const cli = async (dataDir: string, ...args: string[]) => {
+  const run = startTs('src/cli.ts', args, { DATA_DIR: dataDir });
+  const code = await run.exited;
+  return { code, stdout: run.output.stdout, stderr: run.output.stderr };
+};
+
+/** Observations appended straight to the event store, as a busy history would have them. */
+const seedObservations = async (
+  dataDir: string,
+  tenantId: string,
+  count: number,
+  occurredAt = new Date(),
+): Promise<number> => {
+  const store = openSqliteEventStore(join(dataDir, 'events.db'));
+  try {
+    for (let done = 0; done < count; done += 500) {
+      // Concurrent appends share a commit: seeding stays fast.
+      await Promise.all(
+        Array.from({ length: Math.min(500, count - done) }, (_, k) => {
+          const observationId = newId('o');
+          const event = anEvent(
+            'ObservationRecorded',
+            {
+              observationId,
+              observedAt: '2026-05-01T09:30:00.000Z',
+              position: { lat: 45, lon: 7 },
+              locationId: null,
+              visitId: null,
+              notes: `seeded ${done + k}`,
+              attributes: { species: 'fox' },
+            },
+            tenantId,
+          );
+          event.metadata.occurredAt = occurredAt.toISOString();
+          return store.appendToStream(
+            streamName('observation', tenantId, observationId),
+            [event],
+            'no_stream',
+          );
+        }),
+      );
+    }
+    return await store.headPosition();
+  } finally {
+    await store.close();
+  }
+};
+
+/** A minimal RFC 4180 reader: quoted fields, doubled quotes, CRLF row ends. */
+const parseCsv = (text: string): string[][] => {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') ((field += '"'), (i += 1));
+      else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') (row.push(field), (field = ''));
+    else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(field);
+      rows.push(row);
+      ((row = []), (field = ''), (i += 1));
+    } else field += c;
+  }
+  return rows;
+};
+
+const tricky = ['plain', 'comma, and "quotes"', 'two\nlines'];
+
+describe('projections and exports on the command line', function () {
+  this.timeout(180_000);
+  let dir: string;
+  let remove: () => void;
+  let tenantId: string;
+  let adminKey: string;
+  /** The head after the first observation: a moment in the past. */
+  let firstPosition: number;
+
+  beforeEach(async () => {
+    ({ dir, remove } = tempDir());
+    const server = await startTestServer({}, { dataDir: dir });
+    try {
+      ({ tenantId, adminKey } = await withTenant(server));
+      for (const [i, notes] of tricky.entries()) {
+        const created = await request(`${server.url}/v1/tenants/${tenantId}/observations`, {
+          method: 'POST',
+          body: { observedAt: `2026-05-0${i + 1}T09:30:00Z`, notes, attributes: { species: 'fox', n: i } },
+          headers: { 'X-API-Key': adminKey },
+        });
+        expect(created.status).to.equal(201);
+        if (i === 0) firstPosition = Number(created.headers.get('X-Position'));
+      }
+      const head = await server.stores.eventStore.headPosition();
+      for (const runner of server.service.runners) expect(await runner.waitFor(head, 10_000)).to.equal(true);
+    } finally {
+      await server.close();
+    }
+  });
+  afterEach(() => remove());
+
+  it('rebuilds beside a running service, which answers throughout and follows the swap', async () => {
+    await seedObservations(dir, tenantId, 20_000);
+    const port = await freePort();
+    const service = startTs('src/main.ts', [], {
+      DATA_DIR: dir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    });
+    const url = `http://127.0.0.1:${port}/v1/tenants/${tenantId}/observations`;
+    const headers = { 'X-API-Key': adminKey };
+    try {
+      await eventually(
+        async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.ok === true,
+        30_000,
+      );
+      // The service catches up with the seeded history first.
+      let before: string[] = [];
+      await eventually(async () => {
+        const page = await request(`${url}?limit=20&minPosition=20003`, { headers });
+        before = page.status === 200 ? page.body.data.map((o: { id: string }) => o.id) : [];
+        return page.status === 200;
+      }, 60_000);
+      expect(before).to.have.length(20);
+
+      const rebuilding = startTs('src/cli.ts', ['projections', 'rebuild', 'observations'], { DATA_DIR: dir });
+      let finished = false;
+      void rebuilding.exited.then(() => (finished = true));
+      const answers: number[] = [];
+      while (!finished) {
+        const page = await request(`${url}?limit=20`, { headers });
+        answers.push(page.status);
+        expect(page.status, JSON.stringify(page.body)).to.equal(200);
+        expect(page.body.data.map((o: { id: string }) => o.id)).to.deep.equal(before);
+        // Paced below the per-key rate limit.
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      expect(await rebuilding.exited, rebuilding.output.stderr).to.equal(0);
+      expect(rebuilding.output.stdout).to.match(
+        /^observations: rebuilt up to position \d+ \(20003 events\) and swapped in$/m,
+      );
+      // Not a terminal: plain progress lines.
+      expect(rebuilding.output.stderr).to.match(/^observations: (\d+%|catching up|swapping|done)/m);
+      expect(rebuilding.output.stderr).to.not.include('\r');
+      expect(answers.length).to.be.greaterThan(0);
+      expect(new Set(answers)).to.deep.equal(new Set([200]));
+
+      const after = await request(`${url}?limit=20`, { headers });
+      expect(after.body.data.map((o: { id: string }) => o.id)).to.deep.equal(before);
+      // The service's runner writes the swapped-in table: a new observation is listed at once.
+      const created = await request(url, {
+        method: 'POST',
+        body: { observedAt: '2026-07-01T09:30:00Z', notes: 'after the swap' },
+        headers,
+      });
+      const listed = await request(`${url}?limit=5&minPosition=${created.headers.get('X-Position')}`, {
+        headers,
+      });
+      expect(listed.status).to.equal(200);
+      expect(listed.body.data.map((o: { id: string }) => o.id)).to.include(created.body.id);
+      const status = await cli(dir, 'projections', 'status', '--json');
+      const observations = (
+        JSON.parse(status.stdout) as { projections: { projection: string }[] }
+      ).projections.find((p) => p.projection === 'observations');
+      expect(observations).to.deep.include({ lagEvents: 0, lagSeconds: 0, lastError: null });
+    } finally {
+      await stop(service.child, service.exited);
+    }
+  });
+
+  it('shows checkpoints, lag in events and seconds, and the last error', async () => {
+    const hourAgo = new Date(Date.now() - 3600_000);
+    const head = await seedObservations(dir, tenantId, 120, hourAgo);
+    const readModels = openSqliteReadModels(join(dir, 'readmodels.db'));
+    await readModels.recordError('visits', 'visit projection exploded');
+    const checkpoint = await readModels.getCheckpoint('observations');
+    await readModels.close();
+
+    const json = await cli(dir, 'projections', 'status', '--json');
+    expect(json.code, json.stderr).to.equal(0);
+    const status = JSON.parse(json.stdout) as {
+      head: number;
+      projections: {
+        projection: string;
+        checkpoint: number;
+        lagEvents: number;
+        lagSeconds: number;
+        lastError: { message: string } | null;
+      }[];
+    };
+    expect(status.head).to.equal(head);
+    const byName = new Map(status.projections.map((p) => [p.projection, p]));
+    expect(byName.get('observations')).to.deep.include({ checkpoint, lagEvents: 120 });
+    expect(byName.get('observations')!.lagSeconds).to.be.within(3599, 3700);
+    expect(byName.get('visits')!.lastError?.message).to.equal('visit projection exploded');
+    expect(byName.get('tenants')).to.deep.include({ lagEvents: 0, lagSeconds: 0, lastError: null });
+
+    const text = await cli(dir, 'projections', 'status');
+    expect(text.stdout).to.match(/^projection\s+checkpoint\s+lag \(events\)\s+lag \(s\)\s+last error$/m);
+    expect(text.stdout).to.match(new RegExp(`^observations\\s+${checkpoint}\\s+120\\s+\\d+\\s+-$`, 'm'));
+    expect(text.stdout).to.match(/^visits\s+\d+\s+0\s+0\s+\S+ visit projection exploded$/m);
+  });
+
+  it('exports read models as NDJSON and CSV, live or from a snapshot', async () => {
+    const ndjson = await cli(dir, 'export', 'observations', '--format', 'ndjson');
+    expect(ndjson.code, ndjson.stderr).to.equal(0);
+    const docs = ndjson.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: string; notes: string; attributes: unknown });
+    expect(docs.map((d) => d.notes)).to.deep.equal(tricky);
+
+    const csv = await cli(dir, 'export', 'observations', '--format', 'csv', '--tenant', tenantId);
+    expect(csv.code, csv.stderr).to.equal(0);
+    const [header, ...rows] = parseCsv(csv.stdout);
+    expect(header).to.deep.equal([
+      'id',
+      'tenantId',
+      'observedAt',
+      'position',
+      'locationId',
+      'visitId',
+      'notes',
+      'attributes',
+      'media',
+      'createdAt',
+      'updatedAt',
+      'version',
+    ]);
+    expect(rows.map((row) => row[0])).to.deep.equal(docs.map((d) => d.id));
+    expect(rows.map((row) => row[6])).to.deep.equal(tricky);
+    expect(rows.map((row) => JSON.parse(row[7]!) as unknown)).to.deep.equal(docs.map((d) => d.attributes));
+    expect(rows[0]![4]).to.equal(''); // null locationId
+    expect(csv.stdout).to.include('"comma, and ""quotes"""');
+
+    // Every name that exists is accepted; another tenant has nothing.
+    for (const name of ['locations', 'visits', 'cv-jobs']) {
+      const empty = await cli(dir, 'export', name, '--format', 'csv');
+      expect(empty.code, empty.stderr).to.equal(0);
+      expect(parseCsv(empty.stdout)).to.have.length(1);
+    }
+    expect(
+      (await cli(dir, 'export', 'observations', '--format', 'ndjson', '--tenant', 't_nobody')).stdout,
+    ).to.equal('');
+
+    const built = await cli(
+      dir,
+      'projections',
+      'build',
+      'observations',
+      '--until',
+      String(firstPosition),
+      '--into',
+      'early',
+    );
+    expect(built.code, built.stderr).to.equal(0);
+    expect(built.stdout).to.match(/Snapshot early of observations as of position \d+/);
+    const early = await cli(dir, 'export', 'observations', '--format', 'ndjson', '--from', 'early');
+    expect(early.code, early.stderr).to.equal(0);
+    expect(
+      early.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { id: string }).id),
+    ).to.deep.equal([docs[0]!.id]);
+    const listed = await cli(dir, 'projections', 'status');
+    expect(listed.stdout).to.match(/snapshot early of observations until position \d+: complete/);
+  });
+
+  it('refuses bad input with exit code 2 and says why', async () => {
+    const cases: [string[], RegExp][] = [
+      [
+        ['projections', 'build', 'observations', '--until', '2999-01-01T00:00:00Z', '--into', 'x'],
+        /is in the future/,
+      ],
+      [
+        ['projections', 'build', 'observations', '--until', 'last tuesday', '--into', 'x'],
+        /neither a position nor an ISO 8601 time/,
+      ],
+      [
+        ['projections', 'build', 'observations', '--until', '99999999', '--into', 'x'],
+        /past the newest event/,
+      ],
+      [['projections', 'build', 'observations', '--until', '1', '--into', 'Bad-Name'], /snapshot name/],
+      [
+        ['projections', 'rebuild', 'sightings'],
+        /Unknown projection sightings; known: observations, .*visits/,
+      ],
+      [['projections', 'rebuild', 'tenants', '--tenant', tenantId], /one partition/],
+      [
+        ['export', 'sightings', '--format', 'csv'],
+        /Unknown read model sightings; known: observations, cv-jobs, locations, visits/,
+      ],
+      [['export', 'observations', '--format', 'xml'], /--format must be ndjson or csv/],
+      [['export', 'observations', '--format', 'csv', '--from', 'nothing'], /No snapshot named nothing/],
+    ];
+    for (const [args, message] of cases) {
+      const run = await cli(dir, ...args);
+      expect(run.code, args.join(' ')).to.equal(2);
+      expect(run.stderr, args.join(' ')).to.match(message);
+    }
+  });
+
+  it('leaves the live read model untouched when Ctrl-C stops a rebuild, and resumes on the next run', async () => {
+    const head = await seedObservations(dir, tenantId, 50_000);
+    // The live read model catches up with the seeded history, as a running service would have.
+    const port = await freePort();
+    const service = startTs('src/main.ts', [], { DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'warn' });
+    try {
+      await eventually(async () => {
+        const page = await request(
+          `http://127.0.0.1:${port}/v1/tenants/${tenantId}/observations?limit=1&minPosition=${head}`,
+          {
+            headers: { 'X-API-Key': adminKey },
+          },
+        ).catch(() => null);
+        return page?.status === 200;
+      }, 120_000);
+    } finally {
+      await stop(service.child, service.exited);
+    }
+    const liveState = () => {
+      const db = new Database(join(dir, 'readmodels.db'), { readonly: true });
+      try {
+        const mapping = db
+          .prepare("SELECT physical FROM collections WHERE name = 'observations'")
+          .pluck()
+          .get() as string | undefined;
+        const table = `rm_${mapping ?? 'observations'}`;
+        return {
+          table,
+          rows: db.prepare(`SELECT count(*) AS n, sum(position) AS positions FROM ${table}`).get(),
+          checkpoint: db
+            .prepare("SELECT position FROM checkpoints WHERE projection = 'observations'")
+            .pluck()
+            .get(),
+        };
+      } finally {
+        db.close();
+      }
+    };
+    const before = liveState();
+    expect(before.checkpoint).to.equal(head);
+
+    const rebuilding = startTs(
+      'src/cli.ts',
+      ['projections', 'rebuild', 'observations', '--batch-size', '500'],
+      {
+        DATA_DIR: dir,
+      },
+    );
+    await eventually(() => /observations: \d+%/.test(rebuilding.output.stderr), 60_000);
+    rebuilding.child.kill('SIGINT');
+    expect(await rebuilding.exited, rebuilding.output.stderr).to.equal(130);
+    const stopped = /observations: interrupted at position (\d+); the live read model is untouched/.exec(
+      rebuilding.output.stdout,
+    );
+    expect(stopped, rebuilding.output.stdout).to.not.equal(null);
+    const stoppedAt = Number(stopped![1]);
+    expect(stoppedAt).to.be.within(1, head - 1);
+    expect(liveState()).to.deep.equal(before);
+    const status = await cli(dir, 'projections', 'status');
+    expect(status.stdout).to.match(
+      new RegExp(`rebuild of observations: interrupted at position ${stoppedAt}`),
+    );
+
+    const resumed = await cli(dir, 'projections', 'rebuild', 'observations');
+    expect(resumed.code, resumed.stderr).to.equal(0);
+    expect(resumed.stdout).to.include(`resumed from ${stoppedAt}`);
+    const after = liveState();
+    expect(after.table).to.not.equal(before.table);
+    expect(after.rows).to.deep.equal(before.rows);
+    expect(after.checkpoint).to.equal(head);
+  });
+});
