@@ -1,0 +1,175 @@
+import autocannon, { type Options, type Result } from 'autocannon';
+import { platformAdminKey, provision } from './provision.js';
+import {
+  cpuProfileArgs,
+  freePort,
+  startChild,
+  stopChild,
+  tempDir,
+  removeTempDir,
+  waitHealthy,
+  type Child,
+} from './processes.js';
+
+/** Phase 1: the service's create and list endpoints under autocannon, against a bare Koa echo server. */
+
+export interface HttpFigures {
+  requestsPerSecond: number;
+  completed: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  durationS: number;
+}
+
+export interface HttpResults {
+  connections: number;
+  durationS: number;
+  echo: HttpFigures;
+  create: HttpFigures;
+  list: HttpFigures;
+  observationsBeforeList: number;
+  tenantId: string;
+  /** Whether the load carried an API key (a service with authentication). */
+  authenticated: boolean;
+}
+
+const connections = 50;
+
+const cannon = (options: Options): Promise<Result> =>
+  new Promise((resolve, reject) => {
+    autocannon({ connections, timeout: 10, ...options }, (error, result) =>
+      error ? reject(error) : resolve(result),
+    );
+  });
+
+const figures = (result: Result): HttpFigures => ({
+  requestsPerSecond: result.requests.average,
+  completed: result.requests.total ?? 0,
+  p50Ms: result.latency.p50,
+  p99Ms: result.latency.p99,
+  maxMs: result.latency.max,
+  errors: result.errors,
+  timeouts: result.timeouts,
+  non2xx: result.non2xx,
+  durationS: result.duration,
+});
+
+const observationBody = JSON.stringify({
+  observedAt: '2025-05-01T19:42:00.000Z',
+  position: { lat: 51.7532, lon: -1.2589 },
+  notes: 'Crossed the lane by the old barn, heading towards the copse',
+  attributes: { species: 'fox', count: 2 },
+});
+const json = { 'content-type': 'application/json' };
+
+/** A warm-up (JIT, SQLite caches) that is not measured, then the measured run. */
+const measure = async (options: Options, warmupS: number, durationS: number): Promise<Result> => {
+  if (warmupS > 0) await cannon({ ...options, duration: warmupS });
+  return cannon({ ...options, duration: durationS });
+};
+
+const startServer = async (
+  file: string,
+  name: string,
+  env: Record<string, string>,
+): Promise<{ child: Child; base: string }> => {
+  const port = await freePort();
+  const child = startChild(file, {
+    env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
+    nodeArgs: cpuProfileArgs(name),
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(`${base}/health`, child);
+  return { child, base };
+};
+
+/** Waits until the list's projection includes everything written so far (it runs behind the writes). */
+const waitProjected = async (url: string, headers: Record<string, string>): Promise<void> => {
+  const created = await fetch(url, {
+    method: 'POST',
+    headers: { ...headers, ...json },
+    body: observationBody,
+  });
+  if (created.status !== 201)
+    throw new Error(`POST ${url} answered ${created.status}: ${await created.text()}`);
+  const position = created.headers.get('x-position');
+  for (let attempt = 0; attempt < 60; attempt += 1) {
+    const response = await fetch(`${url}?limit=1&minPosition=${position}`, { headers });
+    const text = await response.text();
+    if (response.ok) return;
+    if (response.status !== 503) throw new Error(`GET ${url} answered ${response.status}: ${text}`);
+  }
+  throw new Error(`the observations projection did not reach position ${position}`);
+};
+
+export const runHttp = async ({
+  durationS,
+  warmupS,
+}: {
+  durationS: number;
+  warmupS: number;
+}): Promise<HttpResults> => {
+  const echoServer = await startServer('bench/echo-server.ts', 'echo', {});
+  let echo: Result;
+  try {
+    echo = await measure(
+      { url: `${echoServer.base}/echo`, method: 'POST', headers: json, body: observationBody },
+      warmupS,
+      durationS,
+    );
+  } finally {
+    await stopChild(echoServer.child);
+  }
+
+  const dataDir = tempDir('service');
+  const adminKey = platformAdminKey();
+  const service = await startServer('src/main.ts', 'service', {
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    PLATFORM_ADMIN_KEY: adminKey,
+  });
+  try {
+    const principal = await provision(service.base, adminKey);
+    const url = `${service.base}/v1/tenants/${principal.tenantId}/observations`;
+    // Fails fast on a 401/403/404 instead of measuring how quickly the service refuses.
+    await waitProjected(url, principal.headers);
+    const createOptions: Options = {
+      url,
+      method: 'POST',
+      headers: { ...principal.headers, ...json },
+      body: observationBody,
+    };
+    const warmup = warmupS > 0 ? await cannon({ ...createOptions, duration: warmupS }) : null;
+    const create = await cannon({ ...createOptions, duration: durationS });
+    // The warm-up's creations count too; top up to a few thousand if the machine was slow.
+    let observations = (warmup?.['2xx'] ?? 0) + create['2xx'];
+    if (observations < 5000)
+      observations += (
+        await cannon({ ...createOptions, amount: Math.max(connections, 5000 - observations) })
+      )['2xx'];
+    await waitProjected(url, principal.headers);
+
+    const list = await measure({ url: `${url}?limit=50`, headers: principal.headers }, warmupS, durationS);
+    return {
+      connections,
+      durationS,
+      echo: figures(echo),
+      create: figures(create),
+      list: figures(list),
+      observationsBeforeList: observations,
+      tenantId: principal.tenantId,
+      authenticated: Object.keys(principal.headers).length > 0,
+    };
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\nservice output:\n${service.child.output()}`, {
+      cause: error,
+    });
+  } finally {
+    await stopChild(service.child);
+    removeTempDir(dataDir);
+  }
+};

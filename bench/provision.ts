@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The tenant and credential the HTTP load runs as. A service with authentication gets a tenant created
+ * with the platform admin key (passed to the child as PLATFORM_ADMIN_KEY), then an API key with just the
+ * observation scopes; a build whose routes are still open (POST /v1/tenants answers 404 or 405) is used as
+ * `t_bench` without credentials.
+ */
+
+export interface BenchPrincipal {
+  tenantId: string;
+  headers: Record<string, string>;
+}
+
+export const platformAdminKey = (): string => randomBytes(32).toString('base64url');
+
+const post = async (url: string, apiKey: string, body: unknown) => {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, text, json: () => JSON.parse(text) as Record<string, unknown> };
+};
+
+const field = (json: Record<string, unknown>, name: string, what: string): string => {
+  const value = json[name];
+  if (typeof value !== 'string')
+    throw new Error(`${what} answered without a string ${name}: ${JSON.stringify(json)}`);
+  return value;
+};
+
+export const provision = async (base: string, adminKey: string): Promise<BenchPrincipal> => {
+  const tenant = await post(`${base}/v1/tenants`, adminKey, {
+    name: 'bench',
+    notificationEmail: 'bench@example.com',
+  });
+  if (tenant.status === 404 || tenant.status === 405) return { tenantId: 't_bench', headers: {} };
+  if (tenant.status !== 201) throw new Error(`POST /v1/tenants answered ${tenant.status}: ${tenant.text}`);
+  const tenantId = field(tenant.json(), 'id', 'POST /v1/tenants');
+  const tenantAdminKey = field(tenant.json(), 'adminApiKey', 'POST /v1/tenants');
+
+  const key = await post(`${base}/v1/tenants/${tenantId}/api-keys`, tenantAdminKey, {
+    name: 'bench',
+    scopes: ['observations:read', 'observations:write'],
+  });
+  if (key.status !== 201) throw new Error(`POST …/api-keys answered ${key.status}: ${key.text}`);
+  return { tenantId, headers: { 'x-api-key': field(key.json(), 'key', 'POST …/api-keys') } };
+};

@@ -1,0 +1,203 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release, platform, totalmem } from 'node:os';
+import { join } from 'node:path';
+import * as prettier from 'prettier';
+import type { HttpResults } from './http.js';
+import type { MillionResults } from './million.js';
+import { projectRoot } from './processes.js';
+import type { AppendResults, CatchUpResults } from './store.js';
+
+/** Targets with pass/fail, the stdout table, docs/bench/latest.json and the generated part of docs/benchmarks.md. */
+
+export interface Check {
+  name: string;
+  value: number;
+  op: '>=' | '<' | '=';
+  target: number;
+  unit: string;
+  pass: boolean;
+}
+
+export interface Results {
+  machine: {
+    cpuModel: string;
+    cpus: number;
+    node: string;
+    os: string;
+    totalMemoryMb: number;
+    date: string;
+    /** 1-minute load average before and after: other work on the machine shows here. */
+    loadAverageBefore: number;
+    loadAverageAfter: number;
+  };
+  /** The code measured: HEAD and whether the working tree had uncommitted changes (null outside git). */
+  source: { commit: string | null; uncommittedChanges: boolean | null };
+  settings: Record<string, number>;
+  http: HttpResults & { createPerEcho: number; listPerEcho: number };
+  append: AppendResults & { batchedPerUnbatched: number };
+  catchUp: CatchUpResults & { projectionPerRawRead: number };
+  million: MillionResults;
+  checks: Check[];
+  totalSeconds: number;
+}
+
+/** Read-only git queries; the benchmark never changes the repository. */
+export const source = (): Results['source'] => {
+  const git = (...args: string[]) => {
+    try {
+      return execFileSync('git', args, {
+        cwd: projectRoot,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+    } catch {
+      return null;
+    }
+  };
+  const commit = git('rev-parse', '--short', 'HEAD')?.trim() ?? null;
+  const status = git('status', '--porcelain', '--untracked-files=no');
+  return { commit, uncommittedChanges: status === null ? null : status.trim() !== '' };
+};
+
+export const loadAverage = (): number => Math.round((loadavg()[0] ?? 0) * 100) / 100;
+
+export const machine = (loadAverageBefore: number): Results['machine'] => ({
+  cpuModel: cpus()[0]?.model ?? 'unknown',
+  cpus: cpus().length,
+  node: process.version,
+  os: `${platform()} ${release()}`,
+  totalMemoryMb: Math.round(totalmem() / 1024 / 1024),
+  date: new Date().toISOString(),
+  loadAverageBefore,
+  loadAverageAfter: loadAverage(),
+});
+
+export const check = (name: string, value: number, op: Check['op'], target: number, unit = ''): Check => ({
+  name,
+  value,
+  op,
+  target,
+  unit,
+  pass: op === '>=' ? value >= target : op === '<' ? value < target : value === target,
+});
+
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
+const dec = (n: number, digits: number) => n.toFixed(digits);
+const ms = (n: number) => `${dec(n, 1)} ms`;
+
+const table = (head: string[], rows: string[][]): string =>
+  [head, head.map(() => '---'), ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+
+export const renderMarkdown = (r: Results): string => {
+  const { http, append, catchUp, million } = r;
+  const httpRow = (name: string, f: HttpResults['echo'], ratio: string) => [
+    name,
+    int(f.requestsPerSecond),
+    ratio,
+    ms(f.p50Ms),
+    ms(f.p99Ms),
+    ms(f.maxMs),
+    `${f.errors} / ${f.timeouts} / ${f.non2xx}`,
+  ];
+  const missed = r.checks.filter((c) => !c.pass);
+  return [
+    `Run of ${r.machine.date.slice(0, 10)} on ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.totalMemoryMb} MB RAM, ` +
+      `Node ${r.machine.node}, ${r.machine.os}; autocannon ${http.connections} connections, ${http.durationS} s per endpoint; ` +
+      `commit ${r.source.commit ?? 'unknown'}${r.source.uncommittedChanges ? ' with uncommitted changes' : ''}; ` +
+      `whole run ${int(r.totalSeconds)} s, 1-minute load average ${r.machine.loadAverageBefore} before and ` +
+      `${r.machine.loadAverageAfter} after. ` +
+      (http.authenticated
+        ? `The HTTP load ran as a fresh tenant's API key with the observation scopes.`
+        : `The HTTP load ran against the open routes of tenant ${http.tenantId}.`),
+    table(
+      ['HTTP', 'req/s', 'vs echo', 'p50', 'p99', 'max', 'errors / timeouts / non-2xx'],
+      [
+        httpRow('`POST /echo` (bare Koa baseline)', http.echo, '1.00'),
+        httpRow('`POST …/observations`', http.create, dec(http.createPerEcho, 2)),
+        httpRow(
+          `\`GET …/observations?limit=50\` (${int(http.observationsBeforeList)} stored)`,
+          http.list,
+          dec(http.listPerEcho, 2),
+        ),
+      ],
+    ),
+    table(
+      ['Embedded store', 'Figure'],
+      [
+        [
+          `Append, 1 event per call (${int(append.events)} events)`,
+          `${int(append.unbatchedEventsPerSecond)} events/s`,
+        ],
+        [
+          `Append, ${append.batchSize} events per call`,
+          `${int(append.batchedEventsPerSecond)} events/s (× ${dec(append.batchedPerUnbatched, 1)})`,
+        ],
+        [
+          `Seed ${int(catchUp.events)} events, ${catchUp.eventsPerStream} per stream`,
+          `${dec(catchUp.seedSeconds, 1)} s`,
+        ],
+        ['Raw `readAll`, pages of 500 (baseline)', `${int(catchUp.rawReadEventsPerSecond)} events/s`],
+        [
+          'Raw `readAll` with the projection’s type filter',
+          `${int(catchUp.rawReadFilteredEventsPerSecond)} events/s`,
+        ],
+        [
+          'Projection runner catch-up',
+          `${int(catchUp.projectionEventsPerSecond)} events/s (${dec(catchUp.projectionPerRawRead, 2)} of raw)`,
+        ],
+        [
+          `Seed ${int(million.events)} events`,
+          `${dec(million.seedSeconds, 1)} s (${int(million.seedEventsPerSecond)} events/s)`,
+        ],
+        [
+          `Catch-up over ${int(million.events)} events`,
+          `${int(million.catchUpEventsPerSecond)} events/s, ${dec(million.catchUpSeconds, 1)} s`,
+        ],
+        [
+          'Catch-up peak RSS',
+          `${dec(million.peakRssMb, 0)} MB (${dec(million.startRssMb, 0)} MB at start; ` +
+            `the in-process 100 ms sampler fired ${million.samples} times)`,
+        ],
+      ],
+    ),
+    table(
+      ['Target', 'Measured', 'Target', 'Result'],
+      r.checks.map((c) => [
+        c.name,
+        `${dec(c.value, c.unit ? 1 : 2)}${c.unit}`,
+        `${c.op} ${c.target}${c.unit}`,
+        c.pass ? 'pass' : '**miss**',
+      ]),
+    ),
+    missed.length === 0
+      ? 'Every target was met in this run.'
+      : `Missed in this run: ${missed.map((c) => `${c.name} (${dec(c.value, c.unit ? 1 : 2)}${c.unit}, target ${c.op} ${c.target}${c.unit})`).join('; ')}.`,
+  ].join('\n\n');
+};
+
+const start = '<!-- bench:results:start -->';
+const end = '<!-- bench:results:end -->';
+
+/** Writes latest.json and replaces the generated section of docs/benchmarks.md, formatted as prettier would. */
+export const writeReports = async (r: Results): Promise<string[]> => {
+  const jsonFile = join(projectRoot, 'docs', 'bench', 'latest.json');
+  mkdirSync(join(projectRoot, 'docs', 'bench'), { recursive: true });
+  writeFileSync(jsonFile, `${JSON.stringify(r, null, 2)}\n`);
+
+  const mdFile = join(projectRoot, 'docs', 'benchmarks.md');
+  const doc = readFileSync(mdFile, 'utf8');
+  const from = doc.indexOf(start);
+  const to = doc.indexOf(end);
+  if (from < 0 || to < from) return [jsonFile];
+  const next = `${doc.slice(0, from + start.length)}\n\n${renderMarkdown(r)}\n\n${doc.slice(to)}`;
+  const options = (await prettier.resolveConfig(mdFile)) ?? {};
+  writeFileSync(mdFile, await prettier.format(next, { ...options, filepath: mdFile }));
+  return [jsonFile, mdFile];
+};
+
+/** The stdout summary: fixed-width columns. */
+export const renderText = (rows: string[][]): string => {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
+  return rows.map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ')).join('\n');
+};

@@ -1,0 +1,115 @@
+import { runHttp, type HttpResults } from './http.js';
+import { millionCatchUp, type MillionResults } from './million.js';
+import { cleanupSync } from './processes.js';
+import { loadAverage, machine, source, writeReports, type Results } from './report.js';
+import { summary, targetChecks } from './summary.js';
+import { appendThroughput, catchUpSpeed, type AppendResults, type CatchUpResults } from './store.js';
+
+/**
+ * `npm run bench`: every phase in one run, each against its own baseline, then the ratios against their
+ * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,append,catchup,million
+ * runs a subset while developing, and only a full run rewrites docs/bench/latest.json and docs/benchmarks.md.
+ */
+
+const numberFromEnv = (name: string, fallback: number): number => {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}=${raw} is not a non-negative number`);
+  return value;
+};
+
+const settings = {
+  durationS: numberFromEnv('BENCH_DURATION', 10),
+  warmupS: numberFromEnv('BENCH_WARMUP', 2),
+  appendEvents: numberFromEnv('BENCH_APPENDS', 5000),
+  appendBatch: numberFromEnv('BENCH_APPEND_BATCH', 100),
+  catchUpEvents: numberFromEnv('BENCH_CATCHUP_EVENTS', 200_000),
+  millionEvents: numberFromEnv('BENCH_MILLION', 1_000_000),
+  eventsPerStream: numberFromEnv('BENCH_PER_STREAM', 2),
+  timeoutMin: numberFromEnv('BENCH_TIMEOUT_MIN', 45),
+};
+const allPhases = ['http', 'append', 'catchup', 'million'] as const;
+const phases = new Set((process.env.BENCH_PHASES ?? allPhases.join(',')).split(',').map((p) => p.trim()));
+
+const log = (message: string) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
+
+const phase = async <T>(name: (typeof allPhases)[number], run: () => Promise<T>): Promise<T | null> => {
+  if (!phases.has(name)) return null;
+  log(`${name}…`);
+  const started = performance.now();
+  const result = await run();
+  log(`${name} done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  return result;
+};
+
+const main = async (): Promise<void> => {
+  const started = performance.now();
+  const loadBefore = loadAverage();
+  const measured = source();
+  const http: HttpResults | null = await phase('http', () => runHttp(settings));
+  const append: AppendResults | null = await phase('append', () =>
+    appendThroughput(settings.appendEvents, settings.appendBatch),
+  );
+  const catchUp: CatchUpResults | null = await phase('catchup', () =>
+    catchUpSpeed(settings.catchUpEvents, settings.eventsPerStream),
+  );
+  const million: MillionResults | null = await phase('million', () =>
+    millionCatchUp(settings.millionEvents, settings.eventsPerStream),
+  );
+
+  const parts = { http, append, catchUp, million };
+  const checks = targetChecks(parts);
+  console.log(`\n${summary(parts, checks)}\n`);
+
+  const totalSeconds = (performance.now() - started) / 1000;
+  if (http && append && catchUp && million && process.env.BENCH_WRITE !== '0') {
+    const results: Results = {
+      machine: machine(loadBefore),
+      source: measured,
+      settings,
+      http: {
+        ...http,
+        createPerEcho: http.create.requestsPerSecond / http.echo.requestsPerSecond,
+        listPerEcho: http.list.requestsPerSecond / http.echo.requestsPerSecond,
+      },
+      append: {
+        ...append,
+        batchedPerUnbatched: append.batchedEventsPerSecond / append.unbatchedEventsPerSecond,
+      },
+      catchUp: {
+        ...catchUp,
+        projectionPerRawRead: catchUp.projectionEventsPerSecond / catchUp.rawReadEventsPerSecond,
+      },
+      million,
+      checks,
+      totalSeconds,
+    };
+    for (const file of await writeReports(results)) log(`wrote ${file}`);
+  } else {
+    log('partial run: docs/bench/latest.json and docs/benchmarks.md left as they were');
+  }
+  log(
+    `${checks.filter((c) => c.pass).length} of ${checks.length} targets met in ${totalSeconds.toFixed(0)} s`,
+  );
+};
+
+const watchdog = setTimeout(() => {
+  console.error(`bench: still running after ${settings.timeoutMin} min; giving up`);
+  process.exit(1); // the exit handler kills the children and removes the temp dirs
+}, settings.timeoutMin * 60_000);
+watchdog.unref();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    cleanupSync();
+    process.exit(130);
+  });
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
