@@ -131,6 +131,8 @@ export const runHttp = async ({
     DATA_DIR: dataDir,
     LOG_LEVEL: 'warn',
     PLATFORM_ADMIN_KEY: adminKey,
+    // The load comes from one credential: the per-credential limit would measure 429s, not the service.
+    RATE_LIMIT: 'off',
   });
   try {
     const principal = await provision(service.base, adminKey);
