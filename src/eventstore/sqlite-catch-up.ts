@@ -20,6 +20,9 @@ export const catchUpSubscription = (
       if (page.events.length > 0) {
         await handler(page.events, page.lastPosition);
         position = page.lastPosition;
+        // A subscription far behind would otherwise run from promise to promise and starve timers and
+        // HTTP: the service must answer health checks while it catches up.
+        await new Promise((resolve) => setImmediate(resolve));
         continue; // read again before sleeping: appends made while the handler ran must not be missed
       }
       if (page.lastPosition > position) {
