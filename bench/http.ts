@@ -37,16 +37,16 @@ export interface HttpResults {
   authenticated: boolean;
 }
 
-const connections = 50;
+export const connections = 50;
 
-const cannon = (options: Options): Promise<Result> =>
+export const cannon = (options: Options): Promise<Result> =>
   new Promise((resolve, reject) => {
     autocannon({ connections, timeout: 10, ...options }, (error, result) =>
       error ? reject(error) : resolve(result),
     );
   });
 
-const figures = (result: Result): HttpFigures => ({
+export const figures = (result: Result): HttpFigures => ({
   requestsPerSecond: result.requests.average,
   completed: result.requests.total ?? 0,
   p50Ms: result.latency.p50,
@@ -58,21 +58,21 @@ const figures = (result: Result): HttpFigures => ({
   durationS: result.duration,
 });
 
-const observationBody = JSON.stringify({
+export const observationBody = JSON.stringify({
   observedAt: '2025-05-01T19:42:00.000Z',
   position: { lat: 51.7532, lon: -1.2589 },
   notes: 'Crossed the lane by the old barn, heading towards the copse',
   attributes: { species: 'fox', count: 2 },
 });
-const json = { 'content-type': 'application/json' };
+export const json = { 'content-type': 'application/json' };
 
 /** A warm-up (JIT, SQLite caches) that is not measured, then the measured run. */
-const measure = async (options: Options, warmupS: number, durationS: number): Promise<Result> => {
+export const measure = async (options: Options, warmupS: number, durationS: number): Promise<Result> => {
   if (warmupS > 0) await cannon({ ...options, duration: warmupS });
   return cannon({ ...options, duration: durationS });
 };
 
-const startServer = async (
+export const startServer = async (
   file: string,
   name: string,
   env: Record<string, string>,
@@ -88,7 +88,7 @@ const startServer = async (
 };
 
 /** Waits until the list's projection includes everything written so far (it runs behind the writes). */
-const waitProjected = async (url: string, headers: Record<string, string>): Promise<void> => {
+export const waitProjected = async (url: string, headers: Record<string, string>): Promise<void> => {
   const created = await fetch(url, {
     method: 'POST',
     headers: { ...headers, ...json },

@@ -10,6 +10,8 @@ import { randomBytes } from 'node:crypto';
 export interface BenchPrincipal {
   tenantId: string;
   headers: Record<string, string>;
+  /** The new tenant's admin API key (scope `admin`); absent for a build without authentication. */
+  tenantAdminKey?: string;
 }
 
 export const platformAdminKey = (): string => randomBytes(32).toString('base64url');
@@ -46,5 +48,9 @@ export const provision = async (base: string, adminKey: string): Promise<BenchPr
     scopes: ['observations:read', 'observations:write'],
   });
   if (key.status !== 201) throw new Error(`POST …/api-keys answered ${key.status}: ${key.text}`);
-  return { tenantId, headers: { 'x-api-key': field(key.json(), 'key', 'POST …/api-keys') } };
+  return {
+    tenantId,
+    headers: { 'x-api-key': field(key.json(), 'key', 'POST …/api-keys') },
+    tenantAdminKey,
+  };
 };

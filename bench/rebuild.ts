@@ -105,7 +105,12 @@ const child = async (eventsFile: string, readModelsFile: string): Promise<ChildR
   }
 };
 
-export const rebuildBench = async (events: number, perStream = 4): Promise<RebuildResults> => {
+/** `afterRebuild` runs on the same seeded events file before it is removed (bench/audit.ts's verify). */
+export const rebuildBench = async (
+  events: number,
+  perStream = 4,
+  afterRebuild?: (eventsFile: string) => Promise<void>,
+): Promise<RebuildResults> => {
   const dir = tempDir('rebuild');
   try {
     const eventsFile = join(dir, 'events.db');
@@ -118,6 +123,7 @@ export const rebuildBench = async (events: number, perStream = 4): Promise<Rebui
     const line = /BENCH_RESULT (.*)/.exec(measured.output())?.[1];
     if (code !== 0 || !line) throw new Error(`rebuild child failed (${code}):\n${measured.output()}`);
     const result = JSON.parse(line) as ChildResult;
+    await afterRebuild?.(eventsFile);
     return {
       events: result.events,
       eventsPerStream: perStream,

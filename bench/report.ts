@@ -3,10 +3,14 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, platform, totalmem } from 'node:os';
 import { join } from 'node:path';
 import * as prettier from 'prettier';
+import type { RebuildPhaseResults } from './audit.js';
+import type { AuthResults } from './auth.js';
+import type { CvResults } from './cv.js';
 import type { HttpResults } from './http.js';
 import type { MillionResults } from './million.js';
 import { projectRoot } from './processes.js';
 import type { AppendResults, CatchUpResults } from './store.js';
+import type { WebhookResults } from './webhooks.js';
 
 /** Targets with pass/fail, the stdout table, docs/bench/latest.json and the generated part of docs/benchmarks.md. */
 
@@ -38,6 +42,10 @@ export interface Results {
   append: AppendResults & { batchedPerUnbatched: number };
   catchUp: CatchUpResults & { projectionPerRawRead: number };
   million: MillionResults;
+  auth: AuthResults;
+  webhooks: WebhookResults;
+  cv: CvResults;
+  rebuild: RebuildPhaseResults;
   checks: Check[];
   totalSeconds: number;
 }
@@ -90,7 +98,7 @@ const table = (head: string[], rows: string[][]): string =>
   [head, head.map(() => '---'), ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
 
 export const renderMarkdown = (r: Results): string => {
-  const { http, append, catchUp, million } = r;
+  const { http, append, catchUp, million, auth, webhooks, cv, rebuild } = r;
   const httpRow = (name: string, f: HttpResults['echo'], ratio: string) => [
     name,
     int(f.requestsPerSecond),
@@ -158,6 +166,93 @@ export const renderMarkdown = (r: Results): string => {
           'Catch-up peak RSS',
           `${dec(million.peakRssMb, 0)} MB (${dec(million.startRssMb, 0)} MB at start; ` +
             `the in-process 100 ms sampler fired ${million.samples} times)`,
+        ],
+      ],
+    ),
+    table(
+      [
+        `Authentication: \`GET …/observations?limit=50\` (${int(auth.observations)} stored)`,
+        'req/s',
+        'vs unauthenticated',
+        'p50',
+        'p99',
+        'max',
+        'errors / timeouts / non-2xx',
+      ],
+      [
+        httpRow('No authentication, before (`bench/open-service.ts`)', auth.open, '—'),
+        httpRow('No authentication, after', auth.openAfter, '—'),
+        httpRow('API key (`X-API-Key`)', auth.apiKey, dec(auth.apiKeyPerOpen, 2)),
+        httpRow('User JWT (`Authorization: Bearer`)', auth.jwt, dec(auth.jwtPerOpen, 2)),
+      ],
+    ),
+    table(
+      ['Webhooks (one subscription, receiver answering 204)', 'Figure'],
+      [
+        [
+          `Raw undici POSTs of the same bodies, ${webhooks.concurrency} at a time (baseline)`,
+          `${int(webhooks.rawPostsPerSecond)} POSTs/s (${int(webhooks.rawPosts)} in ${dec(webhooks.rawSeconds, 2)} s, median of 3)`,
+        ],
+        [
+          `Service deliveries of a ${int(webhooks.deliveries)}-event backlog, ${webhooks.concurrency} per subscription`,
+          `${int(webhooks.serviceDeliveriesPerSecond)} deliveries/s (${dec(webhooks.serviceSeconds, 1)} s; ` +
+            `${dec(webhooks.ratio, 2)} of raw; ${webhooks.duplicates} duplicates)`,
+        ],
+        [
+          `Event \`occurredAt\` → arrival, ${webhooks.latency.samples} creations ${webhooks.latency.intervalMs} ms apart`,
+          `p50 ${ms(webhooks.latency.fromOccurredAt.p50Ms)}, p99 ${ms(webhooks.latency.fromOccurredAt.p99Ms)}, ` +
+            `max ${ms(webhooks.latency.fromOccurredAt.maxMs)}`,
+        ],
+        [
+          '201 response read by the client → arrival (same creations)',
+          `p50 ${ms(webhooks.latency.fromResponse.p50Ms)}, p99 ${ms(webhooks.latency.fromResponse.p99Ms)}, ` +
+            `min ${ms(webhooks.latency.fromResponse.minMs)}`,
+        ],
+      ],
+    ),
+    table(
+      [
+        `CV, built-in models (${cv.image.width} × ${cv.image.height} JPEG of ${int(cv.image.bytes)} bytes, CV_CONCURRENCY ${cv.concurrency})`,
+        'Figure (no target)',
+      ],
+      [
+        ...cv.throughput.map((t) => [
+          `\`${t.model}\`, ${int(t.jobs)} jobs submitted back to back`,
+          `${dec(t.jobsPerSecond, 1)} jobs/s (${dec(t.seconds, 1)} s; one run ${ms(t.meanRunMs)} on average; ` +
+            `${t.failed} failed)`,
+        ]),
+        [
+          `Requested → started, ${cv.startLatency.samples} jobs one at a time on an idle service`,
+          `p50 ${ms(cv.startLatency.p50Ms)}, p99 ${ms(cv.startLatency.p99Ms)}, max ${ms(cv.startLatency.maxMs)}`,
+        ],
+      ],
+    ),
+    table(
+      [
+        `Rebuild and audit (${int(rebuild.events)} events, ${rebuild.eventsPerStream} per stream, one tenant)`,
+        'Figure',
+      ],
+      [
+        ['Seed, 500 appends in flight', `${dec(rebuild.seedSeconds, 1)} s`],
+        [
+          'Raw `readAll` with the projection’s filter, pages of 1000 (baseline)',
+          `${int(rebuild.rawReadEventsPerSecond)} events/s`,
+        ],
+        [
+          'Blue/green rebuild of the observations read model',
+          `${int(rebuild.rebuildEventsPerSecond)} events/s, ${dec(rebuild.rebuildSeconds, 1)} s ` +
+            `(${dec(rebuild.ratio, 2)} of raw)`,
+        ],
+        ['Rebuild peak RSS (child process)', `${dec(rebuild.peakRssMb, 0)} MB`],
+        [
+          'Raw `readAll` of the tenant, raw events, pages of 1000 (what verify reads)',
+          `${int(rebuild.audit.rawReadEventsPerSecond)} events/s`,
+        ],
+        [
+          '`audit verify` (`verifyTenant`)',
+          `${int(rebuild.audit.verifyEventsPerSecond)} events/s, ${dec(rebuild.audit.verifySeconds, 1)} s ` +
+            `(${dec(rebuild.audit.ratio, 2)} of raw; ${int(rebuild.audit.streams)} streams; ` +
+            `${rebuild.audit.intact ? 'intact' : '**broken**'}; peak RSS ${dec(rebuild.audit.peakRssMb, 0)} MB)`,
         ],
       ],
     ),

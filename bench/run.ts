@@ -1,14 +1,19 @@
+import { rebuildPhase, type RebuildPhaseResults } from './audit.js';
+import { runAuth, type AuthResults } from './auth.js';
+import { runCv, type CvResults } from './cv.js';
 import { runHttp, type HttpResults } from './http.js';
 import { millionCatchUp, type MillionResults } from './million.js';
 import { cleanupSync } from './processes.js';
 import { loadAverage, machine, source, writeReports, type Results } from './report.js';
 import { summary, targetChecks } from './summary.js';
 import { appendThroughput, catchUpSpeed, type AppendResults, type CatchUpResults } from './store.js';
+import { runWebhooks, type WebhookResults } from './webhooks.js';
 
 /**
  * `npm run bench`: every phase in one run, each against its own baseline, then the ratios against their
- * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,append,catchup,million
- * runs a subset while developing, and only a full run rewrites docs/bench/latest.json and docs/benchmarks.md.
+ * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,append,catchup,
+ * million,auth,webhooks,cv,rebuild (all by default) runs a subset while developing, and only a full run
+ * rewrites docs/bench/latest.json and docs/benchmarks.md.
  */
 
 const numberFromEnv = (name: string, fallback: number): number => {
@@ -28,8 +33,13 @@ const settings = {
   millionEvents: numberFromEnv('BENCH_MILLION', 1_000_000),
   eventsPerStream: numberFromEnv('BENCH_PER_STREAM', 2),
   timeoutMin: numberFromEnv('BENCH_TIMEOUT_MIN', 45),
+  authObservations: numberFromEnv('BENCH_AUTH_OBSERVATIONS', 5000),
+  webhookDeliveries: numberFromEnv('BENCH_WEBHOOKS', 3000),
+  webhookLatencySamples: numberFromEnv('BENCH_WEBHOOK_SAMPLES', 200),
+  cvJobs: numberFromEnv('BENCH_CV_JOBS', 300),
+  cvLatencySamples: numberFromEnv('BENCH_CV_SAMPLES', 100),
 };
-const allPhases = ['http', 'append', 'catchup', 'million'] as const;
+const allPhases = ['http', 'append', 'catchup', 'million', 'auth', 'webhooks', 'cv', 'rebuild'] as const;
 const phases = new Set((process.env.BENCH_PHASES ?? allPhases.join(',')).split(',').map((p) => p.trim()));
 
 const log = (message: string) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
@@ -58,12 +68,39 @@ const main = async (): Promise<void> => {
     millionCatchUp(settings.millionEvents, settings.eventsPerStream),
   );
 
-  const parts = { http, append, catchUp, million };
+  const auth: AuthResults | null = await phase('auth', () =>
+    runAuth({
+      durationS: settings.durationS,
+      warmupS: settings.warmupS,
+      observations: settings.authObservations,
+    }),
+  );
+  const webhooks: WebhookResults | null = await phase('webhooks', () =>
+    runWebhooks({ deliveries: settings.webhookDeliveries, samples: settings.webhookLatencySamples }),
+  );
+  const cv: CvResults | null = await phase('cv', () =>
+    runCv({ jobs: settings.cvJobs, samples: settings.cvLatencySamples }),
+  );
+  const rebuild: RebuildPhaseResults | null = await phase('rebuild', () =>
+    rebuildPhase(settings.millionEvents, settings.eventsPerStream),
+  );
+
+  const parts = { http, append, catchUp, million, auth, webhooks, cv, rebuild };
   const checks = targetChecks(parts);
   console.log(`\n${summary(parts, checks)}\n`);
 
   const totalSeconds = (performance.now() - started) / 1000;
-  if (http && append && catchUp && million && process.env.BENCH_WRITE !== '0') {
+  if (
+    http &&
+    append &&
+    catchUp &&
+    million &&
+    auth &&
+    webhooks &&
+    cv &&
+    rebuild &&
+    process.env.BENCH_WRITE !== '0'
+  ) {
     const results: Results = {
       machine: machine(loadBefore),
       source: measured,
@@ -82,6 +119,10 @@ const main = async (): Promise<void> => {
         projectionPerRawRead: catchUp.projectionEventsPerSecond / catchUp.rawReadEventsPerSecond,
       },
       million,
+      auth,
+      webhooks,
+      cv,
+      rebuild,
       checks,
       totalSeconds,
     };

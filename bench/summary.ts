@@ -1,7 +1,11 @@
+import type { RebuildPhaseResults } from './audit.js';
+import type { AuthResults } from './auth.js';
+import type { CvResults } from './cv.js';
 import type { HttpResults } from './http.js';
 import type { MillionResults } from './million.js';
 import { check, renderText, type Check } from './report.js';
 import type { AppendResults, CatchUpResults } from './store.js';
+import type { WebhookResults } from './webhooks.js';
 
 /** The targets each phase is held to, and the summary printed to stdout. Phases not run are null. */
 
@@ -10,9 +14,13 @@ export interface Parts {
   append: AppendResults | null;
   catchUp: CatchUpResults | null;
   million: MillionResults | null;
+  auth: AuthResults | null;
+  webhooks: WebhookResults | null;
+  cv: CvResults | null;
+  rebuild: RebuildPhaseResults | null;
 }
 
-export const targetChecks = ({ http, catchUp, million }: Parts): Check[] => {
+export const targetChecks = ({ http, catchUp, million, auth, webhooks, cv, rebuild }: Parts): Check[] => {
   return [
     ...(http
       ? [
@@ -58,10 +66,59 @@ export const targetChecks = ({ http, catchUp, million }: Parts): Check[] => {
           ),
         ]
       : []),
+    ...(auth
+      ? [
+          check('API-key list req/s ÷ unauthenticated', auth.apiKeyPerOpen, '>=', 0.85),
+          check('JWT list req/s ÷ unauthenticated', auth.jwtPerOpen, '>=', 0.85),
+          check(
+            'auth phase errors + timeouts + non-2xx (sanity)',
+            [auth.open, auth.openAfter, auth.apiKey, auth.jwt].reduce(
+              (n, f) => n + f.errors + f.timeouts + f.non2xx,
+              0,
+            ),
+            '=',
+            0,
+          ),
+        ]
+      : []),
+    ...(webhooks
+      ? [
+          check('webhook deliveries/s ÷ raw POSTs/s', webhooks.ratio, '>=', 0.6),
+          check('webhook commit → first attempt p99', webhooks.latency.fromOccurredAt.p99Ms, '<', 500, ' ms'),
+          check('webhook duplicate deliveries (sanity)', webhooks.duplicates, '=', 0),
+        ]
+      : []),
+    // CV has no ratio target: only that every job of the run completed.
+    ...(cv
+      ? [
+          check(
+            'CV jobs failed (sanity)',
+            cv.throughput.reduce((n, t) => n + t.failed + (t.jobs - t.completed - t.failed), 0),
+            '=',
+            0,
+          ),
+        ]
+      : []),
+    ...(rebuild
+      ? [
+          check('rebuild ÷ raw read', rebuild.ratio, '>=', 0.5),
+          check(
+            `rebuild peak RSS over ${rebuild.events.toLocaleString('en-US')} events`,
+            rebuild.peakRssMb,
+            '<',
+            300,
+            ' MB',
+          ),
+          check('audit verify broken links (sanity)', rebuild.audit.intact ? 0 : 1, '=', 0),
+        ]
+      : []),
   ];
 };
 
-export const summary = ({ http, append, catchUp, million }: Parts, checks: readonly Check[]): string => {
+export const summary = (
+  { http, append, catchUp, million, auth, webhooks, cv, rebuild }: Parts,
+  checks: readonly Check[],
+): string => {
   const text: string[][] = [['figure', 'value']];
   const row = (name: string, value: string) => text.push([name, value]);
   const f0 = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -110,6 +167,57 @@ export const summary = ({ http, append, catchUp, million }: Parts, checks: reado
       'catch-up RSS',
       `peak ${million.peakRssMb.toFixed(0)} MB  (sampled ${million.peakRssSampledMb.toFixed(0)} by ${million.samples} timer samples, ` +
         `maxRSS ${million.maxRssMb.toFixed(0)}, /proc ${million.parentSampledRssMb?.toFixed(0) ?? 'n/a'}, start ${million.startRssMb.toFixed(0)})`,
+    );
+  }
+  const ms = (n: number) => `${n.toFixed(1)} ms`;
+  if (auth) {
+    for (const [name, f, ratio] of [
+      ['list, no auth (before)', auth.open, null],
+      ['list, no auth (after)', auth.openAfter, null],
+      ['list, API key', auth.apiKey, auth.apiKeyPerOpen],
+      ['list, JWT', auth.jwt, auth.jwtPerOpen],
+    ] as const) {
+      row(
+        name,
+        `${f0(f.requestsPerSecond)} req/s${ratio === null ? '' : ` (${ratio.toFixed(2)} of no auth)`}  ` +
+          `p50 ${ms(f.p50Ms)}  p99 ${ms(f.p99Ms)}  errors ${f.errors}  timeouts ${f.timeouts}  non-2xx ${f.non2xx}`,
+      );
+    }
+  }
+  if (webhooks) {
+    row(`raw POSTs ×${webhooks.concurrency}`, `${f0(webhooks.rawPostsPerSecond)} POSTs/s`);
+    row(
+      `webhook deliveries ${f0(webhooks.deliveries)}`,
+      `${f0(webhooks.serviceDeliveriesPerSecond)} deliveries/s  ${webhooks.serviceSeconds.toFixed(1)} s  ` +
+        `duplicates ${webhooks.duplicates}`,
+    );
+    const { fromOccurredAt: o, fromResponse: r } = webhooks.latency;
+    row('webhook occurredAt → arrival', `p50 ${ms(o.p50Ms)}  p99 ${ms(o.p99Ms)}  max ${ms(o.maxMs)}`);
+    row('webhook 201 → arrival', `p50 ${ms(r.p50Ms)}  p99 ${ms(r.p99Ms)}  min ${ms(r.minMs)}`);
+  }
+  if (cv) {
+    for (const t of cv.throughput) {
+      row(
+        `cv ${t.model}`,
+        `${t.jobsPerSecond.toFixed(1)} jobs/s  ${t.seconds.toFixed(1)} s  run ${ms(t.meanRunMs)}  failed ${t.failed}`,
+      );
+    }
+    const l = cv.startLatency;
+    row('cv requested → started', `p50 ${ms(l.p50Ms)}  p99 ${ms(l.p99Ms)}  max ${ms(l.maxMs)}`);
+  }
+  if (rebuild) {
+    row(`rebuild seed ${f0(rebuild.events)}`, `${rebuild.seedSeconds.toFixed(1)} s`);
+    row('rebuild raw read', `${f0(rebuild.rawReadEventsPerSecond)} events/s`);
+    row(
+      'rebuild',
+      `${f0(rebuild.rebuildEventsPerSecond)} events/s  ${rebuild.rebuildSeconds.toFixed(1)} s  ` +
+        `peak RSS ${rebuild.peakRssMb.toFixed(0)} MB`,
+    );
+    const a = rebuild.audit;
+    row(
+      'audit verify',
+      `${f0(a.verifyEventsPerSecond)} events/s  ${a.verifySeconds.toFixed(1)} s  (raw ${f0(a.rawReadEventsPerSecond)})  ` +
+        `peak RSS ${a.peakRssMb.toFixed(0)} MB  ${a.intact ? 'intact' : 'BROKEN'}`,
     );
   }
   text.push(['', '']);

@@ -12,7 +12,7 @@ import { cvJobsProjection, pendingCvJobsProjection } from '../projections/cv-job
 import { modelRegistry } from './cv/models/registry.js';
 import { cvWorker, defaultCvWorkerSettings, type CvWorker } from './cv/worker.js';
 import { createApp } from './app.js';
-import { authenticator } from './auth/authenticate.js';
+import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { failureLimiter } from './auth/rate-limit.js';
 import { revocations } from './auth/revocations.js';
 import { loadKeyring, type Keyring } from './auth/signing-keys.js';
@@ -61,11 +61,21 @@ const liveKeyring = (
   };
 };
 
+export interface ServiceOptions {
+  clock?: Clock;
+  /**
+   * Test and benchmark seam, never set by main.ts: replaces the authenticator the routes use.
+   * bench/open-service.ts passes one that answers a fixed principal without looking at credentials, to
+   * measure the cost of authentication against the same routes without it.
+   */
+  authenticator?: Authenticator;
+}
+
 /** Wires stores, projections, authentication and HTTP from the configuration; main.ts only listens. */
 export const startService = async (
   config: Config,
   logger: Logger,
-  { clock = systemClock }: { clock?: Clock } = {},
+  { clock = systemClock, authenticator: authenticatorOverride }: ServiceOptions = {},
 ): Promise<Service> => {
   const stores = await openStores(config);
   // Every read model the service keeps: the registry in projections/index.ts, which the CLI rebuilds too.
@@ -150,14 +160,16 @@ export const startService = async (
       locations: byName('locations'),
       visits: byName('visits'),
     },
-    auth: authenticator({
-      eventStore: stores.eventStore,
-      keyring: keyring.current,
-      tokens,
-      platformAdminKey,
-      revocations: revoked,
-      clock,
-    }),
+    auth:
+      authenticatorOverride ??
+      authenticator({
+        eventStore: stores.eventStore,
+        keyring: keyring.current,
+        tokens,
+        platformAdminKey,
+        revocations: revoked,
+        clock,
+      }),
     keyring: keyring.current,
     tokens,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
