@@ -135,6 +135,9 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     const row = sql.group.get(group) as GroupRow | undefined;
     if (!row) throw new Error(`The persistent subscription group "${group}" does not exist`);
     const filter = JSON.parse(row.filter) as EventFilter;
+    // How far reads got past events the filter skips. It is persisted only now and then: re-reading such
+    // positions after a restart delivers nothing, and a write on every append of other kinds of events is not.
+    let scanned = 0;
     while (!stopped() && !source.signal.isClosed) {
       const replay = sql.nextReplay.get(group) as EventRow | undefined;
       if (replay) {
@@ -143,7 +146,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
         continue;
       }
       const { checkpoint } = sql.group.get(group) as GroupRow;
-      const page = source.readAll({ after: checkpoint, maxCount: 100, filter });
+      const page = source.readAll({ after: Math.max(checkpoint, scanned), maxCount: 100, filter });
       for (const event of page.events) {
         let retryCount: number | null =
           (sql.retryCount.get(group, event.position) as { retry_count: number } | undefined)?.retry_count ??
@@ -157,8 +160,12 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
         if (stopped()) return;
       }
       if (page.events.length === 0) {
-        sql.moveCheckpoint.run(page.lastPosition, group);
+        scanned = page.lastPosition;
+        if (scanned - checkpoint >= 10_000) sql.moveCheckpoint.run(scanned, group);
         if (page.isEnd) await idle();
+      } else {
+        // A group far behind must not starve timers and HTTP while it works through its backlog.
+        await new Promise((resolve) => setImmediate(resolve));
       }
     }
   };
