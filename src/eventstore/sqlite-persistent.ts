@@ -147,18 +147,37 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       }
       const { checkpoint } = sql.group.get(group) as GroupRow;
       const page = source.readAll({ after: Math.max(checkpoint, scanned), maxCount: 100, filter });
+      // Plain acknowledgements move the checkpoint once per page rather than once per event: after a crash
+      // the page is delivered again, which at-least-once consumers are built for.
+      let acknowledged = 0;
+      const saveAcknowledged = () => {
+        if (acknowledged > 0) sql.moveCheckpoint.run(acknowledged, group);
+        acknowledged = 0;
+      };
       for (const event of page.events) {
-        let retryCount: number | null =
-          (sql.retryCount.get(group, event.position) as { retry_count: number } | undefined)?.retry_count ??
-          0;
+        const stored = sql.retryCount.get(group, event.position) as { retry_count: number } | undefined;
+        let retryCount: number | null = stored?.retry_count ?? 0;
         while (retryCount !== null) {
           const outcome = await safely(handler, event, retryCount);
           // Stopping: a retry is left for the next consumer (its count is kept), never burnt down to a park.
-          if (stopped() && outcome.kind === 'nack' && outcome.action === 'retry') return;
-          retryCount = settle(group, row.max_retry_count, event, retryCount, outcome);
+          if (stopped() && outcome.kind === 'nack' && outcome.action === 'retry') {
+            saveAcknowledged();
+            return;
+          }
+          if (outcome.kind === 'ack' && !stored) {
+            acknowledged = event.position;
+            retryCount = null;
+          } else {
+            saveAcknowledged();
+            retryCount = settle(group, row.max_retry_count, event, retryCount, outcome);
+          }
         }
-        if (stopped()) return;
+        if (stopped()) {
+          saveAcknowledged();
+          return;
+        }
       }
+      saveAcknowledged();
       if (page.events.length === 0) {
         scanned = page.lastPosition;
         if (scanned - checkpoint >= 10_000) sql.moveCheckpoint.run(scanned, group);

@@ -1,0 +1,94 @@
+import { pathToFileURL } from 'node:url';
+import { verifyTenant } from '../src/audit/verify.js';
+import type { EventStore } from '../src/eventstore/port.js';
+import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
+import { benchTenant } from './events.js';
+import { startChild, waitExit } from './processes.js';
+import { rebuildBench, type RebuildResults } from './rebuild.js';
+
+/**
+ * `audit verify` (src/audit/verify.ts's verifyTenant) over an already seeded events file, in a child
+ * process of its own: events/s, and beside it the raw read verify does (readAll of the tenant, raw, pages
+ * of 1000) timed alone, after one unmeasured pass that warms the page cache. The `rebuild` phase runs it
+ * on the events it rebuilt from, all in one tenant. No target: reported.
+ *
+ *   node --import tsx bench/audit.ts --child <events.db> [tenant]
+ */
+
+export interface AuditVerifyResults {
+  events: number;
+  streams: number;
+  rawReadEventsPerSecond: number;
+  verifyEventsPerSecond: number;
+  verifySeconds: number;
+  /** verify events/s ÷ raw read events/s (no target). */
+  ratio: number;
+  peakRssMb: number;
+  /** Whether verify found the history intact, as it must be. */
+  intact: boolean;
+}
+
+const timedRawRead = async (store: EventStore, tenantId: string) => {
+  const started = performance.now();
+  let count = 0;
+  for (let after = 0; ;) {
+    const page = await store.readAll({ after, maxCount: 1000, filter: { tenantId }, raw: true });
+    count += page.events.length;
+    after = page.lastPosition;
+    if (page.isEnd) break;
+  }
+  return { count, eventsPerSecond: count / ((performance.now() - started) / 1000) };
+};
+
+const child = async (eventsFile: string, tenantId: string): Promise<AuditVerifyResults> => {
+  const store = openSqliteEventStore(eventsFile);
+  try {
+    await timedRawRead(store, tenantId);
+    const raw = await timedRawRead(store, tenantId);
+    const started = performance.now();
+    const report = await verifyTenant(store, tenantId);
+    const verifySeconds = (performance.now() - started) / 1000;
+    if (report.events !== raw.count)
+      throw new Error(`verify saw ${report.events} of the ${raw.count} events the raw read saw`);
+    const verifyEventsPerSecond = report.events / verifySeconds;
+    return {
+      events: report.events,
+      streams: report.streams,
+      rawReadEventsPerSecond: raw.eventsPerSecond,
+      verifyEventsPerSecond,
+      verifySeconds,
+      ratio: verifyEventsPerSecond / raw.eventsPerSecond,
+      // The kernel's high-water mark: the verify's own, since the raw reads hold nothing.
+      peakRssMb: process.resourceUsage().maxRSS / 1024,
+      intact: report.broken === null,
+    };
+  } finally {
+    await store.close();
+  }
+};
+
+export const auditVerifyBench = async (eventsFile: string, tenantId = benchTenant) => {
+  const measured = startChild('bench/audit.ts', { args: ['--child', eventsFile, tenantId] });
+  const code = await waitExit(measured, 30 * 60_000);
+  const line = /BENCH_RESULT (.*)/.exec(measured.output())?.[1];
+  if (code !== 0 || !line) throw new Error(`audit verify child failed (${code}):\n${measured.output()}`);
+  return JSON.parse(line) as AuditVerifyResults;
+};
+
+export type RebuildPhaseResults = RebuildResults & { audit: AuditVerifyResults };
+
+/** The `rebuild` phase: bench/rebuild.ts's rebuild of N events, then audit verify over the same file. */
+export const rebuildPhase = async (events: number, perStream: number): Promise<RebuildPhaseResults> => {
+  const verified: AuditVerifyResults[] = [];
+  const rebuild = await rebuildBench(events, perStream, async (eventsFile) => {
+    verified.push(await auditVerifyBench(eventsFile));
+  });
+  return { ...rebuild, audit: verified[0]! };
+};
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const [flag, eventsFile, tenantId] = process.argv.slice(2);
+  if (flag !== '--child' || !eventsFile) throw new Error('usage: audit.ts --child <events.db> [tenant]');
+  const result = await child(eventsFile, tenantId ?? benchTenant);
+  console.log(`BENCH_RESULT ${JSON.stringify(result)}`);
+}

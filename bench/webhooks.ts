@@ -1,0 +1,253 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, request } from 'undici';
+import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
+import { observationStream } from './events.js';
+import { json, observationBody, startServer } from './http.js';
+import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
+import { platformAdminKey, provision } from './provision.js';
+import { latencyFigures, type LatencyFigures } from './stats.js';
+
+/**
+ * The `webhooks` phase (issue 4), against a receiver in a child process of its own (bench/webhook-receiver.ts,
+ * node:http on 127.0.0.1 answering 204) and a service with one subscription to `observation.created`.
+ *
+ * - Latency, on an idle service: observations are created one at a time, `intervalMs` apart, and the
+ *   receiver notes when each delivery arrives. Commit time is the event's `metadata.occurredAt` (the
+ *   payload's `timestamp`): the command handler takes it just before the append's transaction, so the
+ *   figure includes the append itself and is an upper bound of commit-to-first-attempt. The 201 response
+ *   comes after the commit (and after the response is written), so the time from it is a lower bound; it
+ *   is reported beside, and can be negative when the delivery arrives before the client reads its 201.
+ *   Target: p99 < 500 ms.
+ * - Throughput: with the service stopped, `deliveries` ObservationRecorded events are appended straight to
+ *   its event store; the service is started again and works off the backlog (the webhook projector
+ *   schedules a delivery per event, attempts claim, POST and record the outcome). Deliveries/s = arrivals
+ *   over the receiver's time from the first arrival to the last. Baseline: the same bodies and signature
+ *   headers POSTed with undici from the bench process to the same receiver, at the same concurrency (one
+ *   subscription: WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION), timed the same way: the bodies sent over again up
+ *   to at least 10,000 POSTs per run, the median of three runs.
+ *   Target: >= 0.60 of it.
+ */
+
+export interface WebhookResults {
+  /** Deliveries of the throughput run (one per backlog event). */
+  deliveries: number;
+  /** In flight at once, both for the service (per subscription) and the raw baseline. */
+  concurrency: number;
+  serviceDeliveriesPerSecond: number;
+  serviceSeconds: number;
+  /** Arrivals beyond one per webhook-id in the service's run (0 expected). */
+  duplicates: number;
+  rawPostsPerSecond: number;
+  rawSeconds: number;
+  /** POSTs per raw run: the service's bodies, sent over again up to at least 10,000. */
+  rawPosts: number;
+  /** service deliveries/s ÷ raw POSTs/s. */
+  ratio: number;
+  latency: {
+    samples: number;
+    intervalMs: number;
+    /** Arrival minus the event's occurredAt: the target's measure. */
+    fromOccurredAt: LatencyFigures;
+    /** Arrival minus the moment the bench read the 201. */
+    fromResponse: LatencyFigures;
+  };
+}
+
+interface Arrival {
+  at: number;
+  body: string;
+  headers: Record<string, string>;
+}
+
+const perSubscription = 4;
+
+const receiverClient = (base: string) => {
+  const count = async () => Number(await (await fetch(`${base}/count`)).text());
+  return {
+    count,
+    arrivals: async () => (await (await fetch(`${base}/arrivals`)).json()) as Arrival[],
+    reset: async () => void (await fetch(`${base}/reset`, { method: 'POST' })).body?.cancel(),
+    /** Resolves once `n` deliveries arrived; throws after `timeoutMs`. */
+    waitFor: async (n: number, timeoutMs: number, what: string) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const seen = await count();
+        if (seen >= n) return;
+        if (Date.now() > deadline)
+          throw new Error(`${what}: ${seen} of ${n} deliveries within ${timeoutMs} ms`);
+        await sleep(50);
+      }
+    },
+  };
+};
+
+/** Deliveries per second over the receiver's span from the first arrival to the last. */
+const rate = (arrivals: readonly Arrival[]) => {
+  const times = arrivals.map((a) => a.at);
+  const seconds = (Math.max(...times) - Math.min(...times)) / 1000;
+  return { seconds, perSecond: (arrivals.length - 1) / seconds };
+};
+
+/** The raw baseline: `concurrency` loops POSTing the bodies in turn, each waiting for its answer. */
+const rawPosts = async (url: string, arrivals: readonly Arrival[], concurrency: number) => {
+  const agent = new Agent({ connections: 16 });
+  try {
+    let next = 0;
+    const loop = async () => {
+      for (let i = next++; i < arrivals.length; i = next++) {
+        const { body, headers } = arrivals[i]!;
+        const response = await request(url, { method: 'POST', body, headers, dispatcher: agent });
+        await response.body.dump();
+        if (response.statusCode !== 204) throw new Error(`the receiver answered ${response.statusCode}`);
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, loop));
+  } finally {
+    await agent.close();
+  }
+};
+
+export const runWebhooks = async ({
+  deliveries = 2000,
+  samples = 200,
+  intervalMs = 20,
+}: { deliveries?: number; samples?: number; intervalMs?: number } = {}): Promise<WebhookResults> => {
+  const dataDir = tempDir('webhooks');
+  const adminKey = platformAdminKey();
+  const env = {
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    PLATFORM_ADMIN_KEY: adminKey,
+    RATE_LIMIT: 'off',
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: String(perSubscription),
+  };
+  const children: Child[] = [];
+  const start = async (file: string, name: string, childEnv: Record<string, string>) => {
+    const started = await startServer(file, name, childEnv);
+    children.push(started.child);
+    return started;
+  };
+  let service: { child: Child; base: string } | null = null;
+  try {
+    const receiver = await start('bench/webhook-receiver.ts', 'webhook-receiver', {});
+    const hooks = receiverClient(receiver.base);
+    service = await start('src/main.ts', 'webhooks', env);
+    const principal = await provision(service.base, adminKey);
+    const key = principal.tenantAdminKey;
+    if (!key) throw new Error('the service has no authentication: no tenant to subscribe in');
+    const tenant = `${service.base}/v1/tenants/${principal.tenantId}`;
+    const subscribed = await fetch(`${tenant}/webhooks`, {
+      method: 'POST',
+      headers: { ...json, 'x-api-key': key },
+      body: JSON.stringify({
+        url: `${receiver.base}/hook`,
+        events: ['observation.created'],
+        secret: randomBytes(24).toString('hex'),
+      }),
+    });
+    if (subscribed.status !== 201)
+      throw new Error(`POST …/webhooks answered ${subscribed.status}: ${await subscribed.text()}`);
+
+    // Latency on an idle service: a few unmeasured creations first (JIT, first connection).
+    const create = async (base: string) => {
+      const response = await fetch(`${base}/v1/tenants/${principal.tenantId}/observations`, {
+        method: 'POST',
+        headers: { ...json, 'x-api-key': key },
+        body: observationBody,
+      });
+      const answeredAt = performance.timeOrigin + performance.now();
+      const body = (await response.json()) as { id?: string };
+      if (response.status !== 201 || !body.id)
+        throw new Error(`POST …/observations answered ${response.status}: ${JSON.stringify(body)}`);
+      return { id: body.id, answeredAt };
+    };
+    const warmup = 20;
+    for (let i = 0; i < warmup; i += 1) {
+      await create(service.base);
+      await sleep(intervalMs);
+    }
+    await hooks.waitFor(warmup, 30_000, 'warm-up');
+    await sleep(1000);
+    await hooks.reset();
+    const answered = new Map<string, number>();
+    for (let i = 0; i < samples; i += 1) {
+      const { id, answeredAt } = await create(service.base);
+      answered.set(id, answeredAt);
+      await sleep(intervalMs);
+    }
+    await hooks.waitFor(samples, 60_000, 'latency');
+    const fromOccurredAt: number[] = [];
+    const fromResponse: number[] = [];
+    for (const arrival of await hooks.arrivals()) {
+      const payload = JSON.parse(arrival.body) as { timestamp: string; data: { observationId: string } };
+      fromOccurredAt.push(arrival.at - Date.parse(payload.timestamp));
+      const at = answered.get(payload.data.observationId);
+      if (at !== undefined) fromResponse.push(arrival.at - at);
+    }
+    await stopChild(service.child);
+
+    // Throughput: a backlog appended while the service is down, worked off once it is up again.
+    const store = openSqliteEventStore(join(dataDir, 'events.db'));
+    try {
+      for (let i = 0; i < deliveries; i += 1) {
+        const { stream, events } = observationStream(i, 1, principal.tenantId);
+        await store.appendToStream(stream, events, 'no_stream');
+      }
+    } finally {
+      await store.close();
+    }
+    await hooks.reset();
+    service = await start('src/main.ts', 'webhooks-backlog', env);
+    await hooks.waitFor(deliveries, Math.max(120_000, deliveries * 50), 'backlog');
+    await sleep(500); // anything delivered twice would arrive now
+    const delivered = await hooks.arrivals();
+    await stopChild(service.child);
+    const ids = new Set(delivered.map((a) => a.headers['webhook-id']));
+    const serviceRate = rate(delivered);
+
+    // The baseline: the same bodies and headers, raw, at the same concurrency, after a warm-up. A few
+    // thousand take a fraction of a second, so each run sends them over again up to at least 10,000 POSTs;
+    // it runs three times and the median counts.
+    const url = `${receiver.base}/hook`;
+    await rawPosts(url, delivered.slice(0, 1000), perSubscription);
+    const rounds = Math.ceil(10_000 / delivered.length);
+    const repeated = Array.from({ length: rounds }, () => delivered).flat();
+    const rawRuns: ReturnType<typeof rate>[] = [];
+    for (let run = 0; run < 3; run += 1) {
+      await hooks.reset();
+      await rawPosts(url, repeated, perSubscription);
+      await hooks.waitFor(repeated.length, 60_000, 'raw baseline');
+      rawRuns.push(rate(await hooks.arrivals()));
+    }
+    const rawRate = rawRuns.sort((a, b) => a.perSecond - b.perSecond)[1]!;
+
+    return {
+      deliveries: delivered.length,
+      concurrency: perSubscription,
+      serviceDeliveriesPerSecond: serviceRate.perSecond,
+      serviceSeconds: serviceRate.seconds,
+      duplicates: delivered.length - ids.size,
+      rawPostsPerSecond: rawRate.perSecond,
+      rawSeconds: rawRate.seconds,
+      rawPosts: repeated.length,
+      ratio: serviceRate.perSecond / rawRate.perSecond,
+      latency: {
+        samples: fromOccurredAt.length,
+        intervalMs,
+        fromOccurredAt: latencyFigures(fromOccurredAt),
+        fromResponse: latencyFigures(fromResponse),
+      },
+    };
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\nservice output:\n${service?.child.output() ?? ''}`, {
+      cause: error,
+    });
+  } finally {
+    for (const child of children) await stopChild(child);
+    removeTempDir(dataDir);
+  }
+};
