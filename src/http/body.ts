@@ -71,3 +71,10 @@ export const readJsonBody = async (
     throw new ValidationError([{ path: '', message: `is not valid JSON: ${(error as Error).message}` }]);
   }
 };
+
+/** The media types a PATCH takes: a JSON Merge Patch (RFC 7396), or plain JSON meaning the same. */
+export const mergePatchTypes = ['application/merge-patch+json', 'application/json'] as const;
+
+/** Reads a PATCH body: a merge patch, within the body limit. */
+export const readMergePatch = (ctx: Context, limit: number): Promise<unknown> =>
+  readJsonBody(ctx, { limit, mediaTypes: mergePatchTypes });

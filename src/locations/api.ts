@@ -7,7 +7,7 @@ import { NotFoundError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
-import { readJsonBody } from '../http/body.js';
+import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import { awaitPosition } from '../http/consistency.js';
@@ -89,13 +89,7 @@ export const locationsApi = (deps: LocationsApiDeps): Router => {
   });
 
   router.patch('/:id', write, async (ctx) => {
-    const patch = decodeOrThrow(
-      PatchLocationBody,
-      await readJsonBody(ctx, {
-        limit: deps.bodyLimit,
-        mediaTypes: ['application/merge-patch+json', 'application/json'],
-      }),
-    );
+    const patch = decodeOrThrow(PatchLocationBody, await readMergePatch(ctx, deps.bodyLimit));
     const result = await handleCommand(
       deps.eventStore,
       locationDecider,

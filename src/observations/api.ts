@@ -6,7 +6,7 @@ import { NotFoundError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
-import { readJsonBody } from '../http/body.js';
+import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import { listPage, sendPage } from '../http/paging.js';
@@ -95,13 +95,7 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
   });
 
   router.patch('/:id', write, async (ctx) => {
-    const patch = decodeOrThrow(
-      PatchObservationBody,
-      await readJsonBody(ctx, {
-        limit: deps.bodyLimit,
-        mediaTypes: ['application/merge-patch+json', 'application/json'],
-      }),
-    );
+    const patch = decodeOrThrow(PatchObservationBody, await readMergePatch(ctx, deps.bodyLimit));
     await assertReferences(deps.eventStore, pathParam(ctx, 'tenantId'), patch);
     const result = await handleCommand(
       deps.eventStore,

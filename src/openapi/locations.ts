@@ -1,3 +1,4 @@
+import { mergePatchTypes } from '../http/body.js';
 import {
   CreateLocationBody,
   ListLocationsQuery,
@@ -239,7 +240,7 @@ export const locationOperations = (): BuiltOperation[] => {
         codec: PatchLocationBody,
         name: 'LocationPatch',
         properties: locationFields,
-        mediaTypes: ['application/merge-patch+json', 'application/json'],
+        mediaTypes: [...mergePatchTypes],
         json: true,
       },
       responses: {
@@ -329,7 +330,7 @@ export const locationOperations = (): BuiltOperation[] => {
         codec: PatchVisitBody,
         name: 'VisitPatch',
         properties: visitFields,
-        mediaTypes: ['application/merge-patch+json', 'application/json'],
+        mediaTypes: [...mergePatchTypes],
         json: true,
       },
       responses: {

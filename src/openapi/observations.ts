@@ -1,3 +1,4 @@
+import { mergePatchTypes } from '../http/body.js';
 import { EventHistoryQuery, maxPageLimit } from '../history/codecs.js';
 import { ndjsonType } from '../history/api.js';
 import {
@@ -256,7 +257,7 @@ export const observationOperations = (): BuiltOperation[] => [
       codec: PatchObservationBody,
       name: 'ObservationPatch',
       properties: bodyFields,
-      mediaTypes: ['application/merge-patch+json', 'application/json'],
+      mediaTypes: [...mergePatchTypes],
       json: true,
     },
     responses: {

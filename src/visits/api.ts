@@ -8,7 +8,7 @@ import { NotFoundError, UnavailableError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
-import { readJsonBody } from '../http/body.js';
+import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import { awaitPosition } from '../http/consistency.js';
@@ -120,13 +120,7 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
   });
 
   router.patch('/:id', write, async (ctx) => {
-    const patch = decodeOrThrow(
-      PatchVisitBody,
-      await readJsonBody(ctx, {
-        limit: deps.bodyLimit,
-        mediaTypes: ['application/merge-patch+json', 'application/json'],
-      }),
-    );
+    const patch = decodeOrThrow(PatchVisitBody, await readMergePatch(ctx, deps.bodyLimit));
     await assertReferences(deps.eventStore, pathParam(ctx, 'tenantId'), {
       locationId: patch.locationId ?? null,
     });
