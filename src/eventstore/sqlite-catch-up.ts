@@ -1,8 +1,9 @@
 import type { BatchHandler, CatchUpOptions, ReadAllOptions, ReadAllPage, Subscription } from './port.js';
-import { stopLatch, type AppendSignal } from './append-signal.js';
+import { canSkip, stopLatch, type AppendSignal } from './append-signal.js';
 
 export interface LocalSource {
   readAll: (options: ReadAllOptions) => ReadAllPage;
+  head: () => number;
   signal: AppendSignal;
 }
 
@@ -31,7 +32,15 @@ export const catchUpSubscription = (
         position = page.lastPosition;
         continue;
       }
-      if (page.isEnd) await Promise.race([source.signal.next(), latch.whenStopped]);
+      if (!page.isEnd) continue;
+      // Caught up: sleep until an append, and move on without a read while appends hold nothing for us.
+      for (;;) {
+        const appended = await Promise.race([source.signal.next(), latch.whenStopped.then(() => null)]);
+        if (latch.stopped() || !canSkip(appended, filter?.eventTypes, source.head)) break;
+        position = appended.lastPosition;
+        await handler([], position);
+        if (source.head() !== position) break; // appended again while the handler ran: read it
+      }
     }
   };
   const done = run();

@@ -8,7 +8,7 @@ import type {
   PersistentHandler,
   Subscription,
 } from './port.js';
-import { stopLatch } from './append-signal.js';
+import { canSkip, stopLatch, type Appended } from './append-signal.js';
 import type { LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
 
@@ -130,7 +130,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     group: string,
     handler: PersistentHandler,
     stopped: () => boolean,
-    idle: () => Promise<void>,
+    idle: () => Promise<Appended | null>,
   ) => {
     const row = sql.group.get(group) as GroupRow | undefined;
     if (!row) throw new Error(`The persistent subscription group "${group}" does not exist`);
@@ -181,7 +181,12 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       if (page.events.length === 0) {
         scanned = page.lastPosition;
         if (scanned - checkpoint >= 10_000) sql.moveCheckpoint.run(scanned, group);
-        if (page.isEnd) await idle();
+        // Caught up: sleep, and move on without a read while appends hold nothing for this group.
+        while (page.isEnd) {
+          const appended = await idle();
+          if (stopped() || !canSkip(appended, filter.eventTypes, source.head)) break;
+          scanned = appended.lastPosition;
+        }
       } else {
         // A group far behind must not starve timers and HTTP while it works through its backlog.
         await new Promise((resolve) => setImmediate(resolve));
@@ -199,9 +204,9 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     subscribePersistent: (group, handler): Subscription => {
       const latch = stopLatch();
       const idle = () =>
-        new Promise<void>((resolve) => {
-          wakeups.set(group, resolve);
-          void Promise.race([source.signal.next(), latch.whenStopped]).then(() => resolve());
+        new Promise<Appended | null>((resolve) => {
+          wakeups.set(group, () => resolve(null));
+          void Promise.race([source.signal.next(), latch.whenStopped.then(() => null)]).then(resolve);
         });
       const done = consume(group, handler, latch.stopped, idle).finally(() => wakeups.delete(group));
       return {

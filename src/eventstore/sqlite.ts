@@ -229,12 +229,16 @@ export const openSqliteEventStore = (file: string): EventStore => {
       for (const request of batch) request.reject(error instanceof Error ? error : new Error(String(error)));
       return;
     }
+    const types = new Set<string>();
+    let lastPosition = 0;
     batch.forEach((request, index) => {
       const outcome = outcomes[index]!;
-      if (outcome instanceof Error) request.reject(outcome);
-      else request.resolve(outcome);
+      if (outcome instanceof Error) return request.reject(outcome);
+      for (const event of request.events) types.add(event.type);
+      lastPosition = Math.max(lastPosition, outcome.lastPosition);
+      request.resolve(outcome);
     });
-    signal.notify();
+    if (lastPosition > 0) signal.notify({ types, lastPosition });
   };
 
   const headPositionNow = (): number =>
@@ -277,9 +281,10 @@ export const openSqliteEventStore = (file: string): EventStore => {
 
     headPosition: () => Promise.resolve(headPositionNow()),
 
-    subscribe: (options, handler) => catchUpSubscription({ readAll: readAllNow, signal }, options, handler),
+    subscribe: (options, handler) =>
+      catchUpSubscription({ readAll: readAllNow, head: headPositionNow, signal }, options, handler),
 
-    ...persistentSubscriptions(db, { readAll: readAllNow, signal }),
+    ...persistentSubscriptions(db, { readAll: readAllNow, head: headPositionNow, signal }),
 
     ping: () => {
       prepare('SELECT 1').get();
