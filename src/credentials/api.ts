@@ -6,7 +6,7 @@ import type { Authenticator } from '../auth/authenticate.js';
 import { requireScope } from '../auth/authenticate.js';
 import { apiKeyPrefix, formatClientId, formatCredential } from '../auth/credential-strings.js';
 import { hashPassword } from '../auth/passwords.js';
-import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { handleCommand } from '../core/command-handler.js';
 import { loadTenant } from '../tenants/load.js';
 import { createSecretCredential } from './create.js';
 import type { Decider, DomainEvent } from '../core/decider.js';
@@ -19,7 +19,7 @@ import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import type { CursorCodec } from '../http/cursor.js';
 import { listPage, sendPage } from '../http/paging.js';
-import { pathParam, sendResource } from '../http/resource.js';
+import { pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import { CreateSecretCredentialBody, CreateUserBody } from './codecs.js';
@@ -112,10 +112,9 @@ const secretCredentialRoutes = <E extends DomainEvent>(
 
   router.get(options.path, admin, listForTenant(deps, options.collection));
 
-  router.get(`${options.path}/:id`, admin, async (ctx) => {
-    const { state, version } = await readAggregate(deps.eventStore, options.decider, stream(ctx));
-    sendResource(ctx, 200, credentialOf(state), { version, position: null });
-  });
+  router.get(`${options.path}/:id`, admin, (ctx) =>
+    sendAggregate(ctx, deps.eventStore, options.decider, stream(ctx), credentialOf),
+  );
 
   router.delete(`${options.path}/:id`, admin, async (ctx) => {
     const result = await handleCommand(
@@ -164,10 +163,9 @@ export const credentialsApi = (deps: CredentialsApiDeps): Router => {
 
   router.get('/users', admin, listForTenant(deps, usersProjection.collection.name));
 
-  router.get('/users/:id', admin, async (ctx) => {
-    const { state, version } = await readAggregate(deps.eventStore, userDecider, userStream(ctx));
-    sendResource(ctx, 200, userOf(state), { version, position: null });
-  });
+  router.get('/users/:id', admin, (ctx) =>
+    sendAggregate(ctx, deps.eventStore, userDecider, userStream(ctx), userOf),
+  );
 
   router.post('/users/:id/disable', admin, async (ctx) => {
     const result = await handleCommand(

@@ -17,10 +17,10 @@ import {
   wholeNumberParam,
 } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import { awaitPosition } from '../http/consistency.js';
+
 import type { CursorCodec } from '../http/cursor.js';
-import { listPage, pageParams, sendPage } from '../http/paging.js';
-import { pathParam, sendResource } from '../http/resource.js';
+import { pageParams, sendProjectedPage } from '../http/paging.js';
+import { pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import { observationDecider } from '../observations/decider.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionRunner } from '../readmodels/runner.js';
@@ -136,27 +136,20 @@ export const cvApi = (deps: CvApiDeps): Router => {
 
   router.get('/cv-jobs', read, async (ctx) => {
     const params = decodeOrThrow(ListCvJobsQuery, ctx.query);
-    await awaitPosition(deps.projection, params.minPosition, deps.consistencyTimeoutMs);
-    const page = await listPage(
-      deps,
-      cvJobsProjection.collection.name,
-      cvJobsQuery(pathParam(ctx, 'tenantId'), params),
-      { limit: params.limit ?? 50, cursor: params.cursor },
-    );
-    ctx.set('X-Projection-Position', String(deps.projection.status().checkpoint));
-    sendPage(ctx, page);
+    const query = cvJobsQuery(pathParam(ctx, 'tenantId'), params);
+    await sendProjectedPage(ctx, deps, deps.projection, cvJobsProjection.collection.name, query, params);
   });
 
   // A single job is folded from its stream: always current, whatever the projection's lag.
-  router.get('/cv-jobs/:id', read, async (ctx) => {
-    const { state } = await readAggregate(
+  router.get('/cv-jobs/:id', read, (ctx) =>
+    sendAggregate(
+      ctx,
       deps.eventStore,
       cvJobDecider,
       streamName('cvjob', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id')),
-    );
-    const job = jobOf(state);
-    sendResource(ctx, 200, job, { version: job.version, position: null });
-  });
+      jobOf,
+    ),
+  );
 
   router.get('/cv-models', read, (ctx) => {
     decodeOrThrow(NoParams, ctx.query);

@@ -1,4 +1,6 @@
 import type { Context } from 'koa';
+import type { ProjectionRunner } from '../readmodels/runner.js';
+import { awaitPosition } from './consistency.js';
 import type { ListQuery, ReadModelStore } from '../readmodels/port.js';
 import type { CursorCodec } from './cursor.js';
 import { singleParam, strictObject, wholeNumberParam } from './codec.js';
@@ -48,3 +50,21 @@ export const pageParams = {
 
 /** The query of a list that takes nothing but paging. */
 export const ListParams = strictObject('list parameters', {}, pageParams);
+
+/**
+ * A list route's answer from a projection: waits for the caller's `minPosition` (read-your-writes), sends
+ * one page, and says in X-Projection-Position how far the projection has got.
+ */
+export const sendProjectedPage = async (
+  ctx: Context,
+  deps: { readModels: ReadModelStore; cursors: CursorCodec; consistencyTimeoutMs: number },
+  projection: ProjectionRunner,
+  collection: string,
+  query: Omit<ListQuery, 'limit' | 'after'>,
+  params: { minPosition?: number; limit?: number; cursor?: string },
+): Promise<void> => {
+  await awaitPosition(projection, params.minPosition, deps.consistencyTimeoutMs);
+  const page = await listPage(deps, collection, query, { limit: params.limit ?? 50, cursor: params.cursor });
+  ctx.set('X-Projection-Position', String(projection.status().checkpoint));
+  sendPage(ctx, page);
+};

@@ -1,4 +1,7 @@
 import type { Context } from 'koa';
+import { readAggregate } from '../core/command-handler.js';
+import type { Decider, DomainEvent } from '../core/decider.js';
+import type { EventStore } from '../eventstore/port.js';
 
 /** The ETag of an event-sourced resource is its stream version. */
 export const etagOf = (version: number): string => `"${version}"`;
@@ -37,3 +40,15 @@ export const sendResource = (
 /** A path parameter the router matched; the routes' patterns guarantee it is there. */
 export const pathParam = (ctx: Context, name: string): string =>
   String((ctx.params as Record<string, string>)[name]);
+
+/** GET of one aggregate: folded from its stream, so always current, with its stream version as ETag. */
+export const sendAggregate = async <State, Event extends DomainEvent>(
+  ctx: Context,
+  eventStore: EventStore,
+  decider: Pick<Decider<State, never, Event>, 'initialState' | 'evolve'>,
+  streamName: string,
+  resourceOf: (state: State) => object,
+): Promise<void> => {
+  const { state, version } = await readAggregate(eventStore, decider, streamName);
+  sendResource(ctx, 200, resourceOf(state), { version, position: null });
+};

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { locationsProjection, locationsQuery } from '../../projections/locations.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
-import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { handleCommand } from '../core/command-handler.js';
 import { NotFoundError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
@@ -10,10 +10,10 @@ import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import { awaitPosition } from '../http/consistency.js';
+
 import type { CursorCodec } from '../http/cursor.js';
-import { listPage, sendPage } from '../http/paging.js';
-import { parseIfMatch, pathParam, sendResource } from '../http/resource.js';
+import { sendProjectedPage } from '../http/paging.js';
+import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionRunner } from '../readmodels/runner.js';
 import { CreateLocationBody, ListLocationsQuery, PatchLocationBody } from './codecs.js';
@@ -70,23 +70,13 @@ export const locationsApi = (deps: LocationsApiDeps): Router => {
 
   router.get('/', read, async (ctx) => {
     const params = decodeOrThrow(ListLocationsQuery, ctx.query);
-    await awaitPosition(deps.projection, params.minPosition, deps.consistencyTimeoutMs);
-    const page = await listPage(
-      deps,
-      locationsProjection.collection.name,
-      locationsQuery(pathParam(ctx, 'tenantId'), params),
-      {
-        limit: params.limit ?? 50,
-        cursor: params.cursor,
-      },
-    );
-    sendPage(ctx, page);
+    const query = locationsQuery(pathParam(ctx, 'tenantId'), params);
+    await sendProjectedPage(ctx, deps, deps.projection, locationsProjection.collection.name, query, params);
   });
 
-  router.get('/:id', read, async (ctx) => {
-    const { state, version } = await readAggregate(deps.eventStore, locationDecider, stream(ctx));
-    sendResource(ctx, 200, locationOf(state), { version, position: null });
-  });
+  router.get('/:id', read, (ctx) =>
+    sendAggregate(ctx, deps.eventStore, locationDecider, stream(ctx), locationOf),
+  );
 
   router.patch('/:id', write, async (ctx) => {
     const patch = decodeOrThrow(PatchLocationBody, await readMergePatch(ctx, deps.bodyLimit));

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { observationsProjection, observationsQuery } from '../../projections/observations.js';
-import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { handleCommand } from '../core/command-handler.js';
 import { NotFoundError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
@@ -9,9 +9,9 @@ import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import { listPage, sendPage } from '../http/paging.js';
-import { awaitPosition } from '../http/consistency.js';
-import { parseIfMatch, pathParam, sendResource } from '../http/resource.js';
+import { sendProjectedPage } from '../http/paging.js';
+
+import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import type { CursorCodec } from '../http/cursor.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import type { ReadModelStore } from '../readmodels/port.js';
@@ -77,22 +77,21 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
 
   router.get('/', read, async (ctx) => {
     const params = decodeOrThrow(ListObservationsQuery, ctx.query);
-    await awaitPosition(deps.projection, params.minPosition, deps.consistencyTimeoutMs);
     const query = observationsQuery(pathParam(ctx, 'tenantId'), params);
-    const page = await listPage(deps, observationsProjection.collection.name, query, {
-      limit: params.limit ?? 50,
-      cursor: params.cursor,
-    });
-    ctx.set('X-Projection-Position', String(deps.projection.status().checkpoint));
-    sendPage(ctx, page);
+    await sendProjectedPage(
+      ctx,
+      deps,
+      deps.projection,
+      observationsProjection.collection.name,
+      query,
+      params,
+    );
   });
 
   // A single observation is folded from its stream: always fresh, whatever the projection's lag.
-  router.get('/:id', read, async (ctx) => {
-    const { state } = await readAggregate(deps.eventStore, observationDecider, stream(ctx));
-    const observation = observationOf(state);
-    sendResource(ctx, 200, observation, { version: observation.version, position: null });
-  });
+  router.get('/:id', read, (ctx) =>
+    sendAggregate(ctx, deps.eventStore, observationDecider, stream(ctx), observationOf),
+  );
 
   router.patch('/:id', write, async (ctx) => {
     const patch = decodeOrThrow(PatchObservationBody, await readMergePatch(ctx, deps.bodyLimit));

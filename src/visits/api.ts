@@ -11,10 +11,10 @@ import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import { awaitPosition } from '../http/consistency.js';
+
 import type { CursorCodec } from '../http/cursor.js';
-import { listPage, sendPage } from '../http/paging.js';
-import { parseIfMatch, pathParam, sendResource } from '../http/resource.js';
+import { sendProjectedPage } from '../http/paging.js';
+import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import { assertReferences } from '../observations/references.js';
 import type { Observation } from '../observations/observation.js';
 import type { ReadModelStore } from '../readmodels/port.js';
@@ -101,23 +101,11 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
 
   router.get('/', read, async (ctx) => {
     const params = decodeOrThrow(ListVisitsQuery, ctx.query);
-    await awaitPosition(deps.projection, params.minPosition, deps.consistencyTimeoutMs);
-    const page = await listPage(
-      deps,
-      visitsProjection.collection.name,
-      visitsQuery(pathParam(ctx, 'tenantId'), params),
-      {
-        limit: params.limit ?? 50,
-        cursor: params.cursor,
-      },
-    );
-    sendPage(ctx, page);
+    const query = visitsQuery(pathParam(ctx, 'tenantId'), params);
+    await sendProjectedPage(ctx, deps, deps.projection, visitsProjection.collection.name, query, params);
   });
 
-  router.get('/:id', read, async (ctx) => {
-    const { state, version } = await readAggregate(deps.eventStore, visitDecider, stream(ctx));
-    sendResource(ctx, 200, visitOf(state), { version, position: null });
-  });
+  router.get('/:id', read, (ctx) => sendAggregate(ctx, deps.eventStore, visitDecider, stream(ctx), visitOf));
 
   router.patch('/:id', write, async (ctx) => {
     const patch = decodeOrThrow(PatchVisitBody, await readMergePatch(ctx, deps.bodyLimit));
