@@ -3,6 +3,7 @@ import type {
   ConditionalOptions,
   ConditionalPostOptions,
   PostOptions,
+  QueryValue,
   RequestOptions,
   Transport,
 } from './transport.js';
@@ -132,6 +133,70 @@ abstract class Resource {
   constructor(protected readonly http: Transport) {}
 }
 
+/**
+ * A tenant's collection under `/v1/tenants/{tenantId}/<segment>`: create, list, iterate and get work the
+ * same for every resource. `query` turns typed list parameters into the query string.
+ */
+abstract class TenantCollection<Item, CreateInput, Created, Params extends PageParams> extends Resource {
+  constructor(
+    http: Transport,
+    private readonly segment: string,
+  ) {
+    super(http);
+  }
+  protected path(tenantId: string, id?: string) {
+    return `${tenantPath(tenantId)}/${this.segment}${id === undefined ? '' : `/${seg(id)}`}`;
+  }
+  protected query(params: Params): Record<string, QueryValue> {
+    // Every parameter goes into the query string as it is; PageParams is their common shape.
+    return { ...(params as PageParams) };
+  }
+  create(tenantId: string, input: CreateInput, options?: PostOptions): Promise<Created> {
+    return this.http.json({
+      method: 'POST',
+      path: this.path(tenantId),
+      json: input,
+      ...withOptions(options),
+    });
+  }
+  list(tenantId: string, params: Params = {} as Params, options?: RequestOptions): Promise<Page<Item>> {
+    return this.http.json({
+      method: 'GET',
+      path: this.path(tenantId),
+      query: this.query(params),
+      ...withOptions(options),
+    });
+  }
+  iterate(
+    tenantId: string,
+    params: Params = {} as Params,
+    options?: RequestOptions,
+  ): AsyncGenerator<Item, void, undefined> {
+    return paginate(params, (page) => this.list(tenantId, page, options));
+  }
+  get(tenantId: string, id: string, options?: RequestOptions): Promise<Item> {
+    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+  }
+  /** A JSON Merge Patch; with `ifMatch` the update is conditional (412 when stale). */
+  protected patch<Patch>(
+    tenantId: string,
+    id: string,
+    patch: Patch,
+    options?: ConditionalOptions,
+  ): Promise<Item> {
+    return this.http.json({
+      method: 'PATCH',
+      path: this.path(tenantId, id),
+      json: patch,
+      contentType: 'application/merge-patch+json',
+      ...withOptions(options),
+    });
+  }
+  protected remove(tenantId: string, id: string, options?: RequestOptions): Promise<void> {
+    return this.http.empty({ method: 'DELETE', path: this.path(tenantId, id), ...withOptions(options) });
+  }
+}
+
 /** `/v1/tenants`: created and listed with the platform admin key; read by the tenant's admins. */
 export class Tenants extends Resource {
   create(input: CreateTenantInput, options?: PostOptions): Promise<CreatedTenant> {
@@ -154,64 +219,30 @@ export class Tenants extends Resource {
 }
 
 /** `.../users` (scope `admin`). */
-export class Users extends Resource {
-  create(tenantId: string, input: CreateUserInput, options?: PostOptions): Promise<User> {
-    const path = `${tenantPath(tenantId)}/users`;
-    return this.http.json({ method: 'POST', path, json: input, ...withOptions(options) });
-  }
-  list(tenantId: string, params: PageParams = {}, options?: RequestOptions): Promise<Page<User>> {
-    const path = `${tenantPath(tenantId)}/users`;
-    return this.http.json({ method: 'GET', path, query: { ...params }, ...withOptions(options) });
-  }
-  iterate(
-    tenantId: string,
-    params: PageParams = {},
-    options?: RequestOptions,
-  ): AsyncGenerator<User, void, undefined> {
-    return paginate(params, (page) => this.list(tenantId, page, options));
-  }
-  get(tenantId: string, userId: string, options?: RequestOptions): Promise<User> {
-    const path = `${tenantPath(tenantId)}/users/${seg(userId)}`;
-    return this.http.json({ method: 'GET', path, ...withOptions(options) });
+export class Users extends TenantCollection<User, CreateUserInput, User, PageParams> {
+  constructor(http: Transport) {
+    super(http, 'users');
   }
   /** Disables the user: its tokens and sessions stop working. */
   disable(tenantId: string, userId: string, options?: PostOptions): Promise<User> {
-    const path = `${tenantPath(tenantId)}/users/${seg(userId)}/disable`;
-    return this.http.json({ method: 'POST', path, ...withOptions(options) });
+    return this.http.json({
+      method: 'POST',
+      path: `${this.path(tenantId, userId)}/disable`,
+      ...withOptions(options),
+    });
   }
 }
 
 /** API keys and OAuth clients: the secret is in the create answer only; DELETE revokes. */
-class SecretCredentials<Record, Created> extends Resource {
-  constructor(
-    http: Transport,
-    private readonly segment: string,
-  ) {
-    super(http);
-  }
-  create(tenantId: string, input: CreateCredentialInput, options?: PostOptions): Promise<Created> {
-    const path = `${tenantPath(tenantId)}/${this.segment}`;
-    return this.http.json({ method: 'POST', path, json: input, ...withOptions(options) });
-  }
-  list(tenantId: string, params: PageParams = {}, options?: RequestOptions): Promise<Page<Record>> {
-    const path = `${tenantPath(tenantId)}/${this.segment}`;
-    return this.http.json({ method: 'GET', path, query: { ...params }, ...withOptions(options) });
-  }
-  iterate(
-    tenantId: string,
-    params: PageParams = {},
-    options?: RequestOptions,
-  ): AsyncGenerator<Record, void, undefined> {
-    return paginate(params, (page) => this.list(tenantId, page, options));
-  }
-  get(tenantId: string, id: string, options?: RequestOptions): Promise<Record> {
-    const path = `${tenantPath(tenantId)}/${this.segment}/${seg(id)}`;
-    return this.http.json({ method: 'GET', path, ...withOptions(options) });
-  }
+class SecretCredentials<Record, Created> extends TenantCollection<
+  Record,
+  CreateCredentialInput,
+  Created,
+  PageParams
+> {
   /** Revokes the credential for good (204). */
   revoke(tenantId: string, id: string, options?: RequestOptions): Promise<void> {
-    const path = `${tenantPath(tenantId)}/${this.segment}/${seg(id)}`;
-    return this.http.empty({ method: 'DELETE', path, ...withOptions(options) });
+    return this.remove(tenantId, id, options);
   }
 }
 
@@ -229,38 +260,18 @@ export class OAuthClients extends SecretCredentials<OAuthClient, CreatedOAuthCli
   }
 }
 
-/** `.../observations`, their media and their history. */
-export class Observations extends Resource {
-  private path(tenantId: string, id?: string) {
-    return `${tenantPath(tenantId)}/observations${id === undefined ? '' : `/${seg(id)}`}`;
+/** `.../observations`, their media and their history. `get` is always current: folded from the events. */
+export class Observations extends TenantCollection<
+  Observation,
+  CreateObservationInput,
+  Observation,
+  ListObservationsParams
+> {
+  constructor(http: Transport) {
+    super(http, 'observations');
   }
-  /** Records an observation (201); `responseMeta(result).position` is its `X-Position`. */
-  create(tenantId: string, input: CreateObservationInput, options?: PostOptions): Promise<Observation> {
-    return this.http.json({
-      method: 'POST',
-      path: this.path(tenantId),
-      json: input,
-      ...withOptions(options),
-    });
-  }
-  list(
-    tenantId: string,
-    params: ListObservationsParams = {},
-    options?: RequestOptions,
-  ): Promise<Page<Observation>> {
-    const query = { ...params, bbox: bboxParam(params.bbox) };
-    return this.http.json({ method: 'GET', path: this.path(tenantId), query, ...withOptions(options) });
-  }
-  iterate(
-    tenantId: string,
-    params: ListObservationsParams = {},
-    options?: RequestOptions,
-  ): AsyncGenerator<Observation, void, undefined> {
-    return paginate(params, (page) => this.list(tenantId, page, options));
-  }
-  /** Always current: folded from the observation's events. */
-  get(tenantId: string, id: string, options?: RequestOptions): Promise<Observation> {
-    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+  protected override query(params: ListObservationsParams) {
+    return { ...params, bbox: bboxParam(params.bbox) } as Record<string, QueryValue>;
   }
   /** A JSON Merge Patch; with `ifMatch` the update is conditional (412 when stale). */
   update(
@@ -269,13 +280,7 @@ export class Observations extends Resource {
     patch: ObservationPatch,
     options?: ConditionalOptions,
   ): Promise<Observation> {
-    return this.http.json({
-      method: 'PATCH',
-      path: this.path(tenantId, id),
-      json: patch,
-      contentType: 'application/merge-patch+json',
-      ...withOptions(options),
-    });
+    return this.patch(tenantId, id, patch, options);
   }
   /** Every version of the observation, oldest first, with the event that made it. */
   history(tenantId: string, id: string, options?: RequestOptions): Promise<ObservationVersion[]> {
@@ -326,35 +331,17 @@ export class Observations extends Resource {
 }
 
 /** `.../locations` (scopes `locations:read`, `locations:write`). */
-export class Locations extends Resource {
-  private path(tenantId: string, id?: string) {
-    return `${tenantPath(tenantId)}/locations${id === undefined ? '' : `/${seg(id)}`}`;
+export class Locations extends TenantCollection<
+  Location,
+  CreateLocationInput,
+  Location,
+  ListLocationsParams
+> {
+  constructor(http: Transport) {
+    super(http, 'locations');
   }
-  create(tenantId: string, input: CreateLocationInput, options?: PostOptions): Promise<Location> {
-    return this.http.json({
-      method: 'POST',
-      path: this.path(tenantId),
-      json: input,
-      ...withOptions(options),
-    });
-  }
-  list(
-    tenantId: string,
-    params: ListLocationsParams = {},
-    options?: RequestOptions,
-  ): Promise<Page<Location>> {
-    const query = { ...params, bbox: bboxParam(params.bbox) };
-    return this.http.json({ method: 'GET', path: this.path(tenantId), query, ...withOptions(options) });
-  }
-  iterate(
-    tenantId: string,
-    params: ListLocationsParams = {},
-    options?: RequestOptions,
-  ): AsyncGenerator<Location, void, undefined> {
-    return paginate(params, (page) => this.list(tenantId, page, options));
-  }
-  get(tenantId: string, id: string, options?: RequestOptions): Promise<Location> {
-    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+  protected override query(params: ListLocationsParams) {
+    return { ...params, bbox: bboxParam(params.bbox) } as Record<string, QueryValue>;
   }
   update(
     tenantId: string,
@@ -362,59 +349,21 @@ export class Locations extends Resource {
     patch: LocationPatch,
     options?: ConditionalOptions,
   ): Promise<Location> {
-    return this.http.json({
-      method: 'PATCH',
-      path: this.path(tenantId, id),
-      json: patch,
-      contentType: 'application/merge-patch+json',
-      ...withOptions(options),
-    });
+    return this.patch(tenantId, id, patch, options);
   }
   delete(tenantId: string, id: string, options?: ConditionalOptions): Promise<void> {
-    return this.http.empty({ method: 'DELETE', path: this.path(tenantId, id), ...withOptions(options) });
+    return this.remove(tenantId, id, options);
   }
 }
 
 /** `.../visits` (scopes `observations:read`, `observations:write`). */
-export class Visits extends Resource {
-  private path(tenantId: string, id?: string) {
-    return `${tenantPath(tenantId)}/visits${id === undefined ? '' : `/${seg(id)}`}`;
-  }
-  create(tenantId: string, input: CreateVisitInput, options?: PostOptions): Promise<Visit> {
-    return this.http.json({
-      method: 'POST',
-      path: this.path(tenantId),
-      json: input,
-      ...withOptions(options),
-    });
-  }
-  list(tenantId: string, params: ListVisitsParams = {}, options?: RequestOptions): Promise<Page<Visit>> {
-    return this.http.json({
-      method: 'GET',
-      path: this.path(tenantId),
-      query: { ...params },
-      ...withOptions(options),
-    });
-  }
-  iterate(
-    tenantId: string,
-    params: ListVisitsParams = {},
-    options?: RequestOptions,
-  ): AsyncGenerator<Visit, void, undefined> {
-    return paginate(params, (page) => this.list(tenantId, page, options));
-  }
-  get(tenantId: string, id: string, options?: RequestOptions): Promise<Visit> {
-    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+export class Visits extends TenantCollection<Visit, CreateVisitInput, Visit, ListVisitsParams> {
+  constructor(http: Transport) {
+    super(http, 'visits');
   }
   /** Changes a draft visit (merge patch); a submitted one answers 409. */
   update(tenantId: string, id: string, patch: VisitPatch, options?: ConditionalOptions): Promise<Visit> {
-    return this.http.json({
-      method: 'PATCH',
-      path: this.path(tenantId, id),
-      json: patch,
-      contentType: 'application/merge-patch+json',
-      ...withOptions(options),
-    });
+    return this.patch(tenantId, id, patch, options);
   }
   /** Submits the visit with every observation that names it. */
   submit(tenantId: string, id: string, options?: ConditionalPostOptions): Promise<Visit> {
@@ -427,42 +376,17 @@ export class Visits extends Resource {
 }
 
 /** `.../webhooks` and their delivery log (scope `webhooks:manage`). */
-export class Webhooks extends Resource {
-  private path(tenantId: string, id?: string) {
-    return `${tenantPath(tenantId)}/webhooks${id === undefined ? '' : `/${seg(id)}`}`;
-  }
-  create(tenantId: string, input: CreateWebhookInput, options?: PostOptions): Promise<WebhookSubscription> {
-    return this.http.json({
-      method: 'POST',
-      path: this.path(tenantId),
-      json: input,
-      ...withOptions(options),
-    });
-  }
-  list(
-    tenantId: string,
-    params: PageParams = {},
-    options?: RequestOptions,
-  ): Promise<Page<WebhookSubscription>> {
-    return this.http.json({
-      method: 'GET',
-      path: this.path(tenantId),
-      query: { ...params },
-      ...withOptions(options),
-    });
-  }
-  iterate(
-    tenantId: string,
-    params: PageParams = {},
-    options?: RequestOptions,
-  ): AsyncGenerator<WebhookSubscription, void, undefined> {
-    return paginate(params, (page) => this.list(tenantId, page, options));
-  }
-  get(tenantId: string, id: string, options?: RequestOptions): Promise<WebhookSubscription> {
-    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+export class Webhooks extends TenantCollection<
+  WebhookSubscription,
+  CreateWebhookInput,
+  WebhookSubscription,
+  PageParams
+> {
+  constructor(http: Transport) {
+    super(http, 'webhooks');
   }
   delete(tenantId: string, id: string, options?: RequestOptions): Promise<void> {
-    return this.http.empty({ method: 'DELETE', path: this.path(tenantId, id), ...withOptions(options) });
+    return this.remove(tenantId, id, options);
   }
   /** Makes a disabled subscription active again; `replayMissed` delivers what it missed meanwhile. */
   enable(
@@ -503,39 +427,13 @@ export class Webhooks extends Resource {
   }
 }
 
-/** `.../cv-jobs` (scopes `cv:read`, `cv:write`). */
-export class CvJobs extends Resource {
-  private path(tenantId: string, id?: string) {
-    return `${tenantPath(tenantId)}/cv-jobs${id === undefined ? '' : `/${seg(id)}`}`;
-  }
-  /** Requests a model run over one of the observation's images (202, status `queued`). */
-  create(tenantId: string, input: CreateCvJobInput, options?: PostOptions): Promise<CvJob> {
-    return this.http.json({
-      method: 'POST',
-      path: this.path(tenantId),
-      json: input,
-      ...withOptions(options),
-    });
-  }
-  /** Newest first. */
-  list(tenantId: string, params: ListCvJobsParams = {}, options?: RequestOptions): Promise<Page<CvJob>> {
-    return this.http.json({
-      method: 'GET',
-      path: this.path(tenantId),
-      query: { ...params },
-      ...withOptions(options),
-    });
-  }
-  iterate(
-    tenantId: string,
-    params: ListCvJobsParams = {},
-    options?: RequestOptions,
-  ): AsyncGenerator<CvJob, void, undefined> {
-    return paginate(params, (page) => this.list(tenantId, page, options));
-  }
-  /** Always current: folded from the job's events. */
-  get(tenantId: string, id: string, options?: RequestOptions): Promise<CvJob> {
-    return this.http.json({ method: 'GET', path: this.path(tenantId, id), ...withOptions(options) });
+/**
+ * `.../cv-jobs` (scopes `cv:read`, `cv:write`). `create` requests a model run over one of the observation's
+ * images (202, status `queued`); `list` is newest first; `get` is always current, folded from the events.
+ */
+export class CvJobs extends TenantCollection<CvJob, CreateCvJobInput, CvJob, ListCvJobsParams> {
+  constructor(http: Transport) {
+    super(http, 'cv-jobs');
   }
   /** Polls the job until it is `completed` or `failed`; rejects after `timeoutMs` (60 s). */
   async wait(
