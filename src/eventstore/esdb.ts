@@ -365,6 +365,12 @@ export const openEventStoreDb = (connectionString: string): Promise<EventStore> 
 
     replayParked: (group) => client.replayParkedMessagesToAll(group),
 
+    // Consumer groups share their events among any number of consumers here, and read models are guarded
+    // per document: no duty needs a single owner, so every process works.
+    acquireLease: (_name, owner, ttlMs) =>
+      Promise.resolve({ acquired: true, holder: owner, expiresAt: new Date(Date.now() + ttlMs) }),
+    releaseLease: () => Promise.resolve(),
+
     ping: async () => {
       // A bounded deadline: reads have none by default and would wait for a server that is down.
       for await (const _ of client.readAll({

@@ -87,6 +87,13 @@ export interface ParkedEvent {
   parkedAt: string;
 }
 
+/** The answer to a lease request: who holds the duty now, and until when unless renewed. */
+export interface Lease {
+  acquired: boolean;
+  holder: string;
+  expiresAt: Date;
+}
+
 export interface EventStore {
   readonly kind: 'sqlite' | 'eventstoredb';
   /**
@@ -118,6 +125,14 @@ export interface EventStore {
   listParked(group: string): Promise<ParkedEvent[]>;
   /** Delivers the group's parked events again. */
   replayParked(group: string): Promise<void>;
+  /**
+   * Takes or renews the lease on a duty for `ttlMs`, unless another owner holds it unexpired. The embedded
+   * store needs this for its consumer groups and projections, which it cannot share between processes;
+   * EventStoreDB shares a consumer group's events among any number of consumers, so it grants every request.
+   */
+  acquireLease(name: string, owner: string, ttlMs: number): Promise<Lease>;
+  /** Gives the lease up at once (a clean shutdown), so a standby process need not wait for it to expire. */
+  releaseLease(name: string, owner: string): Promise<void>;
   /** Resolves when the backend answers; rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

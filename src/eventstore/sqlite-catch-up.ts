@@ -5,9 +5,17 @@ export interface LocalSource {
   readAll: (options: ReadAllOptions) => ReadAllPage;
   head: () => number;
   signal: AppendSignal;
+  /** The longest an idle subscriber sleeps before it reads again, whatever the signal says. */
+  pollMs: number;
 }
 
-/** Reads pages from the caller's checkpoint on; at the end of the store it sleeps until the next append. */
+/** Yields to the event loop: a subscriber far behind must not starve timers and HTTP while it catches up. */
+export const yieldToEventLoop = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Reads pages from the caller's checkpoint on. At the end of the store it sleeps until an append in this
+ * process or the polling interval, then reads from its position again: a wake-up is only a hint.
+ */
 export const catchUpSubscription = (
   source: LocalSource,
   { after, filter, batchSize = 500 }: CatchUpOptions,
@@ -18,28 +26,20 @@ export const catchUpSubscription = (
     let position = after;
     while (!latch.stopped() && !source.signal.isClosed) {
       const page = source.readAll({ after: position, maxCount: batchSize, ...(filter ? { filter } : {}) });
-      if (page.events.length > 0) {
+      // An empty batch that moves the position says how far the read got past filtered-out events, as
+      // EventStoreDB's checkpoints do.
+      if (page.events.length > 0 || page.lastPosition > position) {
         await handler(page.events, page.lastPosition);
         position = page.lastPosition;
-        // A subscription far behind would otherwise run from promise to promise and starve timers and
-        // HTTP: the service must answer health checks while it catches up.
-        await new Promise((resolve) => setImmediate(resolve));
+        await yieldToEventLoop();
         continue; // read again before sleeping: appends made while the handler ran must not be missed
       }
-      if (page.lastPosition > position) {
-        // Only filtered-out events were appended: say how far the read got, as EventStoreDB's checkpoints do.
-        await handler([], page.lastPosition);
-        position = page.lastPosition;
-        continue;
-      }
-      if (!page.isEnd) continue;
-      // Caught up: sleep until an append, and move on without a read while appends hold nothing for us.
-      for (;;) {
-        const appended = await Promise.race([source.signal.next(), latch.whenStopped.then(() => null)]);
-        if (latch.stopped() || !canSkip(appended, filter?.eventTypes, source.head)) break;
+      const appended = await source.signal.next(source.pollMs, latch);
+      if (latch.stopped()) break;
+      // A commit of only other types right after our position moves it without a read; anything else reads.
+      if (canSkip(appended, position, filter?.eventTypes, source.head)) {
         position = appended.lastPosition;
         await handler([], position);
-        if (source.head() !== position) break; // appended again while the handler ran: read it
       }
     }
   };

@@ -8,8 +8,8 @@ import type {
   PersistentHandler,
   Subscription,
 } from './port.js';
-import { canSkip, stopLatch, type Appended } from './append-signal.js';
-import type { LocalSource } from './sqlite-catch-up.js';
+import { canSkip, stopLatch, type StopLatch } from './append-signal.js';
+import { yieldToEventLoop, type LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
 
 /**
@@ -62,7 +62,8 @@ const safely = async (handler: PersistentHandler, event: RecordedEvent, retryCou
 
 export const persistentSubscriptions = (db: Database.Database, source: LocalSource): PersistentPart => {
   db.exec(schema);
-  const wakeups = new Map<string, () => void>();
+  /** The latch of each group consumed in this process: a replay pokes it out of its sleep. */
+  const latches = new Map<string, StopLatch>();
 
   const sql = {
     group: db.prepare('SELECT filter, max_retry_count, checkpoint FROM subscription_groups WHERE name = ?'),
@@ -126,12 +127,8 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     else sql.park.run(group, event.position, outcome.reason, 0, new Date().toISOString());
   };
 
-  const consume = async (
-    group: string,
-    handler: PersistentHandler,
-    stopped: () => boolean,
-    idle: () => Promise<Appended | null>,
-  ) => {
+  const consume = async (group: string, handler: PersistentHandler, latch: StopLatch) => {
+    const stopped = latch.stopped;
     const row = sql.group.get(group) as GroupRow | undefined;
     if (!row) throw new Error(`The persistent subscription group "${group}" does not exist`);
     const filter = JSON.parse(row.filter) as EventFilter;
@@ -181,15 +178,12 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       if (page.events.length === 0) {
         scanned = page.lastPosition;
         if (scanned - checkpoint >= 10_000) sql.moveCheckpoint.run(scanned, group);
-        // Caught up: sleep, and move on without a read while appends hold nothing for this group.
-        while (page.isEnd) {
-          const appended = await idle();
-          if (stopped() || !canSkip(appended, filter.eventTypes, source.head)) break;
-          scanned = appended.lastPosition;
-        }
+        // Caught up: sleep until an append, a replay or the polling interval, then read again; a commit of
+        // only other types right after what was read moves on without a read.
+        const appended = await source.signal.next(source.pollMs, latch);
+        if (canSkip(appended, scanned, filter.eventTypes, source.head)) scanned = appended.lastPosition;
       } else {
-        // A group far behind must not starve timers and HTTP while it works through its backlog.
-        await new Promise((resolve) => setImmediate(resolve));
+        await yieldToEventLoop();
       }
     }
   };
@@ -203,12 +197,10 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
 
     subscribePersistent: (group, handler): Subscription => {
       const latch = stopLatch();
-      const idle = () =>
-        new Promise<Appended | null>((resolve) => {
-          wakeups.set(group, () => resolve(null));
-          void Promise.race([source.signal.next(), latch.whenStopped.then(() => null)]).then(resolve);
-        });
-      const done = consume(group, handler, latch.stopped, idle).finally(() => wakeups.delete(group));
+      latches.set(group, latch);
+      const done = consume(group, handler, latch).finally(() => {
+        if (latches.get(group) === latch) latches.delete(group);
+      });
       return {
         done,
         stop: async () => {
@@ -236,7 +228,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
 
     replayParked: (group) => {
       sql.markReplay.run(group);
-      wakeups.get(group)?.();
+      latches.get(group)?.poke();
       return Promise.resolve();
     },
   };

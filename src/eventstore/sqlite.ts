@@ -7,7 +7,8 @@ import { ConflictError, VersionConflictError } from '../core/errors.js';
 import type { AppendResult, EventFilter, EventStore, ReadAllOptions, ReadAllPage } from './port.js';
 import { catchUpSubscription } from './sqlite-catch-up.js';
 import { persistentSubscriptions } from './sqlite-persistent.js';
-import { AppendSignal } from './append-signal.js';
+import { AppendSignal, defaultPollMs } from './append-signal.js';
+import { sqliteLeases } from './sqlite-leases.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
 import { eventHash, genesisHash } from './hash-chain.js';
 
@@ -94,7 +95,8 @@ const chainUnhashedEvents = (db: Database.Database): void => {
 
 /**
  * Appends by another process on the same file (the CLI beside a running service) change the WAL file;
- * inotify tells us, and idle subscribers wake up. Bursts are coalesced, so a busy store reads no more.
+ * inotify usually tells us, and idle subscribers wake up early. Bursts are coalesced, so a busy store reads
+ * no more. It is only a shortcut: subscribers also poll, so a change inotify misses waits one interval.
  */
 const watchOtherWriters = (file: string, signal: AppendSignal): FSWatcher => {
   const wal = `${basename(file)}-wal`;
@@ -114,7 +116,15 @@ const watchOtherWriters = (file: string, signal: AppendSignal): FSWatcher => {
 const isUniqueViolation = (error: unknown): error is InstanceType<typeof Database.SqliteError> =>
   error instanceof Database.SqliteError && error.code.startsWith('SQLITE_CONSTRAINT');
 
-export const openSqliteEventStore = (file: string): EventStore => {
+export interface SqliteEventStoreOptions {
+  /** The longest an idle subscriber waits before it reads again (appends by other processes). */
+  pollMs?: number;
+}
+
+export const openSqliteEventStore = (
+  file: string,
+  { pollMs = defaultPollMs }: SqliteEventStoreOptions = {},
+): EventStore => {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   // FULL syncs the WAL on every commit: an acknowledged append survives a crash of the process or the machine.
@@ -217,14 +227,21 @@ export const openSqliteEventStore = (file: string): EventStore => {
     }
   };
 
-  const appendAll = db.transaction((batch: PendingAppend[]) => batch.map(appendOne));
+  const headPositionNow = (): number =>
+    (prepare('SELECT coalesce(max(position), 0) AS head FROM events').get() as { head: number }).head;
+
+  // The head before the batch is what tells subscribers which positions are this commit's (see canSkip).
+  const appendAll = db.transaction((batch: PendingAppend[]) => ({
+    firstPosition: headPositionNow(),
+    outcomes: batch.map(appendOne),
+  }));
 
   const flush = () => {
     const batch = pending;
     pending = [];
-    let outcomes: (AppendResult | Error)[];
+    let committed: { firstPosition: number; outcomes: (AppendResult | Error)[] };
     try {
-      outcomes = appendAll.immediate(batch);
+      committed = appendAll.immediate(batch);
     } catch (error) {
       for (const request of batch) request.reject(error instanceof Error ? error : new Error(String(error)));
       return;
@@ -232,17 +249,14 @@ export const openSqliteEventStore = (file: string): EventStore => {
     const types = new Set<string>();
     let lastPosition = 0;
     batch.forEach((request, index) => {
-      const outcome = outcomes[index]!;
+      const outcome = committed.outcomes[index]!;
       if (outcome instanceof Error) return request.reject(outcome);
       for (const event of request.events) types.add(event.type);
       lastPosition = Math.max(lastPosition, outcome.lastPosition);
       request.resolve(outcome);
     });
-    if (lastPosition > 0) signal.notify({ types, lastPosition });
+    if (lastPosition > 0) signal.notify({ types, firstPosition: committed.firstPosition, lastPosition });
   };
-
-  const headPositionNow = (): number =>
-    (prepare('SELECT coalesce(max(position), 0) AS head FROM events').get() as { head: number }).head;
 
   // One deferred transaction, so that the page and the head it is compared with come from the same snapshot.
   const readAllNow = db.transaction(
@@ -259,6 +273,7 @@ export const openSqliteEventStore = (file: string): EventStore => {
     },
   );
 
+  const source = { readAll: readAllNow, head: headPositionNow, signal, pollMs };
   const store: EventStore = {
     kind: 'sqlite',
 
@@ -281,10 +296,11 @@ export const openSqliteEventStore = (file: string): EventStore => {
 
     headPosition: () => Promise.resolve(headPositionNow()),
 
-    subscribe: (options, handler) =>
-      catchUpSubscription({ readAll: readAllNow, head: headPositionNow, signal }, options, handler),
+    subscribe: (options, handler) => catchUpSubscription(source, options, handler),
 
-    ...persistentSubscriptions(db, { readAll: readAllNow, head: headPositionNow, signal }),
+    ...persistentSubscriptions(db, source),
+
+    ...sqliteLeases(db),
 
     ping: () => {
       prepare('SELECT 1').get();
