@@ -128,7 +128,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
   };
 
   const consume = async (group: string, handler: PersistentHandler, latch: StopLatch) => {
-    const stopped = latch.stopped;
+    const stopped = () => latch.stopped();
     const row = sql.group.get(group) as GroupRow | undefined;
     if (!row) throw new Error(`The persistent subscription group "${group}" does not exist`);
     const filter = JSON.parse(row.filter) as EventFilter;
