@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { UnsupportedMediaTypeError, ValidationError } from '../core/errors.js';
+import { maxBodyDepth, nestsDeeperThan } from '../core/json-bounds.js';
 
 /** The error raw-body throws for a body over the limit: problem.ts answers it with 413. */
 const tooLarge = (length: number, limit: number) =>
@@ -34,7 +35,9 @@ export const readRawBody = async (ctx: Context, limit: number): Promise<Buffer> 
 
 /**
  * Reads a JSON body: refuses other media types with 415, bodies over the limit with 413 (raw-body checks
- * Content-Length before reading, and counts bytes while reading), and malformed JSON with 400.
+ * Content-Length before reading, and counts bytes while reading), and malformed JSON with 400. So does a
+ * body nested deeper than maxBodyDepth: the text is measured before it is parsed, so nothing that walks the
+ * value recursively (validation, merge patch, JSON.stringify) ever sees such depth.
  */
 export const readJsonBody = async (
   ctx: Context,
@@ -65,6 +68,11 @@ export const readJsonBody = async (
           encoding: 'utf-8',
         })
       : utf8.decode(withinLimit(buffered, limit));
+  if (nestsDeeperThan(text, maxBodyDepth)) {
+    throw new ValidationError([
+      { path: '', message: `must not nest objects and arrays more than ${maxBodyDepth} levels deep` },
+    ]);
+  }
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {

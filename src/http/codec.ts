@@ -2,6 +2,7 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import type { FieldError } from '../core/errors.js';
 import { ValidationError } from '../core/errors.js';
+import { boundsProblem, describeBounds, freeFormBounds, type JsonBounds } from '../core/json-bounds.js';
 
 /**
  * io-ts at the edge. Codecs are named after what they expect ("a latitude between -90 and 90"), and the
@@ -157,6 +158,28 @@ export const PlainObject = new t.Type<Record<string, unknown>, Record<string, un
       : t.failure(u, context, 'must be a JSON object'),
   t.identity,
 );
+
+/**
+ * A free-form JSON field, bounded (./json-bounds.ts): what `base` accepts, nested no deeper and with no
+ * more keys than the read side can hold. Checked before anything recursive (merge patch, JSON.stringify)
+ * sees the value; a refusal names the field, and says where inside it. Every free-form field uses it.
+ */
+export const boundedJson = <A>(base: t.Type<A, A, unknown>, bounds: JsonBounds = freeFormBounds) =>
+  Object.assign(
+    new t.Type<A, A, unknown>(
+      `${base.name} ${describeBounds(bounds)}`,
+      (u): u is A => base.is(u) && boundsProblem(u, bounds) === undefined,
+      (u, context) => {
+        const problem = boundsProblem(u, bounds);
+        return problem === undefined ? base.validate(u, context) : t.failure(u, context, problem);
+      },
+      t.identity,
+    ),
+    { bounds },
+  );
+
+/** A free-form JSON object (`attributes`), within the bounds of free-form fields. */
+export const FreeJsonObject = boundedJson(PlainObject);
 
 /** Query strings arrive as text: these codecs parse it. */
 export const singleParam = <A>(name: string, parse: (s: string) => A | undefined, message: string) =>

@@ -4,7 +4,7 @@ import {
   boundedString,
   numberBetween,
   paramOf,
-  PlainObject,
+  FreeJsonObject,
   refined,
   singleParam,
   strictObject,
@@ -76,7 +76,7 @@ export const PolygonCodec = new t.Type<Polygon, Polygon, unknown>(
 
 const fields = {
   boundary: t.union([PolygonCodec, t.null]),
-  attributes: PlainObject,
+  attributes: FreeJsonObject,
 };
 
 export const CreateLocationBody = strictObject(

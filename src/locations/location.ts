@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
+import { boundsProblem } from '../core/json-bounds.js';
 import { mergePatch } from '../core/merge-patch.js';
 import type { Attributes } from '../observations/observation.js';
 import { maxAttributesBytes } from '../observations/observation.js';
@@ -52,6 +53,9 @@ const active = (state: LocationState): Location => {
 };
 
 const assertAttributesFit = (attributes: Attributes): void => {
+  // The codec bounded each request's attributes; a merge can still add up to more keys than the bounds allow.
+  const problem = boundsProblem(attributes);
+  if (problem !== undefined) throw new ValidationError([{ path: 'attributes', message: problem }]);
   const size = Buffer.byteLength(JSON.stringify(attributes));
   if (size > maxAttributesBytes) {
     throw new ValidationError([

@@ -7,7 +7,7 @@ import {
   wholeNumberParam,
   DateTimeString,
   numberBetween,
-  PlainObject,
+  FreeJsonObject,
   refined,
   ResourceId,
   strictObject,
@@ -27,7 +27,7 @@ const optionalFields = {
   locationId: nullable(ResourceId),
   visitId: nullable(ResourceId),
   notes: nullable(boundedString(0, 10_000)),
-  attributes: PlainObject,
+  attributes: FreeJsonObject,
 };
 
 export const CreateObservationBody = strictObject(

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, Envelope } from '../core/decider.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
+import { boundsProblem } from '../core/json-bounds.js';
 import { mergePatch } from '../core/merge-patch.js';
 import type {
   Attributes,
@@ -14,6 +15,9 @@ import type {
 import { maxAttributesBytes } from './observation.js';
 
 const assertAttributesFit = (attributes: Attributes): void => {
+  // The codec bounded each request's attributes; a merge can still add up to more keys than the bounds allow.
+  const problem = boundsProblem(attributes);
+  if (problem !== undefined) throw new ValidationError([{ path: 'attributes', message: problem }]);
   const size = Buffer.byteLength(JSON.stringify(attributes));
   if (size > maxAttributesBytes) {
     throw new ValidationError([

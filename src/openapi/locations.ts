@@ -1,4 +1,5 @@
 import { mergePatchTypes } from '../http/body.js';
+import { FreeJsonObject } from '../http/codec.js';
 import {
   CreateLocationBody,
   ListLocationsQuery,
@@ -10,6 +11,7 @@ import { fields, page } from './components.js';
 import { operation, type BuiltOperation } from './operation.js';
 import {
   arrayOf,
+  boundedFreeObject,
   dateTime,
   enumOf,
   freeObject,
@@ -63,7 +65,10 @@ const locationFields: Record<string, Schema> = {
   name: string({ minLength: 1, maxLength: 200 }),
   position: ref('LatLon'),
   boundary: nullable(ref('Polygon')),
-  attributes: freeObject('Free-form, at most 16 KiB once serialized; a patch merges it key by key'),
+  attributes: boundedFreeObject(
+    FreeJsonObject,
+    'Free-form, at most 16 KiB once serialized; a patch merges it key by key',
+  ),
 };
 
 const visitFields: Record<string, Schema> = {

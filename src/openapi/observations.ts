@@ -1,4 +1,5 @@
 import { mergePatchTypes } from '../http/body.js';
+import { FreeJsonObject } from '../http/codec.js';
 import { EventHistoryQuery, maxPageLimit } from '../history/codecs.js';
 import { ndjsonType } from '../history/api.js';
 import {
@@ -12,6 +13,7 @@ import { fields, page } from './components.js';
 import { operation, type BuiltOperation } from './operation.js';
 import {
   arrayOf,
+  boundedFreeObject,
   codecObject,
   dateTime,
   enumOf,
@@ -44,7 +46,10 @@ const bodyFields: Record<string, Schema> = {
   locationId: nullable(fields.resourceId),
   visitId: nullable(fields.resourceId),
   notes: nullable(string({ maxLength: 10_000 })),
-  attributes: freeObject('Free-form, at most 16 KiB once serialized; a patch merges it key by key'),
+  attributes: boundedFreeObject(
+    FreeJsonObject,
+    'Free-form, at most 16 KiB once serialized; a patch merges it key by key',
+  ),
 };
 
 const mediaTypes = ['image/jpeg', 'image/png', 'image/webp'] as const;

@@ -1,3 +1,4 @@
+import { describeBounds, type JsonBounds } from '../core/json-bounds.js';
 import type { StrictObjectCodec } from '../http/codec.js';
 
 /**
@@ -37,6 +38,12 @@ export const freeObject = (description: string): Schema => ({
   type: 'object',
   additionalProperties: true,
   description,
+});
+
+/** A free-form object a `boundedJson` codec decodes: the bounds come from the codec. */
+export const boundedFreeObject = (codec: { readonly bounds: JsonBounds }, description: string): Schema => ({
+  ...freeObject(`${description}; ${describeBounds(codec.bounds)}`),
+  maxProperties: codec.bounds.maxKeys,
 });
 
 /** The schema, or null. A `$ref` cannot take siblings that change it, so a reference becomes a union. */

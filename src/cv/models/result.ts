@@ -1,3 +1,4 @@
+import { boundsProblem } from '../../core/json-bounds.js';
 import { CvModelError, type Detection, type ModelResult } from './port.js';
 
 /** What a job may store as its result: bounded, so one model cannot bloat the event store. */
@@ -25,6 +26,9 @@ const checkDetection = (item: unknown, index: number): Detection => {
   for (const key of ['x', 'y', 'width', 'height'] as const) {
     if (!fraction(bbox[key])) throw invalid(`${at}.bbox.${key} must be a number from 0 to 1`);
   }
+  // Extra fields are kept, so they get the bounds of any free-form JSON the read side must hold.
+  const problem = boundsProblem(item);
+  if (problem !== undefined) throw invalid(`${at} ${problem}`);
   const box = bbox as { x: number; y: number; width: number; height: number };
   if (box.x + box.width > 1 + slack || box.y + box.height > 1 + slack)
     throw invalid(`${at}.bbox must lie inside the image (x + width and y + height at most 1)`);
@@ -46,6 +50,8 @@ export const checkResult = (value: unknown): ModelResult => {
       `detections has ${detections.length} items; at most ${resultLimits.maxDetections} are kept`,
     );
   if (!isObject(summary)) throw invalid('summary must be an object');
+  const problem = boundsProblem(summary);
+  if (problem !== undefined) throw invalid(`summary ${problem}`);
   const result: ModelResult = { detections: detections.map(checkDetection), summary };
   const size = Buffer.byteLength(JSON.stringify(result));
   if (size > resultLimits.maxBytes)

@@ -1,0 +1,92 @@
+/**
+ * Bounds on JSON, so that the write side refuses what the read side cannot hold. SQLite's JSON functions
+ * refuse documents nested 1,000 deep, and code that walks a value recursively (JSON.stringify, merge patch,
+ * io-ts, structuredClone) overflows the stack long before 100,000: an accepted event that a projection can
+ * never apply would stop it for every tenant. Both checks here are iterative, so they are safe on any input.
+ */
+
+/** How deep a whole request body may nest: generous, so that every legitimate body passes. */
+export const maxBodyDepth = 64;
+
+/** The bounds of a free-form field (observation and location `attributes`, a CV model's summary). */
+export interface JsonBounds {
+  /** Nesting levels, the field's own object or array counting as 1: `{}` is 1 deep, `{"a": {}}` 2. */
+  readonly maxDepth: number;
+  /** Members of any one object. */
+  readonly maxKeys: number;
+  /** Object members and array items, counted over the whole value. */
+  readonly maxMembers: number;
+  /** Characters of an object key. */
+  readonly maxKeyLength: number;
+}
+
+export const freeFormBounds: JsonBounds = { maxDepth: 32, maxKeys: 256, maxMembers: 4096, maxKeyLength: 256 };
+
+/** The bounds in words, for messages, the OpenAPI document and the docs. */
+export const describeBounds = (bounds: JsonBounds = freeFormBounds): string =>
+  `nested at most ${bounds.maxDepth} levels deep, with at most ${bounds.maxKeys} keys in any object, ` +
+  `${bounds.maxMembers} members and items in all, and keys of at most ${bounds.maxKeyLength} characters ` +
+  'without U+0000';
+
+const openBrace = 0x7b;
+const openBracket = 0x5b;
+const closeBrace = 0x7d;
+const closeBracket = 0x5d;
+const quote = 0x22;
+const backslash = 0x5c;
+
+/**
+ * Whether JSON text nests deeper than `limit` objects and arrays, found by one scan of the characters
+ * (brackets inside strings, escaped quotes included, do not count). Stops at the first level past the
+ * limit. The text need not be valid JSON: the parser judges that afterwards.
+ */
+export const nestsDeeperThan = (text: string, limit: number): boolean => {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === backslash)
+        index++; // the escaped character, whatever it is
+      else if (code === quote) inString = false;
+    } else if (code === quote) inString = true;
+    else if (code === openBrace || code === openBracket) {
+      depth++;
+      if (depth > limit) return true;
+    } else if ((code === closeBrace || code === closeBracket) && depth > 0) depth--;
+  }
+  return false;
+};
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * What makes a parsed JSON value exceed the bounds, in words naming where (`a.b has 300 keys…`, relative
+ * to the value), or undefined when it is within them. Walks with a stack of its own, not recursion.
+ */
+export const boundsProblem = (value: unknown, bounds: JsonBounds = freeFormBounds): string | undefined => {
+  const pending: { value: unknown; path: string; depth: number }[] = [{ value, path: '', depth: 1 }];
+  const at = (path: string) =>
+    path === '' ? '' : ` (at ${path.length > 200 ? `${path.slice(0, 200)}…` : path})`;
+  let members = 0;
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value: node, path, depth } = next;
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth > bounds.maxDepth) return `must be nested at most ${bounds.maxDepth} levels deep${at(path)}`;
+    const entries: [string, unknown][] = Array.isArray(node)
+      ? node.map((item, index) => [String(index), item])
+      : Object.entries(node);
+    if (isObject(node) && entries.length > bounds.maxKeys)
+      return `must have at most ${bounds.maxKeys} keys in any object${at(path)}`;
+    members += entries.length;
+    if (members > bounds.maxMembers) return `must have at most ${bounds.maxMembers} members and items in all`;
+    for (const [key, item] of entries) {
+      const inner = path === '' ? key : `${path}.${key}`;
+      if (isObject(node) && (key.length > bounds.maxKeyLength || key.includes('\u0000')))
+        return `must have keys of at most ${bounds.maxKeyLength} characters without U+0000${at(path)}`;
+      pending.push({ value: item, path: inner, depth: depth + 1 });
+    }
+  }
+  return undefined;
+};
