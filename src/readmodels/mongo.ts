@@ -18,6 +18,7 @@ import type {
   DocumentKey,
   Filter as ReadModelFilter,
   ListQuery,
+  ParkedProjectionEvent,
   ReadModelStore,
   Scalar,
   SortDirection,
@@ -252,6 +253,9 @@ export const openMongoReadModels = async (url: string): Promise<ReadModelStore> 
   const rows = (collection: string) => db.collection<StoredRow>(collectionName(collection));
   const checkpoints = db.collection<CheckpointRow>('checkpoints');
   const specs = new Map<string, CollectionSpec>();
+  const parked = db.collection<ParkedProjectionEvent & { _id: string }>('parked_events');
+  // Sorted reads by projection and position; _id (`<projection>:<position>`) makes parking idempotent.
+  await parked.createIndex({ projection: 1, position: 1 }, { name: 'parked_events_projection_position' });
 
   const find = async (collection: string, query: ListQuery): Promise<StoredRow[]> => {
     const spec = specs.get(collection);
@@ -429,6 +433,36 @@ export const openMongoReadModels = async (url: string): Promise<ReadModelStore> 
       }
       specs.delete(physicalName);
     },
+
+    parkEvent: async (event) => {
+      const { error, parkedAt, ...identity } = event;
+      await parked.updateOne(
+        { _id: `${event.projection}:${event.position}` },
+        { $set: { error, parkedAt }, $setOnInsert: identity },
+        { upsert: true },
+      );
+    },
+
+    listParked: async (projection) =>
+      (
+        await parked
+          .find(projection === undefined ? {} : { projection }, {
+            sort: { projection: 1, position: 1 },
+            projection: { _id: 0 },
+          })
+          .toArray()
+      ).map(({ projection: name, position, tenantId, eventId, eventType, error, parkedAt }) => ({
+        projection: name,
+        position,
+        tenantId,
+        eventId,
+        eventType,
+        error,
+        parkedAt,
+      })),
+
+    unpark: async (projection, position) =>
+      (await parked.deleteOne({ _id: `${projection}:${position}` })).deletedCount > 0,
 
     reset: async (projection, collection) => {
       // The checkpoint first: a crash in between leaves stale documents for the next reset to remove, never a

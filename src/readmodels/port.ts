@@ -97,6 +97,23 @@ export interface ProjectionState {
   lastError: { message: string; at: string } | null;
 }
 
+/**
+ * An event a projection could not apply (its fold threw, or the store refused the document), set aside so
+ * that the projection goes on with the next event: one tenant's bad event never holds up the others.
+ * Keyed by projection and position; parking the same one again replaces its error and time.
+ */
+export interface ParkedProjectionEvent {
+  projection: string;
+  /** The event's global position. */
+  position: number;
+  tenantId: string;
+  eventId: string;
+  eventType: string;
+  error: string;
+  /** ISO 8601 UTC time of the last failure. */
+  parkedAt: string;
+}
+
 /** Thrown by a commit that lost a race with a swap: the runner resubscribes from the stored checkpoint. */
 export class CollectionSwappedError extends Error {
   constructor(projection: string) {
@@ -138,6 +155,12 @@ export interface ReadModelStore {
   getProjectionState(projection: string): Promise<ProjectionState>;
   /** Keeps (or, with null, clears) the last error of a projection's runner, for `projections status`. */
   recordError(projection: string, message: string | null): Promise<void>;
+  /** Records an event the projection could not apply (or replaces the record of the same projection and position). */
+  parkEvent(parked: ParkedProjectionEvent): Promise<void>;
+  /** The parked events of one projection, or of all, by projection and position. */
+  listParked(projection?: string): Promise<ParkedProjectionEvent[]>;
+  /** Removes a parked event from the list; false when it was not parked. */
+  unpark(projection: string, position: number): Promise<boolean>;
   /** Removes the projection's checkpoint and every document of its collection (tests and rebuilds). */
   reset(projection: string, collection: string): Promise<void>;
   /**

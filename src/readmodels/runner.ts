@@ -2,6 +2,21 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { RecordedEvent } from '../core/events.js';
 import type { EventStore, Subscription } from '../eventstore/port.js';
+import {
+  supervise,
+  type BackOff,
+  type ConsumerStatus,
+  type Running,
+  type Supervised,
+} from '../core/supervisor.js';
+import {
+  errorText,
+  failureVerdict,
+  isStoreFailure,
+  parkAndRecord,
+  parkedRecord,
+  storeAnswers,
+} from './parking.js';
 import { CollectionSwappedError, type DocumentChange, type ReadModelStore } from './port.js';
 import type { Projection } from './projection.js';
 
@@ -59,52 +74,136 @@ export const applyBatch = async <D>(
     }));
 };
 
+/** What to do with an event that cannot be applied alone while the store answers. */
+export type OnPoison = (event: RecordedEvent, error: unknown) => Promise<void>;
+
+/**
+ * Applies a batch and moves the checkpoint to `lastPosition` in one commit. When that fails, the batch is
+ * applied again one event at a time, each in its own commit, to find the event to blame: an event that
+ * fails alone while the store still answers is handed to `onPoison` (which parks it) and the checkpoint
+ * moves past it; any other failure is the store's and is thrown, leaving the checkpoint before the event.
+ * Answers how many events were handed to `onPoison`.
+ */
+export const commitBatch = async <D>(
+  projection: Projection<D>,
+  readModels: ReadModelStore,
+  events: readonly RecordedEvent[],
+  lastPosition: number,
+  onPoison: OnPoison,
+): Promise<number> => {
+  try {
+    await readModels.commit(projection.name, await applyBatch(projection, readModels, events), lastPosition);
+    return 0;
+  } catch (error) {
+    // A swap is for the runner to follow; a store that fails fails every event alike.
+    if (isStoreFailure(error)) throw error;
+  }
+  let poisoned = 0;
+  let checkpoint = events[0] ? events[0].position - 1 : lastPosition;
+  for (const event of events) {
+    try {
+      await readModels.commit(
+        projection.name,
+        await applyBatch(projection, readModels, [event]),
+        event.position,
+      );
+    } catch (error) {
+      const verdict = failureVerdict(error, await storeAnswers(readModels, projection.name, checkpoint));
+      if (verdict === 'transient') throw error;
+      await onPoison(event, error);
+      await readModels.commit(projection.name, [], event.position);
+      poisoned += 1;
+    }
+    checkpoint = event.position;
+  }
+  await readModels.commit(projection.name, [], lastPosition);
+  return poisoned;
+};
+
+export interface ProjectionRunnerStatus extends ConsumerStatus {
+  /** The last position applied (or parked) by this runner. */
+  checkpoint: number;
+  /** Events of this projection parked now, in any process. */
+  parked: number;
+}
+
 export interface ProjectionRunner {
   readonly name: string;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** Resolves true once the read model has applied everything up to `position`, false after `timeoutMs`. */
   waitFor(position: number, timeoutMs: number): Promise<boolean>;
-  status(): { checkpoint: number; lastError: string | null };
+  /**
+   * The supervisor's state with the runner's own `lastError`: the last failure, cleared (with the stored
+   * one) by the next successful batch.
+   */
+  status(): ProjectionRunnerStatus;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** How often `status()` refreshes the parked count, which the CLI changes from another process. */
+const parkedRefreshMs = 1000;
+
 /**
- * Runs a projection as a catch-up subscription from its stored checkpoint. Each batch's documents and the
- * checkpoint are committed together. A failing batch is logged, kept in the store as the projection's last
- * error (for `projections status`; the next successful batch clears it) and retried from the checkpoint.
- * The runner addresses the logical collection, so after a rebuild is swapped in it writes the new one; a
- * commit that raced the swap is retried from the swapped-in checkpoint.
+ * Runs a projection as a catch-up subscription from its stored checkpoint, under a supervisor. Each batch's
+ * documents and the checkpoint are committed together; an event that cannot be applied is parked (see
+ * commitBatch) and recorded as `ProjectionEventParked`. A store failure is logged, kept in the store as the
+ * projection's last error (for `projections status`; the next successful batch clears it), and the
+ * supervisor starts the subscription again from the checkpoint with back-off. The runner addresses the
+ * logical collection, so after a rebuild is swapped in it writes the new one; a commit that raced the swap
+ * resumes at once from the swapped-in checkpoint, which is not a failure.
  */
 export const projectionRunner = <D>(
   projection: Projection<D>,
-  deps: { eventStore: EventStore; readModels: ReadModelStore; logger: Logger; batchSize?: number },
+  deps: {
+    eventStore: EventStore;
+    readModels: ReadModelStore;
+    logger: Logger;
+    batchSize?: number;
+    backOff?: BackOff;
+  },
 ): ProjectionRunner => {
   const { eventStore, readModels, logger } = deps;
   const progress = new EventEmitter();
   progress.setMaxListeners(0);
   let checkpoint = 0;
-  let lastError: string | null = null;
-  let subscription: Subscription | null = null;
-  let running = false;
+  let lastError: { message: string; at: string } | null = null;
+  let parked = 0;
+  let parkedReadAt = 0;
+  let supervised: Supervised | null = null;
 
-  const subscribe = async (): Promise<void> => {
+  const refreshParked = async () => {
+    parkedReadAt = Date.now();
+    parked = (await readModels.listParked(projection.name)).length;
+  };
+
+  const park: OnPoison = async (event, error) => {
+    logger.error(
+      {
+        err: error,
+        projection: projection.name,
+        position: event.position,
+        tenantId: event.metadata.tenantId,
+      },
+      'projection cannot apply this event; parked it and going on',
+    );
+    await parkAndRecord(deps, parkedRecord(projection.name, event, error, new Date()), 'system:projections');
+    await refreshParked();
+  };
+
+  const subscribe = async (): Promise<Subscription> => {
     const state = await readModels.getProjectionState(projection.name);
     checkpoint = state.checkpoint;
-    lastError ??= state.lastError?.message ?? null;
-    subscription = eventStore.subscribe(
+    lastError ??= state.lastError;
+    return eventStore.subscribe(
       {
         after: checkpoint,
         filter: projection.eventTypes === 'all' ? {} : { eventTypes: projection.eventTypes },
         batchSize: deps.batchSize ?? 500,
       },
       async (events, lastPosition) => {
-        await readModels.commit(
-          projection.name,
-          await applyBatch(projection, readModels, events),
-          lastPosition,
-        );
+        await commitBatch(projection, readModels, events, lastPosition, park);
         checkpoint = lastPosition;
         if (lastError !== null) {
           lastError = null;
@@ -113,42 +212,61 @@ export const projectionRunner = <D>(
         progress.emit('progress', checkpoint);
       },
     );
-    subscription.done.catch(async (error: unknown) => {
-      if (error instanceof CollectionSwappedError) {
-        logger.info({ projection: projection.name }, 'read model swapped; resuming from its new checkpoint');
-        await sleep(100);
-      } else {
-        lastError = (error as Error).message;
-        logger.error(
-          { err: error, projection: projection.name },
-          'projection failed; retrying from its checkpoint',
-        );
-        await readModels.recordError(projection.name, lastError).catch(() => undefined);
-        await sleep(1000);
-      }
-      // Until the store answers again.
-      while (running) {
+  };
+
+  /** Keeps the failure for `status()` and `projections status`, then lets the supervisor have it. */
+  const failed = async (error: unknown): Promise<never> => {
+    lastError = { message: errorText(error), at: new Date().toISOString() };
+    await readModels.recordError(projection.name, lastError.message).catch(() => undefined);
+    throw error;
+  };
+
+  /** One run for the supervisor: follows swaps itself, and fails (after keeping the error) otherwise. */
+  const run = async (): Promise<Running> => {
+    let stopping = false;
+    let subscription = await subscribe().catch(failed);
+    const done = (async () => {
+      for (;;) {
         try {
-          await subscribe();
-          return;
-        } catch (retryError) {
-          logger.error({ err: retryError, projection: projection.name }, 'projection cannot resubscribe');
-          await sleep(1000);
+          return await subscription.done;
+        } catch (error) {
+          if (stopping) return;
+          if (!(error instanceof CollectionSwappedError)) return failed(error);
+          logger.info(
+            { projection: projection.name },
+            'read model swapped; resuming from its new checkpoint',
+          );
+          await sleep(100);
+          if (stopping) return;
+          subscription = await subscribe().catch(failed);
+          if (stopping) await subscription.stop();
         }
       }
-    });
+    })();
+    return {
+      done,
+      stop: async () => {
+        stopping = true;
+        await subscription.stop();
+        await done.catch(() => undefined);
+      },
+    };
   };
 
   return {
     name: projection.name,
     start: async () => {
-      running = true;
       await readModels.ensureCollection(projection.collection);
-      await subscribe();
+      const state = await readModels.getProjectionState(projection.name);
+      checkpoint = state.checkpoint;
+      await refreshParked();
+      supervised = supervise(projection.name, run, {
+        logger,
+        ...(deps.backOff ? { backOff: deps.backOff } : {}),
+      });
     },
     stop: async () => {
-      running = false;
-      await subscription?.stop();
+      await supervised?.stop();
     },
     waitFor: async (position, timeoutMs) => {
       const deadline = Date.now() + timeoutMs;
@@ -168,6 +286,24 @@ export const projectionRunner = <D>(
       }
       return true;
     },
-    status: () => ({ checkpoint, lastError }),
+    status: () => {
+      if (supervised && Date.now() - parkedReadAt > parkedRefreshMs) {
+        refreshParked().catch(() => undefined);
+      }
+      const consumer: ConsumerStatus = supervised?.status() ?? {
+        name: projection.name,
+        state: 'stopped',
+        lastError: null,
+        lastErrorAt: null,
+        restarts: 0,
+      };
+      return {
+        ...consumer,
+        lastError: lastError?.message ?? null,
+        lastErrorAt: lastError?.at ?? null,
+        checkpoint,
+        parked,
+      };
+    },
   };
 };

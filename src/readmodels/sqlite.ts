@@ -8,6 +8,7 @@ import type {
   Filter,
   JsonRow,
   ListQuery,
+  ParkedProjectionEvent,
   ReadModelStore,
   Scalar,
   StoredDocument,
@@ -123,7 +124,12 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     CREATE TABLE IF NOT EXISTS checkpoints (
       projection TEXT PRIMARY KEY, position INTEGER NOT NULL, last_error TEXT, last_error_at TEXT
     );
-    CREATE TABLE IF NOT EXISTS collections (name TEXT PRIMARY KEY, physical TEXT NOT NULL);`);
+    CREATE TABLE IF NOT EXISTS collections (name TEXT PRIMARY KEY, physical TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS parked_events (
+      projection TEXT NOT NULL, position INTEGER NOT NULL, tenant_id TEXT NOT NULL, event_id TEXT NOT NULL,
+      event_type TEXT NOT NULL, error TEXT NOT NULL, parked_at TEXT NOT NULL,
+      PRIMARY KEY (projection, position)
+    ) WITHOUT ROWID;`);
   // Files made before runners kept their last error.
   const columns = db.pragma('table_info(checkpoints)') as { name: string }[];
   for (const added of ['last_error', 'last_error_at'].filter((c) => !columns.some((k) => k.name === c))) {
@@ -326,6 +332,41 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
       physicalNames.delete(physicalName);
       return Promise.resolve();
     },
+
+    parkEvent: (parked) => {
+      prepare(
+        `INSERT INTO parked_events (projection, position, tenant_id, event_id, event_type, error, parked_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (projection, position) DO UPDATE SET error = excluded.error, parked_at = excluded.parked_at`,
+      ).run(
+        parked.projection,
+        parked.position,
+        parked.tenantId,
+        parked.eventId,
+        parked.eventType,
+        parked.error,
+        parked.parkedAt,
+      );
+      return Promise.resolve();
+    },
+
+    listParked: (projection) => {
+      const columns = `projection, position, tenant_id AS tenantId, event_id AS eventId,
+        event_type AS eventType, error, parked_at AS parkedAt`;
+      const rows =
+        projection === undefined
+          ? prepare(`SELECT ${columns} FROM parked_events ORDER BY projection, position`).all()
+          : prepare(`SELECT ${columns} FROM parked_events WHERE projection = ? ORDER BY position`).all(
+              projection,
+            );
+      return Promise.resolve(rows as ParkedProjectionEvent[]);
+    },
+
+    unpark: (projection, position) =>
+      Promise.resolve(
+        prepare('DELETE FROM parked_events WHERE projection = ? AND position = ?').run(projection, position)
+          .changes > 0,
+      ),
 
     reset: (projection, collection) => {
       db.transaction(() => {

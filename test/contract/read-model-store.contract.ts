@@ -2,8 +2,14 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import type { EventStore } from '../../src/eventstore/port.js';
-import type { CollectionSpec, ListQuery, ReadModelStore } from '../../src/readmodels/port.js';
+import type {
+  CollectionSpec,
+  ListQuery,
+  ParkedProjectionEvent,
+  ReadModelStore,
+} from '../../src/readmodels/port.js';
 import type { Projection } from '../../src/readmodels/projection.js';
+import { parkingStream } from '../../src/readmodels/parking.js';
 import { applyBatch, projectionRunner } from '../../src/readmodels/runner.js';
 import { anEvent, eventually, uniqueTenant } from '../support/events.js';
 
@@ -341,6 +347,59 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
     });
   });
 
+  describe('parked events', () => {
+    const parked = (projection: string, position: number, tenantId = tenant): ParkedProjectionEvent => ({
+      projection,
+      position,
+      tenantId,
+      eventId: randomUUID(),
+      eventType: 'Tallied',
+      error: `failed at ${position}`,
+      parkedAt: new Date().toISOString(),
+    });
+
+    it('keeps parked events per projection in position order, and lists them all', async () => {
+      const first = `parked_a_${suffix}_${tenant}`;
+      const second = `parked_b_${suffix}_${tenant}`;
+      await readModels.parkEvent(parked(first, 9));
+      await readModels.parkEvent(parked(first, 3));
+      await readModels.parkEvent(parked(second, 5));
+      expect((await readModels.listParked(first)).map((p) => p.position)).to.deep.equal([3, 9]);
+      expect(await readModels.listParked(second)).to.have.length(1);
+      const all = (await readModels.listParked()).filter((p) => p.tenantId === tenant);
+      expect(all.map((p) => [p.projection, p.position])).to.deep.equal([
+        [first, 3],
+        [first, 9],
+        [second, 5],
+      ]);
+      expect(await readModels.listParked(`parked_none_${suffix}`)).to.deep.equal([]);
+    });
+
+    it('keeps every field, and parking the same event again takes the new error and time', async () => {
+      const projection = `parked_c_${suffix}_${tenant}`;
+      const original = parked(projection, 4);
+      await readModels.parkEvent(original);
+      expect(await readModels.listParked(projection)).to.deep.equal([original]);
+      const again = {
+        ...original,
+        error: 'failed again',
+        parkedAt: new Date(Date.now() + 1000).toISOString(),
+      };
+      await readModels.parkEvent(again);
+      expect(await readModels.listParked(projection)).to.deep.equal([again]);
+    });
+
+    it('unparks one event, and says whether it was parked', async () => {
+      const projection = `parked_d_${suffix}_${tenant}`;
+      await readModels.parkEvent(parked(projection, 1));
+      await readModels.parkEvent(parked(projection, 2));
+      expect(await readModels.unpark(projection, 1)).to.equal(true);
+      expect(await readModels.unpark(projection, 1)).to.equal(false);
+      expect(await readModels.unpark(`parked_e_${suffix}`, 2)).to.equal(false);
+      expect((await readModels.listParked(projection)).map((p) => p.position)).to.deep.equal([2]);
+    });
+  });
+
   describe('projections over these stores', () => {
     const tallies = (): Projection<Tally> => ({
       name: `tallies-${suffix}-${tenant}`,
@@ -381,36 +440,132 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
       return snapshot(projection);
     };
 
-    it('keeps a failing runner’s last error in the store, and clears it once a batch succeeds', async () => {
-      let failing = true;
-      const projection: Projection<Tally> = {
-        ...tallies(),
-        evolve: (doc, event) => {
-          if (failing) throw new Error('projection bug');
-          return tallies().evolve(doc, event);
-        },
+    /**
+     * The store under test, with commits and pings failing while `down.now` is set: a store that does not
+     * answer, as an unreachable server or a full disk is to the runner.
+     */
+    const unreachableWhile = (down: { now: boolean }): ReadModelStore => {
+      const refuse = () => Promise.reject(new Error('store unreachable'));
+      return {
+        ...readModels,
+        commit: (...args) => (down.now ? refuse() : readModels.commit(...args)),
+        ping: () => (down.now ? refuse() : readModels.ping()),
       };
+    };
+
+    it('keeps a failing store’s error without parking anything, and resumes from its checkpoint', async () => {
+      const projection = tallies();
       await seedEvents();
-      const runner = projectionRunner(projection, { eventStore, readModels, logger, batchSize: 2 });
+      const down = { now: true };
+      const runner = projectionRunner(projection, {
+        eventStore,
+        readModels: unreachableWhile(down),
+        logger,
+        batchSize: 2,
+        backOff: { initialMs: 20, maxMs: 50, resetAfterMs: 10_000 },
+      });
       await runner.start();
       try {
         await eventually(
           async () => (await readModels.getProjectionState(projection.name)).lastError !== null,
         );
         expect((await readModels.getProjectionState(projection.name)).lastError?.message).to.equal(
-          'projection bug',
+          'store unreachable',
         );
-        expect(runner.status().lastError).to.equal('projection bug');
-        failing = false;
+        expect(runner.status()).to.include({ lastError: 'store unreachable', checkpoint: 0, parked: 0 });
+        await eventually(() => runner.status().restarts >= 2);
+        down.now = false;
         expect(await runner.waitFor(await eventStore.headPosition(), 5000)).to.equal(true);
         await eventually(
           async () => (await readModels.getProjectionState(projection.name)).lastError === null,
         );
-        expect(runner.status().lastError).to.equal(null);
+        expect(runner.status()).to.include({ state: 'running', lastError: null, parked: 0 });
+        expect(await readModels.listParked(projection.name)).to.deep.equal([]);
+        expect((await snapshot(projection)).map((d) => (d?.doc as Tally).count)).to.deep.equal([3, 3, 3]);
       } finally {
         await runner.stop();
       }
+      expect(runner.status().state).to.equal('stopped');
     });
+
+    /**
+     * Tallies that fail on the last event of `b`: the fold throws, or makes a document nested 1,000 deep.
+     * (The last: a batch writes each document's last state only.)
+     */
+    const fragile = (failure: 'throws' | 'too deep'): Projection<Tally & { nested?: unknown }> => {
+      const base = tallies();
+      return {
+        ...base,
+        name: `fragile_${suffix}_${tenant}`,
+        collection: {
+          name: `fragile_${suffix}`,
+          // A declared field: SQLite reads the JSON of every document written, as MongoDB stores its BSON.
+          fields: { count: { path: 'count', type: 'number' } },
+          indexes: [['count']],
+        },
+        evolve: (doc, event) => {
+          const next = base.evolve(doc, event)!;
+          const { key, n } = event.data as { key: string; n: number };
+          if (key !== 'b' || n !== 3) return next;
+          if (failure === 'throws') throw new Error('cannot fold b3');
+          let nested: unknown = {};
+          for (let depth = 0; depth < 1000; depth += 1) nested = { nested };
+          // Before the declared field, which SQLite then reads past it.
+          return { nested, ...next };
+        },
+      };
+    };
+
+    for (const failure of ['throws', 'too deep'] as const) {
+      it(`parks an event whose document ${failure === 'throws' ? 'the fold cannot make' : 'the store refuses'}, records it, and goes on`, async () => {
+        const projection = fragile(failure);
+        const events = await seedEvents();
+        const poison = events.find(
+          (e) => (e.data as { key: string; n: number }).key === 'b' && (e.data as { n: number }).n === 3,
+        )!;
+        const runner = projectionRunner(projection, { eventStore, readModels, logger, batchSize: 4 });
+        await runner.start();
+        try {
+          expect(await runner.waitFor(await eventStore.headPosition(), 5000)).to.equal(true);
+          await eventually(() => runner.status().parked === 1);
+          expect(runner.status()).to.include({ state: 'running', lastError: null });
+        } finally {
+          await runner.stop();
+        }
+        const counts = await Promise.all(
+          ['a', 'b', 'c'].map(
+            async (id) =>
+              (await readModels.get<Tally>(projection.collection.name, { tenantId: tenant, id }))?.doc.count,
+          ),
+        );
+        expect(counts).to.deep.equal([3, 2, 3]);
+        const [parked, ...others] = await readModels.listParked(projection.name);
+        expect(others).to.deep.equal([]);
+        expect(parked).to.include({
+          projection: projection.name,
+          position: poison.position,
+          tenantId: tenant,
+          eventId: poison.id,
+          eventType: 'Tallied',
+        });
+        if (failure === 'throws') expect(parked?.error).to.equal('cannot fold b3');
+        expect(Date.parse(parked?.parkedAt ?? '')).to.be.closeTo(Date.now(), 60_000);
+        const decisions = await eventStore.readStream(parkingStream(tenant, projection.name));
+        expect(decisions.map((e) => e.type)).to.deep.equal(['ProjectionEventParked']);
+        expect(decisions[0]?.data).to.deep.equal({
+          projection: projection.name,
+          position: poison.position,
+          eventId: poison.id,
+          eventType: 'Tallied',
+          error: parked?.error,
+        });
+        expect(decisions[0]?.metadata).to.include({
+          tenantId: tenant,
+          actor: 'system:projections',
+          causationId: poison.id,
+        });
+      });
+    }
 
     it('leaves the read model as a clean rebuild would after a duplicate delivery', async () => {
       const projection = tallies();

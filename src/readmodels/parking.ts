@@ -1,0 +1,173 @@
+import { randomUUID } from 'node:crypto';
+import { schemaVersionOf } from '../core/command-handler.js';
+import { UnavailableError } from '../core/errors.js';
+import type { RecordedEvent } from '../core/events.js';
+import { streamName } from '../core/streams.js';
+import type { EventStore } from '../eventstore/port.js';
+import { CollectionSwappedError, type ParkedProjectionEvent, type ReadModelStore } from './port.js';
+
+/**
+ * Poison events: an event a projection cannot apply is parked (set aside with its error) and the projection
+ * goes on with the next one, so that one tenant's bad event never holds up the others. Only a failure that
+ * is the event's own is parked; a failing store is a transient failure, retried from the checkpoint.
+ */
+
+export type FailureVerdict = 'poison' | 'transient';
+
+/** SQLite result codes (and their extended forms) that say the database, not the statement, failed. */
+const storeSqliteCodes = /^SQLITE_(FULL|READONLY|BUSY|LOCKED|IOERR|CANTOPEN|NOMEM|PROTOCOL|INTERRUPT|NOLFS)/;
+const storeSystemCodes = new Set(['ENOSPC', 'EROFS', 'EIO', 'EBUSY', 'EMFILE', 'ENFILE', 'EAGAIN']);
+/** The driver's names for a server that cannot be reached or is going away. */
+const storeMongoNames =
+  /^Mongo(Network|NetworkTimeout|ServerSelection|TopologyClosed|NotConnected|PoolClosed|PoolCleared|WriteConcern)Error$/;
+/** Server codes of the same: shutdown, step-down, not primary, host unreachable, time-outs, disk full. */
+const storeMongoCodes = new Set([6, 7, 64, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 14031]);
+const storeMongoLabels = ['RetryableWriteError', 'ResetPool', 'TransientTransactionError'];
+
+/** One error's own word that the store failed, whatever was being written. */
+const saysStoreFailed = (error: Error): boolean => {
+  if (error instanceof CollectionSwappedError || error instanceof UnavailableError) return true;
+  const { code, errorLabels } = error as { code?: unknown; errorLabels?: unknown };
+  if (typeof code === 'string' && (storeSqliteCodes.test(code) || storeSystemCodes.has(code))) return true;
+  if (!error.name.startsWith('Mongo')) return false;
+  return (
+    storeMongoNames.test(error.name) ||
+    (typeof code === 'number' && storeMongoCodes.has(code)) ||
+    (Array.isArray(errorLabels) && errorLabels.some((label) => storeMongoLabels.includes(String(label))))
+  );
+};
+
+/** True when the error, or one of its causes, is the store failing rather than refusing this event. */
+export const isStoreFailure = (error: unknown): boolean => {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 5; depth += 1) {
+    if (saysStoreFailed(current)) return true;
+    current = current.cause;
+  }
+  return false;
+};
+
+/**
+ * Whether applying one event alone failed because of the event (poison: park it, go on) or because of
+ * the store (transient: fail, and retry from the checkpoint). `storeAnswers` is whether the store, asked
+ * right after, still answers (a ping and an empty commit): an event is only to blame when it does.
+ */
+export const failureVerdict = (error: unknown, storeAnswers: boolean): FailureVerdict =>
+  storeAnswers && !isStoreFailure(error) ? 'poison' : 'transient';
+
+/** Asks the store whether it answers at all: a ping, then a commit that writes nothing new. */
+export const storeAnswers = async (
+  readModels: ReadModelStore,
+  projection: string,
+  checkpoint: number,
+): Promise<boolean> => {
+  try {
+    await readModels.ping();
+    await readModels.commit(projection, [], checkpoint);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Errors can be long (a stack overflow's, a document's text): the record keeps the start. */
+const maxErrorLength = 1000;
+
+export const errorText = (error: unknown): string =>
+  (error instanceof Error ? error.message : String(error)).slice(0, maxErrorLength);
+
+export const parkedRecord = (
+  projection: string,
+  event: RecordedEvent,
+  error: unknown,
+  now: Date,
+): ParkedProjectionEvent => ({
+  projection,
+  position: event.position,
+  tenantId: event.metadata.tenantId,
+  eventId: event.id,
+  eventType: event.type,
+  error: errorText(error),
+  parkedAt: now.toISOString(),
+});
+
+/** The decisions about parked events, recorded as events in the tenant's history. */
+export const parkingEventTypes = [
+  'ProjectionEventParked',
+  'ProjectionEventRetried',
+  'ProjectionEventSkipped',
+] as const;
+
+export type ParkingDecision = (typeof parkingEventTypes)[number];
+
+export interface ParkingDecisionData {
+  projection: string;
+  position: number;
+  eventId: string;
+  eventType: string;
+  /** The error the event was parked with (for a retry that succeeded, the one it had). */
+  error: string;
+}
+
+/** Who decides: the runners and rebuilds on their own, or an operator on the command line. */
+export type ParkingActor = 'system:projections' | 'cli';
+
+/** One stream per tenant and projection: `projectionparking-<tenantId>_<projection>`. */
+export const parkingStream = (tenantId: string, projection: string): string =>
+  streamName('projectionparking', tenantId, projection);
+
+/**
+ * Appends the decision to the parked event's tenant's history, caused by the parked event. Appended with
+ * no expected version: it records what was decided, it does not decide anything by itself.
+ */
+export const recordDecision = async (
+  eventStore: EventStore,
+  type: ParkingDecision,
+  parked: ParkedProjectionEvent,
+  actor: ParkingActor,
+  now = new Date(),
+): Promise<void> => {
+  const data: ParkingDecisionData = {
+    projection: parked.projection,
+    position: parked.position,
+    eventId: parked.eventId,
+    eventType: parked.eventType,
+    error: parked.error,
+  };
+  await eventStore.appendToStream(
+    parkingStream(parked.tenantId, parked.projection),
+    [
+      {
+        id: randomUUID(),
+        type,
+        data,
+        metadata: {
+          tenantId: parked.tenantId,
+          actor,
+          correlationId: randomUUID(),
+          causationId: parked.eventId,
+          occurredAt: now.toISOString(),
+          schemaVersion: schemaVersionOf(type),
+        },
+      },
+    ],
+    'any',
+  );
+};
+
+/**
+ * Parks an event of a live projection. The decision is recorded only when the event was not parked
+ * already (parked again, its record just takes the new error), and before the record is kept: a crash in
+ * between records it twice, never not at all.
+ */
+export const parkAndRecord = async (
+  deps: { eventStore: EventStore; readModels: ReadModelStore },
+  parked: ParkedProjectionEvent,
+  actor: ParkingActor,
+): Promise<void> => {
+  const already = (await deps.readModels.listParked(parked.projection)).some(
+    (p) => p.position === parked.position,
+  );
+  if (!already) await recordDecision(deps.eventStore, 'ProjectionEventParked', parked, actor);
+  await deps.readModels.parkEvent(parked);
+};
