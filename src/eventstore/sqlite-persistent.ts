@@ -11,6 +11,7 @@ import type {
 import { canSkip, stopLatch, type StopLatch } from './append-signal.js';
 import { yieldToEventLoop, type LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
+import { isStoreFailure } from '../readmodels/parking.js';
 
 /**
  * Consumer groups for the embedded store, kept in the store's own tables: the group's checkpoint, the
@@ -52,10 +53,16 @@ type PersistentPart = Pick<
   'ensurePersistentSubscription' | 'subscribePersistent' | 'listParked' | 'replayParked'
 >;
 
+/**
+ * A throwing handler is a nack(retry). But a store that fails under it (a full disk) is no fault of the
+ * event: the consumer fails instead, and its supervisor starts it again from the checkpoint once the store
+ * answers, rather than burning the event's retries down to a park.
+ */
 const safely = async (handler: PersistentHandler, event: RecordedEvent, retryCount: number) => {
   try {
     return await handler({ event, retryCount });
   } catch (error) {
+    if (isStoreFailure(error)) throw error;
     return { kind: 'nack', action: 'retry', reason: (error as Error).message } satisfies ConsumerOutcome;
   }
 };

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { startService, type Service } from '../../src/service.js';
+import { startService, type Service, type ServiceOptions } from '../../src/service.js';
 import type { Stores } from '../../src/stores.js';
 import { tempDir } from './adapters.js';
 
@@ -24,7 +24,7 @@ export interface TestServer {
  */
 export const startTestServer = async (
   env: Record<string, string> = {},
-  { dataDir }: { dataDir?: string } = {},
+  { dataDir, options }: { dataDir?: string; options?: ServiceOptions } = {},
 ): Promise<TestServer> => {
   const { dir, remove } = dataDir ? { dir: dataDir, remove: () => undefined } : tempDir();
   // Timeouts are checked this often: tests of HTTP_HEADERS_TIMEOUT / HTTP_REQUEST_TIMEOUT use short ones.
@@ -42,7 +42,7 @@ export const startTestServer = async (
   server.headersTimeout = config.http.headersTimeoutMs;
   server.requestTimeout = config.http.requestTimeoutMs;
   server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
-  const service = await startService(config, pino({ level: 'silent' }));
+  const service = await startService(config, pino({ level: 'silent' }), options);
   const handle = service.app.callback();
   server.on('request', (req, res) => void handle(req, res));
   return {
