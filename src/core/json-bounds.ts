@@ -36,26 +36,50 @@ const quote = 0x22;
 const backslash = 0x5c;
 
 /**
- * Whether JSON text nests deeper than `limit` objects and arrays, found by one scan of the characters
- * (brackets inside strings, escaped quotes included, do not count). Stops at the first level past the
- * limit. The text need not be valid JSON: the parser judges that afterwards.
+ * Where JSON text nests deeper than `limit` objects and arrays, found by one scan of the characters
+ * (brackets inside strings, escaped quotes included, do not count), or undefined when it does not. Stops at
+ * the first level past the limit, and names the member of the outer object it is in (`field`, '' when there
+ * is none), so that a refusal can name the field. The text need not be valid JSON: the parser judges that.
  */
-export const nestsDeeperThan = (text: string, limit: number): boolean => {
+export const depthExceeded = (text: string, limit: number): { field: string } | undefined => {
   let depth = 0;
   let inString = false;
+  let stringStart = 0;
+  let outerIsObject = false;
+  // The last string closed directly in the outer object, and the one before the container being entered.
+  let lastOuterString: [number, number] | undefined;
+  let field: [number, number] | undefined;
   for (let index = 0; index < text.length; index++) {
     const code = text.charCodeAt(index);
     if (inString) {
       if (code === backslash)
         index++; // the escaped character, whatever it is
-      else if (code === quote) inString = false;
-    } else if (code === quote) inString = true;
-    else if (code === openBrace || code === openBracket) {
+      else if (code === quote) {
+        inString = false;
+        if (depth === 1) lastOuterString = [stringStart, index + 1];
+      }
+    } else if (code === quote) {
+      inString = true;
+      stringStart = index;
+    } else if (code === openBrace || code === openBracket) {
+      if (depth === 0) outerIsObject = code === openBrace;
+      if (depth === 1) field = outerIsObject ? lastOuterString : undefined;
       depth++;
-      if (depth > limit) return true;
+      if (depth > limit) return { field: field ? fieldName(text.slice(field[0], field[1])) : '' };
     } else if ((code === closeBrace || code === closeBracket) && depth > 0) depth--;
   }
-  return false;
+  return undefined;
+};
+
+/** A member name as JSON text, decoded; '' when it is not a short, valid string. */
+const fieldName = (token: string): string => {
+  if (token.length > 258) return '';
+  try {
+    const name = JSON.parse(token) as unknown;
+    return typeof name === 'string' ? name : '';
+  } catch {
+    return '';
+  }
 };
 
 const isObject = (value: unknown): value is Record<string, unknown> =>

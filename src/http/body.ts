@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { UnsupportedMediaTypeError, ValidationError } from '../core/errors.js';
-import { maxBodyDepth, nestsDeeperThan } from '../core/json-bounds.js';
+import { depthExceeded, maxBodyDepth } from '../core/json-bounds.js';
 
 /** The error raw-body throws for a body over the limit: problem.ts answers it with 413. */
 const tooLarge = (length: number, limit: number) =>
@@ -68,9 +68,10 @@ export const readJsonBody = async (
           encoding: 'utf-8',
         })
       : utf8.decode(withinLimit(buffered, limit));
-  if (nestsDeeperThan(text, maxBodyDepth)) {
+  const tooDeep = depthExceeded(text, maxBodyDepth);
+  if (tooDeep) {
     throw new ValidationError([
-      { path: '', message: `must not nest objects and arrays more than ${maxBodyDepth} levels deep` },
+      { path: tooDeep.field, message: `is nested more than ${maxBodyDepth} levels deep` },
     ]);
   }
   try {

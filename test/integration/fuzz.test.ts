@@ -10,6 +10,7 @@ import {
   openApiValidator,
   type OpenApiValidator,
 } from '../support/openapi.js';
+import { sendRaw } from '../support/raw-request.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { invalidObject, junkBody, validValue, type ArbitraryOptions } from '../support/schema-arbitrary.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
@@ -68,6 +69,20 @@ const junkContentTypes = [
   'application/x-www-form-urlencoded',
   'image/gif',
 ];
+
+/**
+ * JSON nested 1,000 and 100,000 levels deep, built as text (nothing recursive on the sending side): bare
+ * arrays, objects, and a deep value in a field of an otherwise plausible body. Every answer is 400 or 413,
+ * never a stack overflow: the service measures the depth before it parses (src/core/json-bounds.ts).
+ */
+const deepArray = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+const deepObject = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+const deepBodies = [1000, 100_000].flatMap((depth) => [
+  { depth, body: deepArray(depth) },
+  { depth, body: deepObject(depth) },
+  { depth, body: `{"observedAt":"2026-05-01T09:30:00Z","attributes":${deepObject(depth)}}` },
+  { depth, body: `{"name":${deepArray(depth)},"scopes":["admin"]}` },
+]);
 
 describe('fuzzing every operation of the OpenAPI document', function () {
   this.timeout(Math.max(120_000, runsPerOperation * 4000));
@@ -394,6 +409,16 @@ describe('fuzzing every operation of the OpenAPI document', function () {
                 })),
               },
               { weight: 1, arbitrary: junkBody().map((body) => ({ body, ok: false })) },
+              ...(form
+                ? []
+                : [
+                    {
+                      weight: 1,
+                      arbitrary: fc
+                        .constantFrom(...deepBodies.filter(({ depth }) => depth === 1000))
+                        .map(({ body }) => ({ body, ok: false })),
+                    },
+                  ]),
               {
                 weight: 1,
                 arbitrary: fc.constant({ body: `{"notes":"${'x'.repeat(70 * 1024)}"}`, ok: false }),
@@ -467,6 +492,39 @@ describe('fuzzing every operation of the OpenAPI document', function () {
       ).to.deep.equal([]);
     }
   };
+
+  it('answers JSON nested 1,000 and 100,000 levels deep with 400 or 413 on every operation that takes JSON', async () => {
+    const contentOf = (operation: Obj) =>
+      operation.requestBody ? Object.keys(deref(doc, operation.requestBody as Obj).content as Obj) : [];
+    const withJson = all().filter(({ operation }) =>
+      contentOf(operation).some((type) => type.includes('json')),
+    );
+    expect(withJson.length).to.be.greaterThan(10);
+    for (const { method, path, operation } of withJson) {
+      const content = contentOf(operation);
+      const platformOnly = operation['x-platform-key'] === 'required';
+      const isPublic = Array.isArray(operation.security) && operation.security.length === 0;
+      const filled = path.replace(/\{(\w+)\}/g, (_, name: string) =>
+        encodeURIComponent(fixtureFor(path, name)),
+      );
+      for (const contentType of content.filter((type) => type.includes('json'))) {
+        for (const { depth, body } of deepBodies) {
+          const headers: Record<string, string> = {
+            'content-type': contentType,
+            ...(isPublic ? {} : { 'X-API-Key': platformOnly ? server.platformAdminKey : adminKey }),
+          };
+          const result = {
+            method,
+            path,
+            ...(await sendRaw(`${server.url}${filled}`, method, headers, body)),
+          };
+          const what = `${method} ${path} as ${contentType}, ${depth} deep: ${result.status} ${result.text.slice(0, 300)}`;
+          expect([400, 413], what).to.include(result.status);
+          expect(v.checkResponse(result), what).to.deep.equal([]);
+        }
+      }
+    }
+  });
 
   // Destructive operations last, so the others keep finding their resources.
   const destructive = (method: string, path: string) => method === 'DELETE' || path.endsWith('/disable');

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ValidationError } from '../../src/core/errors.js';
-import { boundsProblem, freeFormBounds, nestsDeeperThan } from '../../src/core/json-bounds.js';
+import { boundsProblem, depthExceeded, freeFormBounds } from '../../src/core/json-bounds.js';
 import { mergePatch } from '../../src/core/merge-patch.js';
 import { decodeOrThrow } from '../../src/http/codec.js';
 import { CreateObservationBody, PatchObservationBody } from '../../src/observations/codecs.js';
@@ -23,6 +23,8 @@ const errorsOf = (run: () => unknown) => {
   }
   throw new Error('expected a validation error');
 };
+
+const nestsDeeperThan = (text: string, limit: number) => depthExceeded(text, limit) !== undefined;
 
 describe('the depth scan of JSON text', () => {
   it('counts the nesting of objects and arrays', () => {
@@ -49,6 +51,16 @@ describe('the depth scan of JSON text', () => {
   it('does not count closing brackets ahead of opening ones as room for more', () => {
     // Invalid JSON, for the parser to refuse; the scan must not let it hide depth.
     expect(nestsDeeperThan(`]]]]${'['.repeat(10)}`, 8)).to.equal(true);
+  });
+
+  it('names the member of the outer object that nests too deep', () => {
+    expect(depthExceeded('{"a": "x", "b": 1, "attributes": {"c": [[]]}, "d": {}}', 3)).to.deep.equal({
+      field: 'attributes',
+    });
+    expect(depthExceeded(String.raw`{"a\"[": {"b": [[]]}}`, 3)).to.deep.equal({ field: 'a"[' });
+    expect(depthExceeded('{"a": {"b": "c", "d": {"e": {}}}}', 3)).to.deep.equal({ field: 'a' });
+    expect(depthExceeded('[{"a": [[]]}]', 3)).to.deep.equal({ field: '' });
+    expect(depthExceeded('{"a": [[]]}', 3)).to.equal(undefined);
   });
 
   it('measures 100,000 levels without recursion, and stops at the limit', () => {
