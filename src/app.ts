@@ -8,12 +8,12 @@ import type { FailureLimiter } from './auth/rate-limit.js';
 import type { Revocations } from './auth/revocations.js';
 import type { Keyring } from './auth/signing-keys.js';
 import type { TokenSettings } from './auth/tokens.js';
-import { UnavailableError } from './core/errors.js';
 import type { Clock, IdGenerator } from './core/ids.js';
 import { credentialsApi } from './credentials/api.js';
 import type { EventStore } from './eventstore/port.js';
 import type { CursorCodec } from './http/cursor.js';
 import { problemMiddleware } from './http/problem.js';
+import { healthApi, storeFailures, type HealthSources } from './http/health.js';
 import { requestContext } from './http/request-context.js';
 import { cors } from './http/cors.js';
 import { idempotency } from './http/idempotency.js';
@@ -72,6 +72,8 @@ export interface AppDeps {
     maxSubscriptions: number;
     secretKey: string;
   };
+  /** What readiness reports besides the stores: the consumers, the drain, the storage (src/http/health.ts). */
+  health: HealthSources;
 }
 
 const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
@@ -87,15 +89,10 @@ export const createApp = (deps: AppDeps): Koa => {
   app.silent = true;
 
   const root = new Router();
-  root.get('/health', async (ctx) => {
-    try {
-      await Promise.all([deps.eventStore.ping(), deps.readModels.ping(), deps.blobs.ping()]);
-    } catch (error) {
-      (ctx.state.logger as Logger).warn({ err: error }, 'health check failed');
-      throw new UnavailableError('A store does not answer', 5);
-    }
-    ctx.body = { status: 'ok' };
-  });
+  // Writes refused for a full or read-only store, from the problem middleware to readiness.
+  const failures = deps.health.storeFailures ?? storeFailures();
+  const onStoreFailure = (error: Parameters<typeof failures.record>[0]) => failures.record(error);
+  root.use(healthApi({ ...deps, health: { ...deps.health, storeFailures: failures } }).routes());
   root.param('tenantId', (id, ctx, next) => {
     if (!tenantIdPattern.test(id)) {
       ctx.status = 404;
@@ -127,7 +124,7 @@ export const createApp = (deps: AppDeps): Koa => {
   // problem middleware renders. The inner one renders route errors before idempotency keeps the response.
   app.use(securityHeaders({ strictTransportSecurity: deps.http.https }));
   app.use(cors(deps.http.corsOrigins));
-  app.use(problemMiddleware(deps.logger));
+  app.use(problemMiddleware(deps.logger, { onStoreFailure }));
   if (deps.http.rateLimit) {
     app.use(rateLimit({ policy: deps.http.rateLimit, auth: deps.auth, clock: deps.clock }));
   }
@@ -141,7 +138,7 @@ export const createApp = (deps: AppDeps): Koa => {
       maxBodyBytes: Math.max(deps.bodyLimit, deps.mediaMaxBytes),
     }),
   );
-  app.use(problemMiddleware(deps.logger));
+  app.use(problemMiddleware(deps.logger, { onStoreFailure }));
   app.use(root.routes());
   app.use(root.allowedMethods());
   return app;

@@ -1,16 +1,31 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
+import { constants } from 'node:os';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from './config.js';
 import { startService } from './service.js';
 
-/** Starts the service from the environment, and stops it cleanly on SIGINT or SIGTERM. */
+/**
+ * Starts the service from the environment. On SIGTERM or SIGINT it shuts down in order, within
+ * SHUTDOWN_TIMEOUT (docs/operations.md#shutdown): readiness turns 503 and no new side effect starts; the
+ * listener stops accepting; requests in flight finish, each answered with `Connection: close`; webhook
+ * attempts and CV runs still in flight at the deadline are cut and left for a retry; the stores close; exit 0.
+ * A second signal exits at once.
+ */
 const main = async (): Promise<void> => {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel });
   const service = await startService(config, logger);
-  // Slow clients are cut off: headers, then the whole request, must arrive in time; idle connections close.
   const handle = service.app.callback();
-  const server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => void handle(req, res));
+  /** Responses not yet finished: a drain asks their clients to close the connection. */
+  const inFlight = new Set<ServerResponse>();
+  let draining = false;
+  // Slow clients are cut off: headers, then the whole request, must arrive in time; idle connections close.
+  const server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+    if (draining) res.setHeader('Connection', 'close');
+    void handle(req, res);
+  });
   server.headersTimeout = config.http.headersTimeoutMs;
   server.requestTimeout = config.http.requestTimeoutMs;
   server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
@@ -19,6 +34,7 @@ const main = async (): Promise<void> => {
       {
         port: config.port,
         host: config.host,
+        role: config.role,
         eventStore: service.stores.eventStore.kind,
         readModels: service.stores.readModels.kind,
       },
@@ -26,14 +42,55 @@ const main = async (): Promise<void> => {
     );
   });
 
-  const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down');
-    server.close();
+  /** Resolves once every connection has ended, or at the deadline, when the rest are cut. */
+  const drainHttp = async (deadline: number): Promise<void> => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+    // A keep-alive connection whose response was sent before the drain is idle now, or will be soon.
     server.closeIdleConnections();
-    void service.stop().then(() => process.exit(0));
+    const sweep = setInterval(() => server.closeIdleConnections(), 100);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
+    });
+    if ((await Promise.race([closed, late])) === 'late') {
+      logger.warn({ requests: inFlight.size }, 'requests still in flight at the shutdown deadline; cut');
+      server.closeAllConnections();
+      await closed;
+    }
+    clearTimeout(timer);
+    clearInterval(sweep);
   };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+
+  const shutdown = async (signal: NodeJS.Signals) => {
+    const started = Date.now();
+    const deadline = started + config.shutdownTimeoutMs;
+    logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down: draining');
+    draining = true;
+    service.beginDrain({ deadlineMs: config.shutdownTimeoutMs });
+    await drainHttp(deadline);
+    logger.info({ ms: Date.now() - started }, 'requests drained; stopping the consumers');
+    await service.stop({ deadlineMs: Math.max(0, deadline - Date.now()) });
+    logger.info({ ms: Date.now() - started }, 'stopped');
+    process.exit(0);
+  };
+  let firstSignalAt = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    // Ctrl-C under `npm start` reaches the service twice at once (from the terminal, and forwarded by npm):
+    // only a signal sent later counts as the second one.
+    if (draining && Date.now() - firstSignalAt < 1000) return;
+    if (draining) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(128 + constants.signals[signal]);
+    }
+    firstSignalAt = Date.now();
+    shutdown(signal).catch((error: unknown) => {
+      logger.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
 };
 
 main().catch((error: unknown) => {

@@ -98,6 +98,49 @@ export class UnavailableError extends DomainError {
   }
 }
 
+/**
+ * A store refused a write because its disk is full or it is read-only (SQLITE_FULL, SQLITE_READONLY,
+ * ENOSPC, EROFS). Nothing was written; the same request succeeds once space is back, without a restart.
+ */
+export class StoreUnavailableError extends DomainError {
+  readonly status = 503;
+  readonly slug = 'store-unavailable';
+  readonly title = 'The service cannot store data right now';
+  constructor(
+    /** The store's own code, e.g. SQLITE_FULL or ENOSPC. */
+    readonly code: string,
+    readonly retryAfterSeconds = 10,
+  ) {
+    super(
+      /FULL|ENOSPC|EDQUOT/.test(code)
+        ? `The storage is full (${code}); retry later`
+        : `The storage is read-only (${code}); retry later`,
+    );
+  }
+  override get headers(): Record<string, string> {
+    return { 'Retry-After': String(this.retryAfterSeconds) };
+  }
+
+  /** The error as a StoreUnavailableError when a store failed for lack of space or write access; else null. */
+  static from(error: unknown): StoreUnavailableError | null {
+    if (error instanceof StoreUnavailableError) return error;
+    if (typeof error !== 'object' || error === null) return null;
+    const code = (error as { code?: unknown }).code;
+    if (typeof code !== 'string') return null;
+    // better-sqlite3's SqliteError codes (extended ones such as SQLITE_READONLY_DBMOVED), and Node's errnos.
+    if (/^SQLITE_(FULL|READONLY)/.test(code) || /^(ENOSPC|EROFS|EDQUOT)$/.test(code)) {
+      return new StoreUnavailableError(code);
+    }
+    // SQLite reports most write failures of a full disk as SQLITE_FULL; the I/O errors it may give instead
+    // (a failed write or fsync of the WAL) say nothing about the cause, so they count only with ENOSPC.
+    const message = String((error as Error).message);
+    if (code.startsWith('SQLITE_IOERR') && /ENOSPC|no space|disk is full/i.test(message)) {
+      return new StoreUnavailableError(code);
+    }
+    return null;
+  }
+}
+
 /** Missing, malformed, invalid, expired or revoked credentials. Never says which. */
 export class UnauthorizedError extends DomainError {
   readonly status = 401;

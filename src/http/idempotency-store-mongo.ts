@@ -134,6 +134,9 @@ export const openMongoIdempotencyStore = async (
     release: async ({ scope, key }, token) => {
       await orUnavailable(keys.deleteOne({ scope, key, token, state: 'pending' }));
     },
+    ping: async () => {
+      await orUnavailable(client.db(databaseName(url)).command({ ping: 1 }));
+    },
     close: () => client.close(),
   };
 };

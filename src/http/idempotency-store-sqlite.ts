@@ -107,6 +107,10 @@ export const openSqliteIdempotencyStore = (file: string): IdempotencyStore => {
       releaseClaim.run(scope, key, token);
       return Promise.resolve();
     },
+    ping: () => {
+      db.prepare('SELECT 1').get();
+      return Promise.resolve();
+    },
     close: () => {
       db.close();
       return Promise.resolve();

@@ -49,5 +49,7 @@ export interface IdempotencyStore {
   complete(id: IdempotencyId, token: string, record: CompletedRecord, expiresAt: number): Promise<boolean>;
   /** Gives the key up, when it is still the caller's pending claim: the next request with it runs afresh. */
   release(id: IdempotencyId, token: string): Promise<void>;
+  /** Resolves when the backend answers (readiness); rejects otherwise. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
 import type { FieldError } from '../core/errors.js';
-import { DomainError } from '../core/errors.js';
+import { DomainError, StoreUnavailableError } from '../core/errors.js';
 
 /** An RFC 9457 problem document. `type` is relative to the service and documented in docs/errors.md. */
 export interface Problem {
@@ -49,8 +49,13 @@ const fromTransportError = (error: {
   }
 };
 
-export const toProblem = (error: unknown): Problem | null => {
-  if (error instanceof DomainError) {
+/** Typed errors as they are, and a store's "disk full" or "read-only" as StoreUnavailableError. */
+const asDomainError = (error: unknown): DomainError | null =>
+  error instanceof DomainError ? error : StoreUnavailableError.from(error);
+
+export const toProblem = (raw: unknown): Problem | null => {
+  const error = asDomainError(raw);
+  if (error) {
     return {
       type: typeFor(error.slug),
       title: error.title,
@@ -59,16 +64,20 @@ export const toProblem = (error: unknown): Problem | null => {
       ...error.extensions,
     };
   }
-  return typeof error === 'object' && error !== null ? fromTransportError(error) : null;
+  return typeof raw === 'object' && raw !== null ? fromTransportError(raw) : null;
 };
 
 /**
  * The one place errors become HTTP. Typed errors map to their status; anything unexpected is logged with
  * its stack and answered as a bare 500 that reveals nothing internal. Responses the router left empty
- * (no route, wrong method) become problems too.
+ * (no route, wrong method) become problems too. A store that is full or read-only is a 503 with
+ * Retry-After, logged, and reported to `onStoreFailure` (readiness shows it).
  */
 export const problemMiddleware =
-  (logger: Logger): Middleware =>
+  (
+    logger: Logger,
+    { onStoreFailure }: { onStoreFailure?: (error: StoreUnavailableError) => void } = {},
+  ): Middleware =>
   async (ctx, next) => {
     let problem: Problem | null = null;
     try {
@@ -83,6 +92,14 @@ export const problemMiddleware =
       }
     } catch (error) {
       problem = toProblem(error);
+      const domain = asDomainError(error);
+      if (domain instanceof StoreUnavailableError) {
+        ((ctx.state.logger as Logger | undefined) ?? logger).error(
+          { err: error, code: domain.code },
+          'a store refused a write',
+        );
+        onStoreFailure?.(domain);
+      }
       if (!problem) {
         ((ctx.state.logger as Logger | undefined) ?? logger).error({ err: error }, 'unhandled error');
         problem = generic(
@@ -91,7 +108,7 @@ export const problemMiddleware =
           'An unexpected error occurred; quote the request id when reporting it',
         );
       }
-      if (error instanceof DomainError) ctx.set(error.headers);
+      if (domain) ctx.set(domain.headers);
     }
     if (problem) {
       ctx.status = problem.status;

@@ -24,6 +24,7 @@ export type DeliveryEvent =
   | DomainEvent<'DeliveryScheduled', Identity & { payload: ExternalEvent; dueAt: string }>
   | DomainEvent<'DeliveryAttemptClaimed', { deliveryId: string; attempt: number; claimedBy: string }>
   | DomainEvent<'DeliveryAttempted', Identity & Outcome & { attempt: number; nextAttemptAt: string | null }>
+  | DomainEvent<'DeliveryAttemptInterrupted', { deliveryId: string; attempt: number; reason: string }>
   | DomainEvent<'DeliverySucceeded', { deliveryId: string; attempt: number }>
   | DomainEvent<'DeliveryRetriesExhausted', { deliveryId: string; webhookId: string; attempts: number }>
   | DomainEvent<'DeliveryCancelled', { deliveryId: string; reason: string }>
@@ -34,6 +35,7 @@ export const deliveryEventTypes: readonly DeliveryEvent['type'][] = [
   'DeliveryScheduled',
   'DeliveryAttemptClaimed',
   'DeliveryAttempted',
+  'DeliveryAttemptInterrupted',
   'DeliverySucceeded',
   'DeliveryRetriesExhausted',
   'DeliveryCancelled',
@@ -62,6 +64,7 @@ export type DeliveryCommand =
   | { type: 'Schedule'; identity: Identity; payload: ExternalEvent; now: Date }
   | { type: 'Claim'; now: Date; claimTimeoutMs: number; claimedBy: string }
   | { type: 'RecordOutcome'; outcome: Outcome; now: Date; retryDelaysMs: readonly number[] }
+  | { type: 'Release'; reason: string }
   | { type: 'Cancel'; reason: string }
   | { type: 'Redeliver' }
   | { type: 'Resume' };
@@ -130,6 +133,18 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
         { type: 'DeliveryRetriesExhausted', data: { deliveryId, webhookId, attempts: attempt } },
       ];
     }
+    case 'Release': {
+      // The attempt was cut by a shutdown, not failed by the receiver: it is due again at once and does not
+      // count, so it neither uses up a retry nor can disable the subscription.
+      const delivery = present(state);
+      if (delivery.status !== 'claimed') return [];
+      return [
+        {
+          type: 'DeliveryAttemptInterrupted',
+          data: { deliveryId: delivery.deliveryId, attempt: delivery.attempts + 1, reason: command.reason },
+        },
+      ];
+    }
     case 'Cancel': {
       const delivery = present(state);
       return delivery.status === 'succeeded' || delivery.status === 'cancelled'
@@ -196,6 +211,11 @@ const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] =
           status: event.data.nextAttemptAt ? 'scheduled' : event.data.ok ? 'succeeded' : 'failed',
           dueAt: event.data.nextAttemptAt,
         },
+      };
+    case 'DeliveryAttemptInterrupted':
+      return {
+        status: 'present',
+        delivery: { ...delivery, status: 'scheduled', claimedAt: null, dueAt: at },
       };
     case 'DeliverySucceeded':
       return { status: 'present', delivery: { ...delivery, status: 'succeeded' } };

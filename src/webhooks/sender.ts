@@ -11,6 +11,11 @@ export interface SenderSettings {
 
 export class ForbiddenAddressError extends Error {}
 
+/** The caller cut the attempt (a shutdown past its deadline): there is no outcome to record. */
+export class AttemptAbortedError extends Error {
+  override readonly name = 'AttemptAbortedError';
+}
+
 type LookupCallback = (
   error: NodeJS.ErrnoException | null,
   address: string | LookupAddress[],
@@ -53,7 +58,17 @@ export const webhookSender = (settings: SenderSettings) => {
     connections: 16,
   });
 
-  const send = async (url: string, body: string, headers: Record<string, string>): Promise<Outcome> => {
+  /**
+   * One POST. `signal` cuts it short (the worker stopping at its deadline): then it rejects with
+   * AttemptAbortedError instead of answering an outcome, because the receiver did not fail.
+   */
+  const send = async (
+    url: string,
+    body: string,
+    headers: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<Outcome> => {
+    if (signal?.aborted) throw new AttemptAbortedError('the attempt was cut before it started');
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     try {
@@ -70,7 +85,9 @@ export const webhookSender = (settings: SenderSettings) => {
           ...headers,
         },
         dispatcher: agent,
-        signal: AbortSignal.timeout(settings.timeoutMs),
+        signal: signal
+          ? AbortSignal.any([signal, AbortSignal.timeout(settings.timeoutMs)])
+          : AbortSignal.timeout(settings.timeoutMs),
       });
       // Read a little of the answer, so the connection can be reused, but never wait for a large body.
       await response.body.dump({ limit: 64 * 1024 });
@@ -82,6 +99,9 @@ export const webhookSender = (settings: SenderSettings) => {
         error: ok ? null : `HTTP ${response.statusCode}`,
       };
     } catch (error) {
+      if (signal?.aborted) {
+        throw new AttemptAbortedError(`the attempt was cut after ${elapsed()} ms: the service is stopping`);
+      }
       const name = (error as Error).name;
       const message =
         name === 'TimeoutError' ||
