@@ -215,6 +215,9 @@ export const openSqliteEventStore = (
     try {
       return append(request.streamName, request.events, request.expectedVersion);
     } catch (error) {
+      // A full disk or an I/O error may have rolled the whole batch back: then nothing of it is written, and
+      // every append after this one would commit on its own. The batch fails as one.
+      if (!db.inTransaction) throw error;
       if (!isUniqueViolation(error)) return error instanceof Error ? error : new Error(String(error));
       // The same event id twice, or (from another process) the same stream version.
       return error.message.includes('event_id')
