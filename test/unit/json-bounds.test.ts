@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { ValidationError } from '../../src/core/errors.js';
 import { boundsProblem, depthExceeded, freeFormBounds } from '../../src/core/json-bounds.js';
+import { parseInferReply } from '../../src/cv/models/remote.js';
+import { CvModelError } from '../../src/cv/models/port.js';
 import { mergePatch } from '../../src/core/merge-patch.js';
 import { decodeOrThrow } from '../../src/http/codec.js';
 import { CreateObservationBody, PatchObservationBody } from '../../src/observations/codecs.js';
@@ -133,5 +135,42 @@ describe('a merge patch', () => {
     expect(Object.keys(merged).sort()).to.deep.equal(['__proto__', 'a', 'b']);
     expect(JSON.stringify(merged)).to.equal('{"b":2,"__proto__":{"polluted":true},"a":1}');
     expect(({} as Record<string, unknown>).polluted).to.equal(undefined);
+  });
+});
+
+describe("a remote CV model's result", () => {
+  const reply = (detections: string, summary: string) => ({
+    outputs: [
+      { name: 'detections', datatype: 'BYTES', shape: [1], data: [detections] },
+      { name: 'summary', datatype: 'BYTES', shape: [1], data: [summary] },
+    ],
+  });
+  const failure = (run: () => unknown) => {
+    try {
+      run();
+    } catch (error) {
+      if (error instanceof CvModelError) return error;
+      throw error;
+    }
+    throw new Error('expected the reply to be refused');
+  };
+  const box = '"label":"fox","confidence":0.9,"bbox":{"x":0,"y":0,"width":1,"height":1}';
+
+  it('is refused as model_reply_invalid when its summary is nested too deep, at any depth', () => {
+    for (const depth of [33, 1000, 100_000]) {
+      const error = failure(() =>
+        parseInferReply(reply('[]', `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`)),
+      );
+      expect(error.code).to.equal('model_reply_invalid');
+      expect(error.message).to.match(/^summary must be nested at most 32 levels deep/);
+    }
+    expect(parseInferReply(reply('[]', JSON.stringify(nested(32)))).summary).to.deep.equal(nested(32));
+  });
+
+  it('is refused when a detection carries fields beyond the bounds', () => {
+    const error = failure(() =>
+      parseInferReply(reply(`[{${box},"extra":${JSON.stringify(nested(40))}}]`, '{}')),
+    );
+    expect(error.message).to.match(/^detections\.0 must be nested at most 32 levels deep/);
   });
 });
