@@ -5,6 +5,8 @@ import { runHttp, type HttpResults } from './http.js';
 import { millionCatchUp, type MillionResults } from './million.js';
 import { cleanupSync } from './processes.js';
 import { loadAverage, machine, source, writeReports, type Results } from './report.js';
+import { runSoak, type SoakResults } from './soak.js';
+import { soakText, writeSoakReports } from './soak-report.js';
 import { summary, targetChecks } from './summary.js';
 import { appendThroughput, catchUpSpeed, type AppendResults, type CatchUpResults } from './store.js';
 import { runWebhooks, type WebhookResults } from './webhooks.js';
@@ -12,8 +14,10 @@ import { runWebhooks, type WebhookResults } from './webhooks.js';
 /**
  * `npm run bench`: every phase in one run, each against its own baseline, then the ratios against their
  * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,append,catchup,
- * million,auth,webhooks,cv,rebuild (all by default) runs a subset while developing, and only a full run
- * rewrites docs/bench/latest.json and docs/benchmarks.md.
+ * million,auth,webhooks,cv,rebuild,soak (all by default), or the same names as arguments
+ * (`npm run bench -- soak`), runs a subset, and only a full run rewrites docs/bench/latest.json and
+ * docs/benchmarks.md. The endurance phase (`soak`) writes its own docs/bench/soak.json and its part of
+ * docs/benchmarks.md when it ran for its full length (see bench/soak-report.ts).
  */
 
 const numberFromEnv = (name: string, fallback: number): number => {
@@ -38,9 +42,27 @@ const settings = {
   webhookLatencySamples: numberFromEnv('BENCH_WEBHOOK_SAMPLES', 200),
   cvJobs: numberFromEnv('BENCH_CV_JOBS', 300),
   cvLatencySamples: numberFromEnv('BENCH_CV_SAMPLES', 100),
+  soakS: numberFromEnv('BENCH_SOAK_S', 600),
+  soakRate: numberFromEnv('BENCH_SOAK_RATE', 40),
+  soakTenants: numberFromEnv('BENCH_SOAK_TENANTS', 4),
+  soakDrainS: numberFromEnv('BENCH_SOAK_DRAIN_S', 60),
 };
-const allPhases = ['http', 'append', 'catchup', 'million', 'auth', 'webhooks', 'cv', 'rebuild'] as const;
-const phases = new Set((process.env.BENCH_PHASES ?? allPhases.join(',')).split(',').map((p) => p.trim()));
+const allPhases = [
+  'http',
+  'append',
+  'catchup',
+  'million',
+  'auth',
+  'webhooks',
+  'cv',
+  'rebuild',
+  'soak',
+] as const;
+const requested = process.argv.slice(2).join(',') || process.env.BENCH_PHASES || allPhases.join(',');
+const phases = new Set(requested.split(',').map((p) => p.trim()));
+for (const name of phases)
+  if (!(allPhases as readonly string[]).includes(name))
+    throw new Error(`unknown bench phase ${name}: choose from ${allPhases.join(', ')}`);
 
 const log = (message: string) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
@@ -85,8 +107,24 @@ const main = async (): Promise<void> => {
     rebuildPhase(settings.millionEvents, settings.eventsPerStream),
   );
 
+  const loadBeforeSoak = loadAverage();
+  const soak: SoakResults | null = await phase('soak', () =>
+    runSoak({
+      durationS: settings.soakS,
+      rate: settings.soakRate,
+      tenants: settings.soakTenants,
+      sampleS: 10,
+      drainS: settings.soakDrainS,
+    }),
+  );
+  if (soak) {
+    console.log(`\n${soakText(soak)}\n`);
+    const report = { ...soak, machine: machine(loadBeforeSoak), source: measured };
+    for (const file of await writeSoakReports(report)) log(`wrote ${file}`);
+  }
+
   const parts = { http, append, catchUp, million, auth, webhooks, cv, rebuild };
-  const checks = targetChecks(parts);
+  const checks = [...targetChecks(parts), ...(soak?.checks ?? [])];
   console.log(`\n${summary(parts, checks)}\n`);
 
   const totalSeconds = (performance.now() - started) / 1000;
