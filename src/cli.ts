@@ -4,7 +4,7 @@ import { tenantsProjection } from '../projections/tenants.js';
 import { readKeys, retireKey, rotateKeys } from './auth/signing-keys.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { newId } from './core/ids.js';
-import { ValidationError } from './core/errors.js';
+import { NotFoundError, ValidationError } from './core/errors.js';
 import { CreateTenantBody } from './credentials/codecs.js';
 import { decodeOrThrow } from './http/codec.js';
 import { platformPartition } from './readmodels/aggregate-projection.js';
@@ -21,6 +21,7 @@ import { projectionRunner } from './readmodels/runner.js';
 import { findExport, findProjection, projections, type RegisteredProjection } from '../projections/index.js';
 import { exportReadModel } from './readmodels/export.js';
 import { progressReporter } from './readmodels/progress.js';
+import { findParked, retryParked, skipParked } from './readmodels/parked-commands.js';
 import {
   BuildInputError,
   buildCheckpoint,
@@ -53,7 +54,10 @@ Commands:
                                                   print the history, or an aggregate's state at that point
   audit digest --tenant <id>                      record a digest of the stream heads now
   projections rebuild [name ...] [--tenant <id>]  rebuild read models beside the live ones, then swap them in
-  projections status                              checkpoints, lag and last errors of the read models
+  projections status                              checkpoints, lag, last errors and parked events of the read models
+  projections parked retry <name> [--position <n>]
+                                                  apply parked events again; those that now apply leave the list
+  projections parked skip <name> --position <n>   drop a parked event on purpose
   projections build <name> --until <time|position> --into <snapshot>
                                                   build a read model as of then, beside the live one
   projections drop <snapshot>                     remove a snapshot
@@ -171,6 +175,32 @@ const table = (rows: string[][]): string => {
       row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  '),
     )
     .join('\n');
+};
+
+/** `<name> [--position <n>]` of the parked commands. */
+const parkedArgs = (args: string[], positionRequired: boolean) => {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { position: { type: 'string' } },
+  });
+  if (positionals.length !== 1) throw new UsageError(`Name one projection: ${projectionNames()}`);
+  const { projection } = knownProjection(positionals[0]!);
+  if (values.position === undefined && positionRequired) throw new UsageError('--position <n> is required');
+  if (values.position !== undefined && !/^[1-9]\d{0,15}$/.test(values.position)) {
+    throw new UsageError('--position must be an event position, a whole number from 1');
+  }
+  return { projection, position: values.position === undefined ? undefined : Number(values.position) };
+};
+
+/** A position that is not parked is the operator's mistake: exit code 2, naming the parked ones. */
+const parkedOrUsage = async (stores: Stores, projection: string, position: number) => {
+  try {
+    return await findParked(stores.readModels, projection, position);
+  } catch (error) {
+    if (error instanceof NotFoundError) throw new UsageError(error.message);
+    throw error;
+  }
 };
 
 type Output = (text: string, json: unknown) => void;
@@ -406,18 +436,21 @@ const commands: Record<
             .map((r) =>
               r.status === 'interrupted'
                 ? `${r.projection}: interrupted at position ${r.checkpoint}; the live read model is untouched. Run the same command again to resume.`
-                : `${r.projection}: rebuilt${tenantId ? ` for ${tenantId}` : ''} up to position ${r.checkpoint} (${r.events} events${r.resumedFrom > 0 ? `, resumed from ${r.resumedFrom}` : ''}) and swapped in`,
+                : `${r.projection}: rebuilt${tenantId ? ` for ${tenantId}` : ''} up to position ${r.checkpoint} (${r.events} events${r.resumedFrom > 0 ? `, resumed from ${r.resumedFrom}` : ''}${r.parked > 0 ? `, ${r.parked} parked` : ''}) and swapped in`,
             )
             .join('\n'),
-          results.map(({ projection, status, checkpoint, events, resumedFrom, elapsedMs, build }) => ({
-            projection,
-            status,
-            checkpoint,
-            events,
-            resumedFrom,
-            elapsedMs,
-            collection: build.id,
-          })),
+          results.map(
+            ({ projection, status, checkpoint, events, parked, resumedFrom, elapsedMs, build }) => ({
+              projection,
+              status,
+              checkpoint,
+              events,
+              parked,
+              resumedFrom,
+              elapsedMs,
+              collection: build.id,
+            }),
+          ),
         );
         if (interrupted) throw new ExitError(130);
       });
@@ -425,8 +458,9 @@ const commands: Record<
   },
   'projections status': {
     help: `projections status
-  Shows each read model's checkpoint, its lag (events not applied yet, and seconds since the first of them)
-  and its runner's last error, then the rebuilds in progress and the snapshots.`,
+  Shows each read model's checkpoint, its lag (events not applied yet, and seconds since the first of them),
+  its runner's last error and how many events it parked, then the parked events, the rebuilds in progress
+  and the snapshots.`,
     run: async (args, config, print) => {
       parseArgs({ args, options: {} });
       await withStores(config, async (stores) => {
@@ -445,16 +479,23 @@ const commands: Record<
             });
           } else if (build.kind === 'snapshot' && build.status === 'complete') builds.push(build);
         }
+        const parked = await stores.readModels.listParked();
         const rows = statuses.map((s) => [
           s.projection,
           String(s.checkpoint),
           `${s.lagEventsAtLeast ? '>=' : ''}${s.lagEvents}`,
           String(s.lagSeconds),
+          String(s.parked),
           s.lastError ? `${s.lastError.at} ${s.lastError.message}` : '-',
         ]);
         const text = [
           `Head position: ${head}`,
-          table([['projection', 'checkpoint', 'lag (events)', 'lag (s)', 'last error'], ...rows]),
+          table([['projection', 'checkpoint', 'lag (events)', 'lag (s)', 'parked', 'last error'], ...rows]),
+          ...(parked.length > 0 ? ['', 'Parked events ("projections parked retry|skip <name>"):'] : []),
+          ...parked.map(
+            (p) =>
+              `  ${p.projection} position ${p.position}  ${p.tenantId}  ${p.eventType} ${p.eventId}  parked ${p.parkedAt}: ${p.error}`,
+          ),
           ...(builds.length > 0 ? ['', 'Builds:'] : []),
           ...builds.map((b) =>
             b.kind === 'snapshot'
@@ -462,7 +503,51 @@ const commands: Record<
               : `  rebuild of ${b.projection}${b.tenantId ? ` for ${b.tenantId}` : ''}: interrupted at position ${b.checkpoint}; "projections rebuild ${b.projection}" resumes it`,
           ),
         ].join('\n');
-        print(text, { head, projections: statuses, builds });
+        print(text, { head, projections: statuses, parked, builds });
+      });
+    },
+  },
+  'projections parked retry': {
+    help: `projections parked retry <name> [--position <n>]
+  Applies the projection's parked events (or the one at --position) to the live read model again. One that
+  now applies leaves the list (recorded as ProjectionEventRetried); one that fails stays parked with the new
+  error (recorded as ProjectionEventParked). Exit code 1 when any is still parked.`,
+    run: async (args, config, print) => {
+      const { projection, position } = parkedArgs(args, false);
+      await withStores(config, async (stores) => {
+        const chosen =
+          position === undefined
+            ? await stores.readModels.listParked(projection.name)
+            : [await parkedOrUsage(stores, projection.name, position)];
+        const outcomes = [];
+        for (const parked of chosen) outcomes.push(await retryParked(projection, stores, parked));
+        print(
+          outcomes
+            .map((o) =>
+              o.outcome === 'applied'
+                ? `${projection.name} position ${o.position}: applied, no longer parked`
+                : `${projection.name} position ${o.position}: still parked: ${o.error}`,
+            )
+            .join('\n') || `${projection.name}: no parked events`,
+          outcomes,
+        );
+        if (outcomes.some((o) => o.outcome === 'parked')) throw new ExitError(1);
+      });
+    },
+  },
+  'projections parked skip': {
+    help: `projections parked skip <name> --position <n>
+  Removes a parked event from the list on purpose: the read model stays without it. Recorded as
+  ProjectionEventSkipped in the tenant's history.`,
+    run: async (args, config, print) => {
+      const { projection, position } = parkedArgs(args, true);
+      await withStores(config, async (stores) => {
+        const parked = await parkedOrUsage(stores, projection.name, position!);
+        await skipParked(stores, parked);
+        print(`${projection.name} position ${parked.position}: skipped, no longer parked`, {
+          ...parked,
+          skipped: true,
+        });
       });
     },
   },
@@ -601,8 +686,8 @@ const main = async (argv: string[]): Promise<number> => {
   const json = argv.includes('--json');
   const help = argv.includes('--help') || argv.includes('-h');
   const args = argv.filter((arg) => arg !== '--json' && arg !== '--help' && arg !== '-h');
-  // Two-word commands (`tenant create`), and one-word ones followed by their arguments (`export visits`).
-  const words = commands[args.slice(0, 2).join(' ')] ? 2 : 1;
+  // The longest command the words name: `projections parked retry`, `tenant create`, `export visits`.
+  const words = [3, 2, 1].find((n) => commands[args.slice(0, n).join(' ')]) ?? 1;
   const command = commands[args.slice(0, words).join(' ')];
   if (!command) {
     console.log(usage);

@@ -1,9 +1,10 @@
 import type { RecordedEvent } from '../core/events.js';
 import type { EventFilter, EventStore } from '../eventstore/port.js';
 import { platformPartition } from './aggregate-projection.js';
-import type { CollectionSpec, ReadModelStore } from './port.js';
+import type { CollectionSpec, ParkedProjectionEvent, ReadModelStore } from './port.js';
 import type { Projection } from './projection.js';
-import { applyBatch } from './runner.js';
+import { parkedRecord, recordDecision } from './parking.js';
+import { commitBatch } from './runner.js';
 
 /**
  * Rebuilds and snapshots of read models, from the event store, beside the live collections.
@@ -92,6 +93,8 @@ export interface BuildOutcome {
   resumedFrom: number;
   checkpoint: number;
   events: number;
+  /** Events the fold could not apply, parked (a rebuild's are the live projection's once it is swapped in). */
+  parked: number;
   elapsedMs: number;
 }
 
@@ -192,7 +195,10 @@ const fold = async (
       }
     }
     if (last > checkpoint || events.length > 0) {
-      await readModels.commit(target.name, await applyBatch(target, readModels, events), last);
+      // An event the fold cannot apply is parked under the build's name; the swap makes those the live ones.
+      await commitBatch(target, readModels, events, last, (event, error) =>
+        readModels.parkEvent(parkedRecord(target.name, event, error, new Date())),
+      );
       checkpoint = last;
       run.events += events.length;
     }
@@ -227,8 +233,44 @@ const abandon = async (
 ): Promise<void> => {
   await deps.readModels.ensureCollection(spec, build.id);
   await deps.readModels.reset(buildCheckpoint(build), build.id);
+  for (const parked of await deps.readModels.listParked(buildCheckpoint(build))) {
+    await deps.readModels.unpark(parked.projection, parked.position);
+  }
   await deps.readModels.dropCollection(build.id);
   await saveBuild(deps.readModels, { ...build, status: 'abandoned', finishedAt: clock().toISOString() });
+};
+
+const samePlace = (a: ParkedProjectionEvent) => (b: ParkedProjectionEvent) => a.position === b.position;
+
+/**
+ * After a swap, the events the build parked are the live projection's parked events for the rebuilt scope
+ * (the whole collection, or one tenant, up to the build's checkpoint): a live one the build applied is
+ * recorded as retried and removed, one the build parked anew is recorded as parked. Answers how many the
+ * build parked. Not atomic with the swap: a crash in between leaves the build's list for `abandon`.
+ */
+const adoptParked = async (
+  deps: BuildDeps,
+  projection: string,
+  build: BuildRecord,
+  checkpoint: number,
+): Promise<number> => {
+  const { readModels, eventStore } = deps;
+  const built = await readModels.listParked(buildCheckpoint(build));
+  const live = (await readModels.listParked(projection)).filter(
+    (p) => p.position <= checkpoint && (build.tenantId === null || p.tenantId === build.tenantId),
+  );
+  for (const applied of live.filter((p) => !built.some(samePlace(p)))) {
+    await recordDecision(eventStore, 'ProjectionEventRetried', applied, 'cli');
+    await readModels.unpark(projection, applied.position);
+  }
+  for (const parked of built) {
+    const adopted = { ...parked, projection };
+    if (!live.some(samePlace(parked)))
+      await recordDecision(eventStore, 'ProjectionEventParked', adopted, 'cli');
+    await readModels.parkEvent(adopted);
+    await readModels.unpark(parked.projection, parked.position);
+  }
+  return built.length;
 };
 
 /**
@@ -272,12 +314,17 @@ export const rebuild = async (
   }
   const { from, target } = await prepare(projection, build, deps);
   const run = { from, target, events: 0, startedAt: Date.now(), catchingUp: from >= target };
-  const outcome = (status: BuildOutcome['status'], checkpoint: number, record: BuildRecord) => ({
+  let parkedOfBuild = 0;
+  const outcome = async (status: BuildOutcome['status'], checkpoint: number, record: BuildRecord) => ({
     status,
     build: record,
     resumedFrom: from,
     checkpoint,
     events: run.events,
+    parked:
+      status === 'swapped'
+        ? parkedOfBuild
+        : (await deps.readModels.listParked(buildCheckpoint(record))).length,
     elapsedMs: Date.now() - run.startedAt,
   });
   const report = (phase: BuildProgress['phase'], checkpoint: number) =>
@@ -295,7 +342,7 @@ export const rebuild = async (
     const { checkpoint, reachedEnd } = await fold(projection, build, deps, options, run);
     if (!reachedEnd) {
       report('interrupted', checkpoint);
-      return outcome('interrupted', checkpoint, build);
+      return await outcome('interrupted', checkpoint, build);
     }
     report('swapping', checkpoint);
     const swapped = await deps.readModels.swap({
@@ -313,10 +360,11 @@ export const rebuild = async (
         `${projection.name}: the live checkpoint (${live}) stays past the rebuilt one (${checkpoint}); run again to resume`,
       );
     }
+    parkedOfBuild = await adoptParked(deps, projection.name, build, checkpoint);
     const done: BuildRecord = { ...build, status: 'swapped', finishedAt: clock().toISOString(), checkpoint };
     await saveBuild(deps.readModels, done);
     report('done', checkpoint);
-    return outcome('swapped', checkpoint, done);
+    return await outcome('swapped', checkpoint, done);
   }
 };
 
@@ -377,12 +425,14 @@ export const buildSnapshot = async (
   const { from, target } = await prepare(projection, build, deps);
   const run = { from, target, events: 0, startedAt: Date.now(), catchingUp: false };
   const { checkpoint, reachedEnd } = await fold(projection, build, deps, options, run);
+  const parked = (await deps.readModels.listParked(buildCheckpoint(build))).length;
   const result = (status: BuildOutcome['status'], record: BuildRecord): BuildOutcome => ({
     status,
     build: record,
     resumedFrom: from,
     checkpoint,
     events: run.events,
+    parked,
     elapsedMs: Date.now() - run.startedAt,
   });
   if (!reachedEnd) return result('interrupted', build);
@@ -448,6 +498,8 @@ export interface ProjectionStatus {
   /** Now minus the time of the first event not applied yet; 0 when caught up. */
   lagSeconds: number;
   lastError: { message: string; at: string } | null;
+  /** Events parked now: applying them failed, and the projection went on without them. */
+  parked: number;
 }
 
 /** Where a projection is, how far behind, and its runner's last error, as the stores tell it. */
@@ -476,5 +528,6 @@ export const projectionStatus = async (
       ? Math.max(0, Math.round((now.getTime() - Date.parse(firstUnapplied.metadata.occurredAt)) / 1000))
       : 0,
     lastError: state.lastError,
+    parked: (await deps.readModels.listParked(projection.name)).length,
   };
 };

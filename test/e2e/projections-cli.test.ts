@@ -5,6 +5,10 @@ import { newId } from '../../src/core/ids.js';
 import { streamName } from '../../src/core/streams.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { openSqliteReadModels } from '../../src/readmodels/sqlite.js';
+import { parkedRecord, parkingStream } from '../../src/readmodels/parking.js';
+import { projectionRunner } from '../../src/readmodels/runner.js';
+import { observationsProjection } from '../../projections/observations.js';
+import { pino } from 'pino';
 import { tempDir } from '../support/adapters.js';
 import { anEvent, eventually } from '../support/events.js';
 import { freePort, startTs, stop } from '../support/process.js';
@@ -213,9 +217,134 @@ describe('projections and exports on the command line', function () {
     expect(byName.get('tenants')).to.deep.include({ lagEvents: 0, lagSeconds: 0, lastError: null });
 
     const text = await cli(dir, 'projections', 'status');
-    expect(text.stdout).to.match(/^projection\s+checkpoint\s+lag \(events\)\s+lag \(s\)\s+last error$/m);
-    expect(text.stdout).to.match(new RegExp(`^observations\\s+${checkpoint}\\s+120\\s+\\d+\\s+-$`, 'm'));
-    expect(text.stdout).to.match(/^visits\s+\d+\s+0\s+0\s+\S+ visit projection exploded$/m);
+    expect(text.stdout).to.match(
+      /^projection\s+checkpoint\s+lag \(events\)\s+lag \(s\)\s+parked\s+last error$/m,
+    );
+    expect(text.stdout).to.match(new RegExp(`^observations\\s+${checkpoint}\\s+120\\s+\\d+\\s+0\\s+-$`, 'm'));
+    expect(text.stdout).to.match(/^visits\s+\d+\s+0\s+0\s+0\s+\S+ visit projection exploded$/m);
+  });
+
+  it('shows parked events, retries and skips them, and records each decision as an event', async () => {
+    const events = openSqliteEventStore(join(dir, 'events.db'));
+    const readModels = openSqliteReadModels(join(dir, 'readmodels.db'));
+    const observation = (attributes: Record<string, unknown>) => {
+      const observationId = newId('o');
+      const event = anEvent(
+        'ObservationRecorded',
+        {
+          observationId,
+          observedAt: '2026-05-01T09:30:00.000Z',
+          position: { lat: 45, lon: 7 },
+          locationId: null,
+          visitId: null,
+          notes: null,
+          attributes,
+        },
+        tenantId,
+      );
+      return {
+        observationId,
+        append: () =>
+          events.appendToStream(streamName('observation', tenantId, observationId), [event], 'no_stream'),
+      };
+    };
+    let fixed: { observationId: string; position: number };
+    let poison: number;
+    try {
+      // An event parked by a bug fixed since: its document was never written, the checkpoint went past it.
+      const good = observation({ species: 'fox' });
+      const goodAt = (await good.append()).lastPosition;
+      fixed = { observationId: good.observationId, position: goodAt };
+      await readModels.commit('observations', [], goodAt);
+      const [goodEvent] = (await events.readAll({ after: goodAt - 1, maxCount: 1 })).events;
+      await readModels.parkEvent(parkedRecord('observations', goodEvent!, 'a bug fixed since', new Date()));
+      // An event that still cannot be applied, parked by the runner as the service would.
+      let deep: Record<string, unknown> = {};
+      for (let depth = 0; depth < 1000; depth += 1) deep = { deep };
+      poison = (await observation(deep).append()).lastPosition;
+      const runner = projectionRunner(observationsProjection, {
+        eventStore: events,
+        readModels,
+        logger: pino({ level: 'silent' }),
+      });
+      await runner.start();
+      expect(await runner.waitFor(poison, 10_000)).to.equal(true);
+      await runner.stop();
+    } finally {
+      await readModels.close();
+      await events.close();
+    }
+
+    const json = await cli(dir, 'projections', 'status', '--json');
+    expect(json.code, json.stderr).to.equal(0);
+    const status = JSON.parse(json.stdout) as {
+      projections: { projection: string; parked: number }[];
+      parked: { projection: string; position: number; tenantId: string; eventType: string; error: string }[];
+    };
+    expect(status.projections.find((p) => p.projection === 'observations')?.parked).to.equal(2);
+    expect(status.parked.map((p) => [p.projection, p.position, p.tenantId, p.eventType])).to.deep.equal([
+      ['observations', fixed.position, tenantId, 'ObservationRecorded'],
+      ['observations', poison, tenantId, 'ObservationRecorded'],
+    ]);
+    const text = await cli(dir, 'projections', 'status');
+    expect(text.stdout).to.match(new RegExp(`^observations\\s+\\d+\\s+0\\s+0\\s+2\\s+-$`, 'm'));
+    expect(text.stdout).to.include(`observations position ${poison}  ${tenantId}  ObservationRecorded`);
+    expect(text.stdout).to.match(/malformed JSON/);
+
+    // Both again: the fixed one applies and leaves the list, the other stays with its error (exit code 1).
+    const retried = await cli(dir, 'projections', 'parked', 'retry', 'observations');
+    expect(retried.code, retried.stderr).to.equal(1);
+    expect(retried.stdout).to.include(`observations position ${fixed.position}: applied, no longer parked`);
+    expect(retried.stdout).to.include(`observations position ${poison}: still parked: malformed JSON`);
+
+    const usage = await cli(dir, 'projections', 'parked', 'skip', 'observations');
+    expect(usage.code).to.equal(2);
+    expect(usage.stderr).to.include('--position');
+    const notParked = await cli(
+      dir,
+      'projections',
+      'parked',
+      'skip',
+      'observations',
+      '--position',
+      String(fixed.position),
+    );
+    expect(notParked.code).to.equal(2);
+    expect(notParked.stderr).to.include(`parked: ${poison}`);
+
+    const skipped = await cli(
+      dir,
+      'projections',
+      'parked',
+      'skip',
+      'observations',
+      '--position',
+      String(poison),
+    );
+    expect(skipped.code, skipped.stderr).to.equal(0);
+    expect(skipped.stdout).to.include(`observations position ${poison}: skipped`);
+    const after = JSON.parse((await cli(dir, 'projections', 'status', '--json')).stdout) as typeof status;
+    expect(after.parked).to.deep.equal([]);
+
+    const store = openSqliteEventStore(join(dir, 'events.db'));
+    const models = openSqliteReadModels(join(dir, 'readmodels.db'));
+    try {
+      const decisions = await store.readStream(parkingStream(tenantId, 'observations'));
+      expect(
+        decisions.map((e) => [e.type, e.metadata.actor, (e.data as { position: number }).position]),
+      ).to.deep.equal([
+        ['ProjectionEventParked', 'system:projections', poison],
+        ['ProjectionEventRetried', 'cli', fixed.position],
+        ['ProjectionEventParked', 'cli', poison],
+        ['ProjectionEventSkipped', 'cli', poison],
+      ]);
+      await models.ensureCollection(observationsProjection.collection);
+      const applied = await models.get('observations', { tenantId, id: fixed.observationId });
+      expect(applied?.position).to.equal(fixed.position);
+    } finally {
+      await models.close();
+      await store.close();
+    }
   });
 
   it('exports read models as NDJSON and CSV, live or from a snapshot', async () => {
