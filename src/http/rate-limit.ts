@@ -27,7 +27,7 @@ export const parseRateLimit = (text: string): RateLimitPolicy | null | undefined
 const maxKeys = 100_000;
 
 /** Paths never limited: load balancers poll health. */
-const unlimited = new Set(['/health']);
+const unlimited = new Set(['/health', '/health/live', '/health/ready']);
 
 /**
  * Request rate limits in fixed windows, per credential: a credential that authenticates is counted by its

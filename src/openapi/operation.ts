@@ -147,7 +147,7 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
   if (idempotent) ['400', '409', '422'].forEach((s) => problems.add(s as ProblemStatus));
   // Every write may lose a race with another one (version-conflict) or conflict with the state.
   if (spec.method !== 'get' && !isAuthPath(spec.path)) problems.add('409');
-  if (spec.path !== '/health') problems.add('429');
+  if (!spec.path.startsWith('/health')) problems.add('429');
 
   const responses: Record<string, unknown> = {};
   for (const [status, response] of Object.entries(spec.responses)) {

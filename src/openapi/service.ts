@@ -1,5 +1,5 @@
 import { operation, type BuiltOperation } from './operation.js';
-import { enumOf, object, string } from './schema.js';
+import { arrayOf, dateTime, enumOf, integer, nullable, object, string, type Schema } from './schema.js';
 
 /** Health, and this document and its page. */
 
@@ -9,20 +9,90 @@ export const documentPath = '/v1/openapi.json';
 
 const tag = 'Service';
 
-export const serviceOperations = (): BuiltOperation[] => [
+const check = object(
+  { status: enumOf(['pass', 'fail']) },
+  {
+    error: string({ description: 'Why it fails' }),
+    lastRefusedWrite: object(
+      { code: string({ description: 'e.g. SQLITE_FULL, ENOSPC, SQLITE_READONLY' }), at: dateTime() },
+      {},
+      { description: 'storage: the last write a store refused for lack of space or write access' },
+    ),
+  },
+);
+
+const consumer: Schema = {
+  ...object(
+    {
+      name: string(),
+      state: enumOf(['running', 'retrying', 'standby', 'stopped']),
+      lastError: nullable(string()),
+      lastErrorAt: nullable(dateTime()),
+      restarts: integer(0),
+    },
+    {
+      checkpoint: integer(0, undefined, { description: 'The last position it has handled' }),
+      lag: integer(0, undefined, { description: 'Events between its checkpoint and the head of the store' }),
+      parked: integer(0, undefined, { description: 'Events it parked (`projections status` lists them)' }),
+    },
+  ),
+  additionalProperties: true,
+};
+
+/** The readiness report; when not ready, with the members of a problem document beside it. */
+const readiness = (status: 'ready' | 'not-ready'): Schema =>
+  object({
+    status: enumOf([status]),
+    checks: object(
+      Object.fromEntries(
+        ['draining', 'eventStore', 'readModels', 'blobs', 'idempotency', 'storage', 'consumers'].map(
+          (name) => [name, check],
+        ),
+      ),
+    ),
+    consumers: arrayOf(consumer),
+    ...(status === 'not-ready'
+      ? { type: enumOf(['/problems/not-ready']), title: string(), detail: string() }
+      : {}),
+  });
+
+const readinessOperation = (path: string, operationId: string, alias: boolean) =>
   operation({
     method: 'get',
-    path: '/health',
-    operationId: 'health',
-    summary: 'Health',
-    description: 'Answers 200 once the event store, the read-model store and the blob store answer.',
+    path,
+    operationId,
+    summary: alias ? 'Readiness (alias of /health/ready)' : 'Readiness',
+    description:
+      'Whether this process should get traffic: every store answers (event store, read models, blobs, ' +
+      'idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and ' +
+      'the process is not shutting down. Lists each consumer with its lag and parked events.',
     tag,
     access: { public: true },
     responses: {
-      '200': { description: 'Healthy', content: { 'application/json': object({ status: enumOf(['ok']) }) } },
+      '200': { description: 'Ready', content: { 'application/json': readiness('ready') } },
+      '503': {
+        description: 'Not ready: `checks` says which check fails',
+        headers: ['Retry-After'],
+        content: { 'application/json': readiness('not-ready') },
+      },
     },
-    problems: ['503'],
+  });
+
+export const serviceOperations = (): BuiltOperation[] => [
+  operation({
+    method: 'get',
+    path: '/health/live',
+    operationId: 'liveness',
+    summary: 'Liveness',
+    description: 'Answers 200 while the process runs, also while it drains; restart it when this fails.',
+    tag,
+    access: { public: true },
+    responses: {
+      '200': { description: 'Alive', content: { 'application/json': object({ status: enumOf(['alive']) }) } },
+    },
   }),
+  readinessOperation('/health/ready', 'readiness', false),
+  readinessOperation('/health', 'health', true),
   operation({
     method: 'get',
     path: documentPath,

@@ -306,6 +306,8 @@ describe('the OpenAPI document', function () {
 
     it('match the document for the service routes', async () => {
       expect((await call('GET', '/health', { key: null })).status).to.equal(200);
+      expect((await call('GET', '/health/ready', { key: null })).status).to.equal(200);
+      expect((await call('GET', '/health/live', { key: null })).status).to.equal(200);
       expect((await call('GET', '/v1/openapi.json', { key: null })).status).to.equal(200);
       const page = await call('GET', '/docs', { key: null });
       expect(page.headers.get('content-security-policy')).to.include("script-src 'self'");
