@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { observationsProjection } from '../../projections/observations.js';
+import { verifyTenant } from '../../src/audit/verify.js';
 import { newId } from '../../src/core/ids.js';
 import { streamName } from '../../src/core/streams.js';
 import { skipParked } from '../../src/readmodels/parked-commands.js';
@@ -109,6 +110,22 @@ describe('a poison event in the observations projection', () => {
     const list = await request(observations(poisoner), { headers: { 'X-API-Key': poisoner.adminKey } });
     expect(list.status).to.equal(200);
     expect((list.body.data as { id: string }[]).map((o) => o.id)).not.to.include(poison.observationId);
+  });
+
+  it('shows the decision in the tenant’s history, whose chains still verify', async () => {
+    const history = await request(
+      `${server.url}/v1/tenants/${poisoner.tenantId}/events?type=ProjectionEventParked`,
+      { headers: { 'X-API-Key': poisoner.adminKey } },
+    );
+    expect(history.status, JSON.stringify(history.body)).to.equal(200);
+    expect(history.body.data).to.have.length(1);
+    expect(history.body.data[0]).to.deep.include({
+      type: 'ProjectionEventParked',
+      streamName: parkingStream(poisoner.tenantId, 'observations'),
+    });
+    expect(history.body.data[0].data).to.include({ projection: 'observations', position: poison.position });
+    const report = await verifyTenant(server.stores.eventStore, poisoner.tenantId);
+    expect(report.broken).to.equal(null);
   });
 
   describe('a rebuild', () => {
