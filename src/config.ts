@@ -15,6 +15,10 @@ export interface Config {
   eventStoreUrl: string | null;
   mongodbUrl: string | null;
   production: boolean;
+  /** What this process does (ROLE): `api` serves HTTP, `worker` runs the consumers, `all` both. */
+  role: Role;
+  /** How long the worker duties stay with a process that stopped renewing its lease (WORKER_LEASE_TTL). */
+  workerLeaseTtlMs: number;
   logLevel: string;
   bodyLimit: number;
   /** The largest image body a media upload accepts (MEDIA_MAX_BYTES). */
@@ -41,6 +45,8 @@ export interface Config {
     concurrency: number;
     perSubscription: number;
   };
+  /** On SIGTERM/SIGINT, how long requests and attempts in flight may take before they are cut (SHUTDOWN_TIMEOUT). */
+  shutdownTimeoutMs: number;
   smtpUrl: string | null;
   mailFrom: string;
   /** node-cron expression for the per-tenant audit digests. */
@@ -66,6 +72,9 @@ const productionSecrets = [
 ] as const;
 
 export class ConfigError extends Error {}
+
+export const roles = ['all', 'api', 'worker'] as const;
+export type Role = (typeof roles)[number];
 
 const read = <T>(
   env: NodeJS.ProcessEnv,
@@ -190,6 +199,14 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
     eventStoreUrl: optionalUrl(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kdb']),
     mongodbUrl: optionalUrl(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
     production,
+    role: read(env, 'ROLE', 'all', (s) => roles.find((role) => role === s), `one of ${roles.join(', ')}`),
+    workerLeaseTtlMs: read(
+      env,
+      'WORKER_LEASE_TTL',
+      '15s',
+      (s) => ((parseDuration(s) ?? 0) >= 1000 ? parseDuration(s) : undefined),
+      'a duration of at least 1s such as 15s',
+    ),
     logLevel: given('LOG_LEVEL') ?? 'info',
     bodyLimit: read(env, 'BODY_LIMIT', '1mb', parseByteSize, 'a size such as 1mb or 512kb'),
     mediaMaxBytes: read(env, 'MEDIA_MAX_BYTES', '10mb', parseByteSize, 'a size such as 10mb or 512kb'),
@@ -221,6 +238,7 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
       concurrency: count('WEBHOOK_CONCURRENCY', '32'),
       perSubscription: count('WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION', '4'),
     },
+    shutdownTimeoutMs: read(env, 'SHUTDOWN_TIMEOUT', '10s', parseDuration, 'a duration such as 10s'),
     smtpUrl: optionalUrl(env, 'SMTP_URL', ['smtp', 'smtps']),
     mailFrom: given('MAIL_FROM') ?? 'Observation service <no-reply@localhost>',
     auditDigestSchedule: read(

@@ -22,6 +22,10 @@ import { cursorCodec } from './http/cursor.js';
 import { projectionRunner, type ProjectionRunner } from './readmodels/runner.js';
 import { developmentSecret } from './secrets.js';
 import { openStores, type Stores } from './stores.js';
+import { directoryWriteProbe } from './http/health.js';
+import type { ConsumerStatus } from './core/supervisor.js';
+import type { EventStore } from './eventstore/port.js';
+import { workerDuties, type Duty } from './duties.js';
 
 export interface Service {
   app: Koa;
@@ -29,8 +33,25 @@ export interface Service {
   runners: ProjectionRunner[];
   platformAdminKey: string;
   cvWorker: CvWorker;
-  stop: () => Promise<void>;
+  /** The state of every consumer this process runs (none in ROLE=api; one `standby` entry while standing by). */
+  consumers: () => ConsumerStatus[];
+  /**
+   * The start of a shutdown: readiness answers 503, and no webhook attempt or CV run starts any more; those
+   * in flight get `deadlineMs`, then are cut and left for a retry. Projections go on: requests in flight may
+   * wait for them.
+   */
+  beginDrain: (options?: { deadlineMs?: number }) => void;
+  draining: () => boolean;
+  /** Drains (unless begun), then stops every consumer and closes the stores. */
+  stop: (options?: { deadlineMs?: number }) => Promise<void>;
 }
+
+/** A projection runner as a worker duty. */
+const runnerDuty = (runner: ProjectionRunner): Duty => ({
+  start: () => runner.start(),
+  stop: () => runner.stop(),
+  consumers: () => [runner.status()],
+});
 
 /**
  * Follows the signing-key file: after `keys rotate` or `keys retire`, the running service signs and
@@ -69,18 +90,25 @@ export interface ServiceOptions {
    * measure the cost of authentication against the same routes without it.
    */
   authenticator?: Authenticator;
+  /**
+   * Test seam, never set by main.ts: wraps the event store the service uses, so that a test can make a
+   * real store fail as a full disk would (test/support/faults.ts).
+   */
+  wrapEventStore?: (store: EventStore) => EventStore;
 }
 
 /** Wires stores, projections, authentication and HTTP from the configuration; main.ts only listens. */
 export const startService = async (
   config: Config,
   logger: Logger,
-  { clock = systemClock, authenticator: authenticatorOverride }: ServiceOptions = {},
+  { clock = systemClock, authenticator: authenticatorOverride, wrapEventStore }: ServiceOptions = {},
 ): Promise<Service> => {
-  const stores = await openStores(config);
+  const opened = await openStores(config);
+  const stores = wrapEventStore ? { ...opened, eventStore: wrapEventStore(opened.eventStore) } : opened;
   // Every read model the service keeps: the registry in projections/index.ts, which the CLI rebuilds too.
   const runners = projections.map(({ projection }) => projectionRunner(projection, { ...stores, logger }));
-  await Promise.all(runners.map((runner) => runner.start()));
+  // The lists read these collections in every role, also before (or without) a worker in this process.
+  for (const { projection } of projections) await stores.readModels.ensureCollection(projection.collection);
   const revoked = revocations(stores.eventStore, logger);
   await revoked.start();
   const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
@@ -118,9 +146,7 @@ export const startService = async (
       perSubscription: config.webhooks.perSubscription,
     },
   });
-  await worker.start();
   const digests = digestJob({ ...stores, logger, schedule: config.auditDigestSchedule });
-  digests.start();
   const cvModels = modelRegistry(config.cv.remoteModels);
   const cv = cvWorker({
     eventStore: stores.eventStore,
@@ -136,7 +162,28 @@ export const startService = async (
       concurrency: config.cv.concurrency,
     },
   });
-  await cv.start();
+  // The shutdown's deadline (beginDrain), shared by the webhook attempts and CV runs still in flight.
+  let drainDeadline: number | null = null;
+  let drained: Promise<unknown> | null = null;
+  const untilDeadline = () =>
+    drainDeadline === null ? {} : { deadlineMs: Math.max(0, drainDeadline - Date.now()) };
+  // ROLE=api runs none of them; on the embedded store only one process of a DATA_DIR runs them at a time.
+  const duties = workerDuties({
+    eventStore: stores.eventStore,
+    logger,
+    leaseTtlMs: config.workerLeaseTtlMs,
+    duties: [
+      ...runners.map(runnerDuty),
+      {
+        start: () => worker.start(),
+        stop: () => worker.stop(untilDeadline()),
+        consumers: () => worker.consumers(),
+      },
+      { start: () => cv.start(), stop: () => cv.stop(untilDeadline()), consumers: () => cv.consumers() },
+      { start: () => digests.start(), stop: () => digests.stop(), consumers: () => [] },
+    ],
+  });
+  if (config.role !== 'api') await duties.start();
   const ids = (prefix: string) => newId(prefix, clock());
 
   const app = createApp({
@@ -181,7 +228,18 @@ export const startService = async (
       byEmail: failureLimiter({ max: 5, windowMs: 15 * 60_000 }),
       byAddress: failureLimiter({ max: 20, windowMs: 15 * 60_000 }),
     },
+    health: {
+      consumers: () => (config.role === 'api' ? [] : duties.consumers()),
+      draining: () => drained !== null,
+      writeProbe: directoryWriteProbe(config.dataDir),
+    },
   });
+
+  const beginDrain = ({ deadlineMs }: { deadlineMs?: number } = {}) => {
+    if (drained) return;
+    drainDeadline = deadlineMs === undefined ? null : Date.now() + deadlineMs;
+    drained = Promise.all([worker.stop(untilDeadline()), cv.stop(untilDeadline())]);
+  };
 
   return {
     app,
@@ -189,15 +247,17 @@ export const startService = async (
     runners,
     platformAdminKey,
     cvWorker: cv,
-    stop: async () => {
-      await cv.stop();
-      await digests.stop();
-      await worker.stop();
+    consumers: () => (config.role === 'api' ? [] : duties.consumers()),
+    beginDrain,
+    draining: () => drained !== null,
+    stop: async (options = {}) => {
+      beginDrain(options);
+      await drained;
+      await duties.stop();
       await sender.close();
       mailer.close();
       keyring.close();
       await revoked.stop();
-      await Promise.all(runners.map((runner) => runner.stop()));
       await stores.close();
     },
   };

@@ -6,7 +6,8 @@ import { eventMetadata, handleCommand, type CommandContext } from '../core/comma
 import { ConflictError, NotFoundError, VersionConflictError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
-import type { ConsumerOutcome, EventStore, PersistentEvent, Subscription } from '../eventstore/port.js';
+import type { ConsumerOutcome, EventStore, PersistentEvent } from '../eventstore/port.js';
+import { supervise, type Supervised } from '../core/supervisor.js';
 import type { BlobStore } from '../media/blob-store.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
@@ -132,8 +133,11 @@ export const cvWorker = (deps: CvWorkerDeps) => {
   /** Jobs this instance is claiming or running, by stream name. */
   const inFlight = new Set<string>();
   const tasks = new Set<Promise<void>>();
-  const stopping = new AbortController();
-  let subscription: Subscription | null = null;
+  /** Aborted by stop; a new one per start, since the duties of a process can be stopped and started again. */
+  let stopping = new AbortController();
+  /** Cuts the runs still in progress when a stop's deadline passes (see stop). */
+  let interrupting = new AbortController();
+  let subscription: Supervised | null = null;
   let sweep: ScheduledTask | null = null;
   let sweeping: Promise<void> | null = null;
 
@@ -224,14 +228,15 @@ export const cvWorker = (deps: CvWorkerDeps) => {
       settings.jobTimeoutMs,
     );
     const onStop = () => controller.abort(new Error('the worker is stopping'));
-    stopping.signal.addEventListener('abort', onStop, { once: true });
+    const cut = interrupting.signal;
+    cut.addEventListener('abort', onStop, { once: true });
     const started = Date.now();
     let command: CvJobCommand;
     try {
       const result = await execute(job, controller.signal);
       command = { type: 'CompleteJob', attempt, result };
     } catch (error) {
-      if (stopping.signal.aborted || error instanceof InfrastructureFailure) {
+      if (cut.aborted || error instanceof InfrastructureFailure) {
         // Left running: once its start is stale, the sweep (here or on another instance) runs it again.
         logger.warn({ err: error, jobId: job.id, attempt }, 'CV job interrupted; it will run again');
         return;
@@ -243,7 +248,7 @@ export const cvWorker = (deps: CvWorkerDeps) => {
       command = { type: 'FailJob', attempt, error: { code: failure.code, message: failure.message } };
     } finally {
       clearTimeout(timer);
-      stopping.signal.removeEventListener('abort', onStop);
+      cut.removeEventListener('abort', onStop);
     }
     logger.info(
       { jobId: job.id, model: job.model, attempt, outcome: command.type, ms: Date.now() - started },
@@ -346,15 +351,19 @@ export const cvWorker = (deps: CvWorkerDeps) => {
     instance,
     /** Runs one sweep now (tests). */
     sweep: () => sweepStale(),
-    start: async () => {
-      await eventStore.ensurePersistentSubscription(cvWorkerGroup, {
-        filter: { eventTypes: ['CvJobRequested'] },
-        startFrom: 'start',
-        maxRetryCount: 10,
-      });
-      subscription = eventStore.subscribePersistent(cvWorkerGroup, onRequested);
-      subscription.done.catch((error: unknown) =>
-        logger.error({ err: error }, 'CV worker subscription stopped'),
+    start: () => {
+      stopping = new AbortController();
+      subscription = supervise(
+        cvWorkerGroup,
+        async () => {
+          await eventStore.ensurePersistentSubscription(cvWorkerGroup, {
+            filter: { eventTypes: ['CvJobRequested'] },
+            startFrom: 'start',
+            maxRetryCount: 10,
+          });
+          return eventStore.subscribePersistent(cvWorkerGroup, onRequested);
+        },
+        { logger },
       );
       sweep = cronSchedule('* * * * * *', async () => {
         if (sweeping || stopping.signal.aborted) return;
@@ -364,16 +373,20 @@ export const cvWorker = (deps: CvWorkerDeps) => {
         await sweeping;
       });
     },
+    consumers: () => (subscription ? [subscription.status()] : []),
     /**
-     * Stops taking jobs and interrupts the runs in progress. They record nothing: like runs of a crashed
-     * instance, they run again once their start is stale.
+     * Takes no new job. Runs in progress may finish until `deadlineMs` (0 by default); then they are cut and
+     * record nothing: like runs of a crashed instance, the sweep runs them again once their start is stale.
      */
-    stop: async () => {
+    stop: async ({ deadlineMs = 0 }: { deadlineMs?: number } = {}) => {
       stopping.abort();
+      const deadline = setTimeout(() => interrupting.abort(), deadlineMs);
       await sweep?.destroy();
       await sweeping;
       await subscription?.stop();
       await Promise.all([...tasks]);
+      clearTimeout(deadline);
+      interrupting = new AbortController();
     },
   };
 };

@@ -26,6 +26,11 @@ export class AppendSignal {
     return this.closed;
   }
 
+  /** How many waits are registered now: one per idle subscriber, never more. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
   /** Wakes every waiter; `appended` is null when what changed is unknown (another process wrote). */
   notify(appended: Appended | null = null): void {
     const waiters = [...this.waiters];

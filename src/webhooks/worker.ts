@@ -8,18 +8,19 @@ import { ConflictError, VersionConflictError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { RecordedEvent } from '../core/events.js';
-import type { ConsumerOutcome, EventStore, Subscription } from '../eventstore/port.js';
+import type { ConsumerOutcome, EventStore } from '../eventstore/port.js';
 import type { Mailer } from '../mail/mailer.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import { tenantDecider } from '../tenants/tenant.js';
 import { tenantStream } from '../tenants/load.js';
+import { supervise, type Supervised } from '../core/supervisor.js';
 import { keyedLimiter } from './limiter.js';
-import type { Delivery } from './delivery.js';
+import type { Delivery, Outcome } from './delivery.js';
 import { deliveryDecider, deliveryIdFor } from './delivery.js';
 import { mappedDomainEventTypes, toExternal } from './external.js';
 import { open } from './secret-box.js';
-import type { WebhookSender } from './sender.js';
+import { AttemptAbortedError, type WebhookSender } from './sender.js';
 import { signatureHeaders } from './signing.js';
 import { foldRecorded, subscriptionsAt, webhooksDecider, webhooksStream } from './subscriptions.js';
 
@@ -50,6 +51,11 @@ export const notifierGroup = 'webhook-disable-notifier';
 /** A mail server down for a while: retries wait 1 s, 2 s, 4 s ... up to a minute, about 15 minutes in all. */
 const notifyRetries = 20;
 const notifyBackoffMs = (retryCount: number) => Math.min(60_000, 1000 * 2 ** retryCount);
+/**
+ * How far ahead the sweep looks for due retries. Each one found gets a timer for its due time, so it is
+ * attempted on time rather than at the next whole-second sweep.
+ */
+const lookAheadMs = 2000;
 
 const systemContext = (tenantId: string, now: Date, causationId: string | null): CommandContext => ({
   tenantId,
@@ -68,19 +74,24 @@ const lostRace = (error: unknown) => error instanceof ConflictError || error ins
  *   delivery per subscription that was active when the event happened;
  * - attempts claim a delivery, POST it signed, and record the outcome, with bounded concurrency overall and
  *   per subscription, so one slow receiver cannot stall the others;
- * - a node-cron sweep every second attempts what is due: retries, and anything a crash left behind.
+ * - a node-cron sweep every second attempts what is due (retries, and anything a crash left behind) and
+ *   sets a timer for what falls due within the next two seconds;
+ * - the projector and the notifier run under a supervisor, which restarts them after any failure.
  */
 export const webhookWorker = (deps: WebhookWorkerDeps) => {
   const { eventStore, settings, logger } = deps;
   const instance = `instance:${randomUUID().slice(0, 8)}`;
   const limiter = keyedLimiter(settings.concurrency, settings.perSubscription);
   const queued = new Set<string>();
-  let subscription: Subscription | null = null;
-  let notifier: Subscription | null = null;
+  let consumers: Supervised[] = [];
   let sweep: ScheduledTask | null = null;
   let sweeping: Promise<void> | null = null;
-  /** Aborts the notifier's wait between retries, so stopping never waits for a back-off. */
-  const stopping = new AbortController();
+  /** Attempts waiting in this process for their due time, at most `lookAheadMs` ahead. */
+  const dueTimers = new Map<string, NodeJS.Timeout>();
+  /** Aborts the notifier's wait between retries, so stopping never waits for a back-off. New per start. */
+  let stopping = new AbortController();
+  /** Cuts the attempts still in flight when a stop's deadline passes (see stop). */
+  let interrupting = new AbortController();
 
   const notifyDisabled = async (tenantId: string, webhookId: string, url: string, reason: string) => {
     const { state } = await readAggregate(eventStore, tenantDecider, tenantStream(tenantId));
@@ -192,7 +203,22 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
       open(entry.sealedSecret, deps.secretKey),
       deps.clock(),
     );
-    const outcome = await deps.sender.send(entry.subscription.url, body, headers);
+    let outcome: Outcome;
+    try {
+      outcome = await deps.sender.send(entry.subscription.url, body, headers, interrupting.signal);
+    } catch (error) {
+      if (!(error instanceof AttemptAbortedError)) throw error;
+      // Cut by a shutdown: released, due again at once, for the next start or another instance.
+      await handleCommand(
+        eventStore,
+        deliveryDecider,
+        stream,
+        { type: 'Release', reason: error.message },
+        context(),
+      );
+      logger.warn({ deliveryId }, 'webhook attempt cut by the shutdown deadline; released for a retry');
+      return;
+    }
     const recorded = await handleCommand(
       eventStore,
       deliveryDecider,
@@ -203,6 +229,9 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     if (recorded.events.some((event) => event.type === 'DeliveryRetriesExhausted')) {
       await disable(delivery);
     }
+    if (recorded.state.status === 'present' && recorded.state.delivery.status === 'scheduled') {
+      kickWhenDue(recorded.state.delivery);
+    }
   };
 
   /** Queues an attempt unless this instance already has one queued or running for the delivery. */
@@ -212,9 +241,28 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     if (queued.has(deliveryId) || stopping.signal.aborted) return;
     queued.add(deliveryId);
     limiter
-      .run(webhookId, () => attempt(tenantId, deliveryId))
+      // An attempt still waiting for a slot when the stop begins never starts.
+      .run(webhookId, async () => (stopping.signal.aborted ? undefined : attempt(tenantId, deliveryId)))
       .catch((error: unknown) => logger.error({ err: error, deliveryId }, 'webhook attempt failed'))
       .finally(() => queued.delete(deliveryId));
+  };
+
+  /**
+   * Attempts a scheduled delivery at its due time: at once when due, by a timer when due within the
+   * look-ahead (the sweep comes back for later ones). The timer fires a few milliseconds late rather than
+   * early, so the claim never finds the delivery not yet due.
+   */
+  const kickWhenDue = (delivery: Pick<Delivery, 'tenantId' | 'deliveryId' | 'webhookId' | 'dueAt'>) => {
+    const { tenantId, deliveryId, webhookId } = delivery;
+    const delayMs = Date.parse(delivery.dueAt ?? '') - deps.clock().getTime();
+    if (!(delayMs > 0)) return kick(tenantId, deliveryId, webhookId);
+    if (delayMs > lookAheadMs || dueTimers.has(deliveryId) || stopping.signal.aborted) return;
+    const timer = setTimeout(() => {
+      dueTimers.delete(deliveryId);
+      kick(tenantId, deliveryId, webhookId);
+    }, delayMs + 5);
+    timer.unref();
+    dueTimers.set(deliveryId, timer);
   };
 
   const project = async (event: Parameters<typeof toExternal>[0]): Promise<ConsumerOutcome> => {
@@ -299,51 +347,76 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
         limit: 1000,
       });
     const stale = new Date(now.getTime() - settings.claimTimeoutMs);
-    for (const delivery of [
-      ...(await due('scheduled', 'dueAt', now)),
-      ...(await due('claimed', 'claimedAt', stale)),
-    ]) {
+    for (const delivery of await due('scheduled', 'dueAt', new Date(now.getTime() + lookAheadMs))) {
+      kickWhenDue(delivery);
+    }
+    for (const delivery of await due('claimed', 'claimedAt', stale)) {
       kick(delivery.tenantId, delivery.deliveryId, delivery.webhookId);
     }
+  };
+
+  const runSweep = async () => {
+    if (sweeping || stopping.signal.aborted) return;
+    sweeping = sweepDue()
+      .catch((error: unknown) => logger.error({ err: error }, 'webhook sweep failed'))
+      .finally(() => (sweeping = null));
+    await sweeping;
   };
 
   return {
     schedule,
     kick,
     resume,
-    start: async () => {
-      await eventStore.ensurePersistentSubscription(projectorGroup, {
-        filter: { eventTypes: mappedDomainEventTypes },
-        startFrom: 'start',
-        maxRetryCount: 10,
-      });
-      subscription = eventStore.subscribePersistent(projectorGroup, ({ event }) => project(event));
-      subscription.done.catch((error: unknown) => logger.error({ err: error }, 'webhook projector stopped'));
-      await eventStore.ensurePersistentSubscription(notifierGroup, {
-        filter: { eventTypes: ['WebhookDisabled'] },
-        startFrom: 'start',
-        maxRetryCount: notifyRetries,
-      });
-      notifier = eventStore.subscribePersistent(notifierGroup, ({ event, retryCount }) =>
-        notify(event, retryCount),
-      );
-      notifier.done.catch((error: unknown) => logger.error({ err: error }, 'webhook notifier stopped'));
-      sweep = cronSchedule('* * * * * *', async () => {
-        if (sweeping || stopping.signal.aborted) return;
-        sweeping = sweepDue()
-          .catch((error: unknown) => logger.error({ err: error }, 'webhook sweep failed'))
-          .finally(() => (sweeping = null));
-        await sweeping;
-      });
+    start: () => {
+      stopping = new AbortController();
+      consumers = [
+        supervise(
+          projectorGroup,
+          async () => {
+            await eventStore.ensurePersistentSubscription(projectorGroup, {
+              filter: { eventTypes: mappedDomainEventTypes },
+              startFrom: 'start',
+              maxRetryCount: 10,
+            });
+            return eventStore.subscribePersistent(projectorGroup, ({ event }) => project(event));
+          },
+          { logger },
+        ),
+        supervise(
+          notifierGroup,
+          async () => {
+            await eventStore.ensurePersistentSubscription(notifierGroup, {
+              filter: { eventTypes: ['WebhookDisabled'] },
+              startFrom: 'start',
+              maxRetryCount: notifyRetries,
+            });
+            return eventStore.subscribePersistent(notifierGroup, ({ event, retryCount }) =>
+              notify(event, retryCount),
+            );
+          },
+          { logger },
+        ),
+      ];
+      sweep = cronSchedule('* * * * * *', runSweep);
+      void runSweep();
     },
-    stop: async () => {
+    consumers: () => consumers.map((consumer) => consumer.status()),
+    /**
+     * Starts no attempt from now on. Attempts in flight may finish until `deadlineMs` (unbounded without it);
+     * then they are cut and released (DeliveryAttemptInterrupted): due again at once, without counting.
+     */
+    stop: async ({ deadlineMs }: { deadlineMs?: number } = {}) => {
       stopping.abort();
+      const cut = deadlineMs === undefined ? null : setTimeout(() => interrupting.abort(), deadlineMs);
       await sweep?.destroy();
       // destroy() does not wait for a sweep in flight, which could still kick attempts.
       await sweeping;
-      await subscription?.stop();
-      await notifier?.stop();
+      for (const timer of dueTimers.values()) clearTimeout(timer);
+      dueTimers.clear();
+      await Promise.all(consumers.map((consumer) => consumer.stop()));
       await limiter.idle();
+      if (cut) clearTimeout(cut);
+      interrupting = new AbortController();
     },
   };
 };

@@ -4,21 +4,33 @@ import { VersionConflictError } from '../../src/core/errors.js';
 import type { ConsumerOutcome, EventStore, PersistentEvent } from '../../src/eventstore/port.js';
 import { anEvent, eventually, uniqueTenant } from '../support/events.js';
 import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
+import Database from 'better-sqlite3';
+import { pino } from 'pino';
+import { supervise } from '../../src/core/supervisor.js';
+
+const silent = pino({ level: 'silent' });
 
 /**
  * The behaviour every EventStore adapter promises. Each test works in its own tenant and stream names, so
  * the suite can run against a shared server that holds other data.
  */
 export const eventStoreContract = (
-  open: () => Promise<{ store: EventStore; close: () => Promise<void> }>,
+  open: () => Promise<{
+    store: EventStore;
+    /** Another connection to the same store, as another process would have. */
+    another: () => Promise<EventStore>;
+    close: () => Promise<void>;
+  }>,
+  { exclusiveLeases }: { exclusiveLeases: boolean },
 ) => {
   let store: EventStore;
+  let another: () => Promise<EventStore>;
   let close: () => Promise<void>;
   let tenant: string;
   const stream = (kind: string, id: string) => `${kind}-${tenant}_${id}`;
 
   beforeEach(async () => {
-    ({ store, close } = await open());
+    ({ store, another, close } = await open());
     tenant = uniqueTenant();
   });
   afterEach(async () => close());
@@ -303,5 +315,151 @@ export const eventStoreContract = (
       expect(second.deliveries.map((d) => d.event.type)).to.deep.equal(['B']);
       await second.subscription.stop();
     });
+  });
+
+  describe('wake-ups are only hints', () => {
+    /** Appends a wanted event through another connection, then at once an unwanted one through this one. */
+    const appendElsewhereThenHere = async (id: string) => {
+      const other = await another();
+      try {
+        await other.appendToStream(stream('thing', `${id}-a`), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await store.appendToStream(
+          stream('thing', `${id}-b`),
+          [anEvent('Unwanted', {}, tenant)],
+          'no_stream',
+        );
+      } finally {
+        if (other !== store) await other.close();
+      }
+    };
+
+    it('delivers to a catch-up subscription what another connection appended just before this one', async () => {
+      const seen: RecordedEvent[] = [];
+      const subscription = store.subscribe(
+        { after: await store.headPosition(), filter: { eventTypes: ['Wanted'], tenantId: tenant } },
+        (events) => {
+          seen.push(...events);
+          return Promise.resolve();
+        },
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100)); // caught up and asleep
+      await appendElsewhereThenHere('k');
+      await eventually(() => seen.length === 1, 3000);
+      await subscription.stop();
+    });
+
+    it('delivers to a consumer group what another connection appended just before this one', async () => {
+      const group = `test-hint-${tenant}`;
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'end',
+        maxRetryCount: 2,
+        filter: { eventTypes: ['Wanted'], tenantId: tenant },
+      });
+      const seen: PersistentEvent[] = [];
+      const subscription = store.subscribePersistent(group, (delivery) => {
+        seen.push(delivery);
+        return Promise.resolve({ kind: 'ack' });
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await appendElsewhereThenHere('l');
+      await eventually(() => seen.length === 1, 3000);
+      await subscription.stop();
+    });
+  });
+
+  describe('under a supervisor', () => {
+    const quickly = { initialMs: 20, maxMs: 100, resetAfterMs: 10_000 };
+
+    it('starts a failed catch-up subscription again from its checkpoint, skipping nothing', async () => {
+      await store.appendToStream(
+        stream('thing', 'm'),
+        [1, 2, 3, 4, 5].map((n) => anEvent('A', { n }, tenant)),
+        'no_stream',
+      );
+      const applied: unknown[] = [];
+      let checkpoint = 0;
+      let failed = false;
+      const supervised = supervise(
+        'test',
+        () =>
+          store.subscribe(
+            { after: checkpoint, filter: { tenantId: tenant }, batchSize: 1 },
+            (events, last) => {
+              if (events.some((event) => (event.data as { n: number }).n === 3) && !failed) {
+                failed = true;
+                return Promise.reject(new Error('the disk is full'));
+              }
+              applied.push(...events.map((event) => event.data));
+              checkpoint = last;
+              return Promise.resolve();
+            },
+          ),
+        { logger: silent, backOff: quickly },
+      );
+      await eventually(() => applied.length === 5);
+      expect(applied).to.deep.equal([1, 2, 3, 4, 5].map((n) => ({ n })));
+      expect(supervised.status()).to.include({
+        state: 'running',
+        restarts: 1,
+        lastError: 'the disk is full',
+      });
+      await supervised.stop();
+      expect(supervised.status().state).to.equal('stopped');
+    });
+
+    it('starts a consumer again when the store fails under its handler, and the event is not parked', async () => {
+      const group = `test-full-${tenant}`;
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'start',
+        maxRetryCount: 0,
+        filter: { tenantId: tenant },
+      });
+      await store.appendToStream(stream('thing', 'n'), [anEvent('A', {}, tenant)], 'no_stream');
+      let deliveries = 0;
+      const supervised = supervise(
+        group,
+        () =>
+          store.subscribePersistent(group, () => {
+            deliveries += 1;
+            if (deliveries === 1) {
+              return Promise.reject(new Database.SqliteError('database or disk is full', 'SQLITE_FULL'));
+            }
+            return Promise.resolve({ kind: 'ack' });
+          }),
+        { logger: silent, backOff: quickly },
+      );
+      await eventually(() => deliveries === 2, 10_000);
+      expect(supervised.status().restarts).to.equal(1);
+      expect(await store.listParked(group)).to.deep.equal([]);
+      await supervised.stop();
+    });
+  });
+
+  describe('leases', () => {
+    it('grants a lease to its owner and renews it', async () => {
+      const name = `duty-${tenant}`;
+      expect((await store.acquireLease(name, 'one', 60_000)).acquired).to.equal(true);
+      const renewed = await store.acquireLease(name, 'one', 60_000);
+      expect(renewed).to.include({ acquired: true, holder: 'one' });
+      await store.releaseLease(name, 'one');
+    });
+
+    if (exclusiveLeases) {
+      it('refuses a second owner until the lease runs out or is released', async () => {
+        const name = `duty-${tenant}`;
+        const other = await another();
+        try {
+          await store.acquireLease(name, 'one', 300);
+          expect(await other.acquireLease(name, 'two', 300)).to.include({ acquired: false, holder: 'one' });
+          await new Promise((resolve) => setTimeout(resolve, 350));
+          expect(await other.acquireLease(name, 'two', 60_000)).to.include({ acquired: true, holder: 'two' });
+          expect((await store.acquireLease(name, 'one', 60_000)).acquired).to.equal(false);
+          await other.releaseLease(name, 'two');
+          expect((await store.acquireLease(name, 'one', 60_000)).acquired).to.equal(true);
+        } finally {
+          await other.close();
+        }
+      });
+    }
   });
 };

@@ -6,23 +6,30 @@ import { eventStoreContract } from './event-store.contract.js';
 
 describe('EventStore contract', () => {
   describe('on the embedded SQLite adapter', () => {
-    eventStoreContract(() => {
-      const { dir, remove } = tempDir();
-      const store = openSqliteEventStore(join(dir, 'events.db'));
-      return Promise.resolve({
-        store,
-        close: async () => {
-          await store.close();
-          remove();
-        },
-      });
-    });
+    eventStoreContract(
+      () => {
+        const { dir, remove } = tempDir();
+        const store = openSqliteEventStore(join(dir, 'events.db'));
+        return Promise.resolve({
+          store,
+          another: () => Promise.resolve(openSqliteEventStore(join(dir, 'events.db'))),
+          close: async () => {
+            await store.close();
+            remove();
+          },
+        });
+      },
+      { exclusiveLeases: true },
+    );
   });
 
   describeBackend('on EventStoreDB', 'EVENTSTORE_URL', (url) => {
-    eventStoreContract(async () => {
-      const store = await openEventStoreDb(url);
-      return { store, close: () => store.close() };
-    });
+    eventStoreContract(
+      async () => {
+        const store = await openEventStoreDb(url);
+        return { store, another: () => openEventStoreDb(url), close: () => store.close() };
+      },
+      { exclusiveLeases: false },
+    );
   });
 });

@@ -1,0 +1,210 @@
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../support/adapters.js';
+import { freePort, startTs, stop } from '../support/process.js';
+import { startReceiver } from '../support/receiver.js';
+import { request } from '../support/server.js';
+import { eventually } from '../support/wait.js';
+
+const platformKey = 'processes-test-platform-key-0123456789';
+const secret = 'whsec-test-0123456789abcdef';
+
+/** The service as `npm start` runs it, on a DATA_DIR that other processes share. */
+const startProcess = async (dataDir: string, env: Record<string, string> = {}) => {
+  const port = await freePort();
+  const started = startTs('src/main.ts', [], {
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    PLATFORM_ADMIN_KEY: platformKey,
+    CURSOR_SECRET: 'processes-test-cursor-secret-0123456789',
+    RATE_LIMIT: 'off',
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '100ms,100ms',
+    WORKER_LEASE_TTL: '2s',
+    ...env,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await eventually(
+    async () => ((await fetch(`${url}/health/live`).catch(() => null))?.ok ? true : undefined),
+    20_000,
+    `the service on port ${port}`,
+  );
+  return { ...started, url, stop: () => stop(started.child, started.exited) };
+};
+
+const asPlatform = { 'X-API-Key': platformKey };
+
+const createTenant = async (url: string, name: string) => {
+  const created = await request(`${url}/v1/tenants`, {
+    method: 'POST',
+    body: { name, notificationEmail: `ops@${name}.test` },
+    headers: asPlatform,
+  });
+  expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  return { tenantId: created.body.id as string, adminKey: created.body.adminApiKey as string };
+};
+
+/** Subscribes a tenant to a receiver that always fails, records an observation: the webhook gets disabled. */
+const disableAWebhook = async (url: string, receiverUrl: string, name: string) => {
+  const { tenantId, adminKey } = await createTenant(url, name);
+  const api = (path: string, init: Parameters<typeof request>[1] = {}) =>
+    request(`${url}/v1/tenants/${tenantId}${path}`, { ...init, headers: { 'X-API-Key': adminKey } });
+  const webhook = await api('/webhooks', {
+    method: 'POST',
+    body: { url: receiverUrl, events: ['observation.created'], secret },
+  });
+  expect(webhook.status, JSON.stringify(webhook.body)).to.equal(201);
+  const observed = await api('/observations', {
+    method: 'POST',
+    body: { observedAt: '2026-05-01T09:30:00Z', notes: 'a fox' },
+  });
+  expect(observed.status).to.equal(201);
+  return webhook.body.id as string;
+};
+
+/** The disable e-mails in the outbox that name the webhook. */
+const mailsAbout = (dataDir: string, webhookId: string): number => {
+  const outbox = join(dataDir, 'outbox');
+  const files = (() => {
+    try {
+      return readdirSync(outbox);
+    } catch {
+      return [];
+    }
+  })();
+  return files.filter((file) => readFileSync(join(outbox, file), 'utf8').includes(webhookId)).length;
+};
+
+describe('several processes on one DATA_DIR', () => {
+  let dir: string;
+  let remove: () => void;
+  let cleanups: (() => Promise<unknown>)[] = [];
+  beforeEach(() => ({ dir, remove } = tempDir()));
+  afterEach(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+    cleanups = [];
+    remove();
+  });
+  const started = async (env: Record<string, string> = {}) => {
+    const service = await startProcess(dir, env);
+    cleanups.push(() => service.stop());
+    return service;
+  };
+
+  it('lists every tenant the CLI creates beside a loaded service, within the polling bound', async function () {
+    this.timeout(120_000);
+    const service = await started();
+    const { tenantId, adminKey } = await createTenant(service.url, 'busy');
+    let loading = true;
+    const load = async () => {
+      while (loading) {
+        await request(`${service.url}/v1/tenants/${tenantId}/observations`, {
+          method: 'POST',
+          body: { observedAt: '2026-05-01T09:30:00Z', notes: 'load' },
+          headers: { 'X-API-Key': adminKey },
+        });
+      }
+    };
+    const loaders = [load(), load(), load()];
+    const created: string[] = [];
+    try {
+      for (let round = 0; round < 5; round += 1) {
+        const runs = [0, 1].map((n) => {
+          const run = startTs(
+            'src/cli.ts',
+            ['tenant', 'create', '--name', `cli${round}x${n}`, '--email', 'o@x.test', '--json'],
+            {
+              DATA_DIR: dir,
+            },
+          );
+          return run.exited.then((code) => {
+            expect(code, run.output.stderr).to.equal(0);
+            created.push((JSON.parse(run.output.stdout) as { id: string }).id);
+          });
+        });
+        await Promise.all(runs);
+      }
+    } finally {
+      loading = false;
+      await Promise.all(loaders);
+    }
+    expect(created).to.have.length(10);
+    // A foreign append is projected within one polling interval (1 s), whatever inotify says.
+    const listed = await eventually(
+      async () => {
+        const list = await request(`${service.url}/v1/tenants?limit=100`, { headers: asPlatform });
+        const ids = new Set((list.body.data as { id: string }[]).map((tenant) => tenant.id));
+        return created.every((id) => ids.has(id)) ? ids : undefined;
+      },
+      2000,
+      'every tenant the CLI created in the list',
+    );
+    expect(listed.size).to.be.at.least(11);
+  });
+
+  it('runs the worker duties in one process, the other stands by, and each disable e-mail is sent once', async function () {
+    this.timeout(120_000);
+    const receiver = await startReceiver(secret, () => 500);
+    cleanups.push(() => receiver.close());
+    const first = await started();
+    const second = await started();
+    await eventually(
+      () => Promise.resolve(second.output.stdout.includes('standing by') || undefined),
+      5000,
+      'the second process to say it stands by',
+    );
+    const ready = await request(`${second.url}/health/ready`);
+    expect(JSON.stringify(ready.body)).to.include('standby');
+
+    // Both processes serve the API; one worker sends the e-mail, once.
+    const webhookId = await disableAWebhook(second.url, receiver.url, 'twice');
+    await eventually(
+      () => Promise.resolve(mailsAbout(dir, webhookId) > 0 || undefined),
+      15_000,
+      'the e-mail',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(mailsAbout(dir, webhookId)).to.equal(1);
+
+    // The owner is killed outright: the standby takes over within the lease (2 s) and does the work.
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await eventually(
+      () => Promise.resolve(second.output.stdout.includes('running the worker duties') || undefined),
+      8000,
+      'the standby to take over',
+    );
+    const afterTakeOver = await disableAWebhook(second.url, receiver.url, 'takeover');
+    await eventually(
+      () => Promise.resolve(mailsAbout(dir, afterTakeOver) > 0 || undefined),
+      15_000,
+      'the e-mail after the take-over',
+    );
+    expect(mailsAbout(dir, afterTakeOver)).to.equal(1);
+  });
+
+  it('serves the API from ROLE=api processes while a ROLE=worker process projects what they write', async function () {
+    this.timeout(120_000);
+    const worker = await started({ ROLE: 'worker' });
+    const api = await started({ ROLE: 'api' });
+    const { tenantId, adminKey } = await createTenant(api.url, 'split');
+    const created = await request(`${api.url}/v1/tenants/${tenantId}/observations`, {
+      method: 'POST',
+      body: { observedAt: '2026-05-01T09:30:00Z', notes: 'seen by the worker' },
+      headers: { 'X-API-Key': adminKey },
+    });
+    expect(created.status).to.equal(201);
+    const position = created.headers.get('x-position');
+    const list = await request(`${api.url}/v1/tenants/${tenantId}/observations?minPosition=${position}`, {
+      headers: { 'X-API-Key': adminKey },
+    });
+    expect(list.status, JSON.stringify(list.body)).to.equal(200);
+    expect(list.body.data.map((o: { id: string }) => o.id)).to.deep.equal([created.body.id]);
+    expect(worker.output.stdout).to.include('running the worker duties');
+    expect(api.output.stdout).not.to.include('running the worker duties');
+  });
+});

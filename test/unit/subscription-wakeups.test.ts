@@ -1,0 +1,49 @@
+import { expect } from 'chai';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { tempDir } from '../support/adapters.js';
+import { anEvent, eventually } from '../support/events.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const heapAfterGc = () => {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+};
+
+describe('wake-ups of idle subscribers', () => {
+  it('keep nothing alive after the wake: the heap does not grow with their number', async () => {
+    const { dir, remove } = tempDir();
+    const store = openSqliteEventStore(join(dir, 'events.db'), { pollMs: 60_000 });
+    let batches = 0;
+    // Two idle subscribers of a type nobody appends: each append wakes both, and they go back to sleep.
+    await store.ensurePersistentSubscription('idle', {
+      startFrom: 'start',
+      maxRetryCount: 1,
+      filter: { eventTypes: ['Never'] },
+    });
+    const subscriptions = [
+      store.subscribe({ after: 0, filter: { eventTypes: ['Never'] } }, () => Promise.resolve(void batches++)),
+      store.subscribePersistent('idle', () => Promise.resolve({ kind: 'ack' })),
+    ];
+    const appendMany = async (count: number) => {
+      for (let n = 0; n < count; n += 1) {
+        await store.appendToStream(`thing-t_leak_${n % 50}`, [anEvent('Other', { n }, 't_leak')], 'any');
+      }
+    };
+    await appendMany(1000); // warm up: statement caches, JIT
+    const before = heapAfterGc();
+    await appendMany(6000);
+    await eventually(() => batches > 6000);
+    const grown = heapAfterGc() - before;
+    for (const subscription of subscriptions) await subscription.stop();
+    await store.close();
+    remove();
+    expect(grown, `heap grew by ${(grown / 1024).toFixed(0)} KiB over 6,000 wake-ups`).to.be.below(
+      1024 * 1024,
+    );
+  });
+});
