@@ -9,6 +9,7 @@ import type {
   ReadModelStore,
 } from '../../src/readmodels/port.js';
 import type { Projection } from '../../src/readmodels/projection.js';
+import { retryParked, skipParked } from '../../src/readmodels/parked-commands.js';
 import { parkingStream } from '../../src/readmodels/parking.js';
 import { applyBatch, projectionRunner } from '../../src/readmodels/runner.js';
 import { anEvent, eventually, uniqueTenant } from '../support/events.js';
@@ -566,6 +567,48 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
         });
       });
     }
+
+    it('applies a parked event once its cause is fixed, keeps one that fails again, and skips on purpose', async () => {
+      let fixed = false;
+      const broken = fragile('throws');
+      const projection: typeof broken = {
+        ...broken,
+        evolve: (doc, event) => (fixed ? tallies().evolve(doc, event) : broken.evolve(doc, event)),
+      };
+      await seedEvents();
+      const runner = projectionRunner(projection, { eventStore, readModels, logger });
+      await runner.start();
+      expect(await runner.waitFor(await eventStore.headPosition(), 5000)).to.equal(true);
+      await runner.stop();
+      const [parked] = await readModels.listParked(projection.name);
+      const deps = { eventStore, readModels };
+
+      expect(await retryParked(projection, deps, parked!)).to.deep.equal({
+        position: parked!.position,
+        outcome: 'parked',
+        error: 'cannot fold b3',
+      });
+      fixed = true;
+      expect(await retryParked(projection, deps, parked!)).to.deep.equal({
+        position: parked!.position,
+        outcome: 'applied',
+      });
+      expect(await readModels.listParked(projection.name)).to.deep.equal([]);
+      const b = await readModels.get<Tally>(projection.collection.name, { tenantId: tenant, id: 'b' });
+      expect(b).to.deep.include({ position: parked!.position });
+      expect(b?.doc.count).to.equal(3);
+
+      await readModels.parkEvent(parked!);
+      await skipParked(deps, parked!);
+      expect(await readModels.listParked(projection.name)).to.deep.equal([]);
+      const decisions = await eventStore.readStream(parkingStream(tenant, projection.name));
+      expect(decisions.map((e) => [e.type, e.metadata.actor])).to.deep.equal([
+        ['ProjectionEventParked', 'system:projections'],
+        ['ProjectionEventParked', 'cli'],
+        ['ProjectionEventRetried', 'cli'],
+        ['ProjectionEventSkipped', 'cli'],
+      ]);
+    });
 
     it('leaves the read model as a clean rebuild would after a duplicate delivery', async () => {
       const projection = tallies();
