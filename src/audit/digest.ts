@@ -1,3 +1,4 @@
+import { VersionConflictError } from '../core/errors.js';
 import { randomUUID } from 'node:crypto';
 import { schedule as cronSchedule, type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
@@ -96,9 +97,11 @@ export const digestJob = (deps: {
       limit: 100_000,
     });
     for (const tenant of tenants) {
-      await recordDigest(deps.eventStore, deps.readModels, tenant.id, new Date()).catch((error: unknown) =>
-        deps.logger.error({ err: error, tenantId: tenant.id }, 'audit digest failed'),
-      );
+      await recordDigest(deps.eventStore, deps.readModels, tenant.id, new Date()).catch((error: unknown) => {
+        // Another worker (EventStoreDB lets several run) appended this digest first: it is claimed once.
+        if (error instanceof VersionConflictError) return;
+        deps.logger.error({ err: error, tenantId: tenant.id }, 'audit digest failed');
+      });
     }
   };
   return {
