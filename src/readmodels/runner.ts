@@ -270,8 +270,13 @@ export const projectionRunner = <D>(
     },
     waitFor: async (position, timeoutMs) => {
       const deadline = Date.now() + timeoutMs;
-      // The stored checkpoint is asked too: with several instances, another one may have applied the event.
-      while (checkpoint < position && (await readModels.getCheckpoint(projection.name)) < position) {
+      // The stored checkpoint is asked too: with several instances (or ROLE=api, which runs no runner),
+      // another one may have applied the event. What the read model reflects is then at least that.
+      const stored = async () => {
+        checkpoint = Math.max(checkpoint, await readModels.getCheckpoint(projection.name));
+        return checkpoint;
+      };
+      while (checkpoint < position && (await stored()) < position) {
         const left = deadline - Date.now();
         if (left <= 0) return false;
         await new Promise<void>((resolve) => {
