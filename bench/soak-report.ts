@@ -81,7 +81,8 @@ export const soakText = (r: SoakResults): string => {
     ],
     [
       'requests',
-      `${totals.requests} (${f1(totals.requestsPerSecond)} req/s), p50 ${f1(totals.p50Ms)} ms, p99 ${f1(totals.p99Ms)} ms; ` +
+      `${totals.requests} (${f1(totals.requestsPerSecond)} req/s), p50 ${f1(totals.p50Ms)} ms, p99 ${f1(totals.p99Ms)} ms ` +
+        `(${totals.probed} in flight during a forced GC left out; p99 with them ${f1(totals.p99IncludingProbedMs)} ms); ` +
         `errors ${totals.errors} (5xx ${totals.serverErrors}, network ${totals.networkErrors}, dropped ${totals.dropped}); ` +
         `409 conflicts ${totals.conflicts}`,
     ],

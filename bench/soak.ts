@@ -32,7 +32,8 @@ import { percentile } from './stats.js';
  *   end of its body, so a stalled bench or service shows as latency rather than as fewer requests.
  * - Every `sampleS` (10 s): the child's RSS (VmRSS of /proc/<pid>/status) and, over IPC, its heap used right
  *   after global.gc(); p50/p99, req/s and errors of the requests started in the last interval; the same per
- *   minute.
+ *   minute. Requests in flight while the forced GC ran are left out of the latency figures (a stall only the
+ *   bench causes), not out of the counts.
  * - Expected answers: 201 create, 200 patch and list, 201 upload, 202 CV job; 409 on a write (two writes
  *   raced on one stream) is expected and counted as a conflict. Anything else, a network error or a
  *   dropped request is an error; 5xx are counted apart too.
@@ -125,6 +126,10 @@ export interface SoakResults {
     requestsPerSecond: number;
     p50Ms: number;
     p99Ms: number;
+    /** Requests in flight during a forced GC, left out of every latency figure. */
+    probed: number;
+    /** The p99 with them. */
+    p99IncludingProbedMs: number;
     errors: number;
     serverErrors: number;
     conflicts: number;
@@ -162,7 +167,7 @@ export interface SoakResults {
   checks: Check[];
 }
 
-interface RequestRecord {
+export interface RequestRecord {
   /** Scheduled start, ms since the load started. */
   at: number;
   ms: number;
@@ -170,6 +175,8 @@ interface RequestRecord {
   /** 0 for a network error or a dropped request. */
   status: number;
   dropped: boolean;
+  /** In flight while the service ran a forced GC for a sample: left out of the latency figures. */
+  probed: boolean;
 }
 
 interface Tenant {
@@ -339,7 +346,10 @@ const procRss = (pid: number | undefined): number | null => {
 
 const interval = (records: readonly RequestRecord[], fromS: number, toS: number): SoakInterval => {
   const inside = records.filter((r) => r.at >= fromS * 1000 && r.at < toS * 1000);
-  const sorted = inside.map((r) => r.ms).sort((a, b) => a - b);
+  const sorted = inside
+    .filter(timed)
+    .map((r) => r.ms)
+    .sort((a, b) => a - b);
   return {
     fromS,
     toS,
@@ -351,6 +361,9 @@ const interval = (records: readonly RequestRecord[], fromS: number, toS: number)
   };
 };
 
+/** The requests the latency figures count: answered (or failed) on their own, not dropped, not probed. */
+const timed = (r: RequestRecord) => !r.dropped && !r.probed;
+
 const isError = (r: RequestRecord) => r.status !== expectedStatus[r.op] && r.status !== 409;
 
 const slope = (points: readonly { x: number; y: number }[]): number => {
@@ -360,6 +373,144 @@ const slope = (points: readonly { x: number; y: number }[]): number => {
   const sxy = points.reduce((s, p) => s + (p.x - mx) * (p.y - my), 0);
   const sxx = points.reduce((s, p) => s + (p.x - mx) ** 2, 0);
   return sxx === 0 ? NaN : sxy / sxx;
+};
+
+/**
+ * The figures, the curve and the targets of a soak, from what the load recorded (times in ms since the load
+ * started) and the samples. Separate from the run, so that it can be checked on made-up records.
+ */
+export const soakFigures = ({
+  settings,
+  records,
+  samples,
+  probeWindows,
+  rssStartMiB,
+  projection,
+  webhooks,
+}: {
+  settings: SoakSettings;
+  records: RequestRecord[];
+  samples: SoakSample[];
+  probeWindows: readonly { from: number; to: number }[];
+  rssStartMiB: number | null;
+  projection: SoakResults['projection'];
+  webhooks: SoakResults['webhooks'];
+}): SoakResults => {
+  const { durationS, sampleS, drainS } = settings;
+  const warmupS = durationS * 0.2;
+  // A forced full GC stops the service for tens of milliseconds (more on a large heap): a stall the bench
+  // makes itself, which production never has. The requests in flight meanwhile are left out of the latencies.
+  for (const r of records) {
+    if (r.dropped) continue;
+    const start = r.at;
+    const end = start + r.ms;
+    r.probed = probeWindows.some((w) => start < w.to && end > w.from);
+  }
+  // Figures. The interval figures of each sample again, now that every request has answered.
+  for (const [i, sample] of samples.entries())
+    if (sample.t > 0)
+      samples[i] = { ...sample, ...interval(records, Math.max(0, sample.t - sampleS), sample.t) };
+  const minutes: SoakMinute[] = [];
+  for (let from = 0; from < durationS; from += 60) {
+    const to = Math.min(durationS, from + 60);
+    const last = [...samples].reverse().find((s) => s.t <= to + 1e-9)!;
+    minutes.push({ ...interval(records, from, to), rssMiB: last.rssMiB, heapUsedMiB: last.heapUsedMiB });
+  }
+  const baseline = samples.find((s) => s.t >= warmupS - 1e-9)!;
+  const end = samples.at(-1)!;
+  const afterWarmup = durationS - baseline.t;
+  const limitMiB = Math.round((500 * afterWarmup) / 480) / 100;
+  const windowS = Math.min(60, (durationS - warmupS) / 2);
+  const first = interval(records, warmupS, warmupS + windowS);
+  const last = interval(records, durationS - windowS, durationS);
+  const allSorted = records
+    .filter(timed)
+    .map((r) => r.ms)
+    .sort((a, b) => a - b);
+  const withProbed = records
+    .filter((r) => !r.dropped)
+    .map((r) => r.ms)
+    .sort((a, b) => a - b);
+  const operationFigures = {} as SoakResults['operations'];
+  for (const [op] of mix) {
+    const mine = records.filter((r) => r.op === op && !r.dropped);
+    const sorted = mine
+      .filter(timed)
+      .map((r) => r.ms)
+      .sort((a, b) => a - b);
+    const statuses: Record<string, number> = {};
+    for (const r of mine) statuses[String(r.status)] = (statuses[String(r.status)] ?? 0) + 1;
+    operationFigures[op] = {
+      requests: mine.length,
+      p50Ms: percentile(sorted, 50),
+      p99Ms: percentile(sorted, 99),
+      maxMs: sorted.at(-1) ?? NaN,
+      statuses,
+    };
+  }
+  const totals: SoakResults['totals'] = {
+    requests: records.length,
+    requestsPerSecond: records.length / durationS,
+    p50Ms: percentile(allSorted, 50),
+    p99Ms: percentile(allSorted, 99),
+    probed: records.filter((r) => r.probed).length,
+    p99IncludingProbedMs: percentile(withProbed, 99),
+    errors: records.filter(isError).length,
+    serverErrors: records.filter((r) => r.status >= 500).length,
+    conflicts: records.filter((r) => r.status === 409).length,
+    dropped: records.filter((r) => r.dropped).length,
+    networkErrors: records.filter((r) => r.status === 0 && !r.dropped).length,
+  };
+  const slopeMiBPerMinute = slope(
+    samples.filter((s) => s.t >= baseline.t).map((s) => ({ x: s.t / 60, y: s.heapUsedMiB })),
+  );
+  const heap: SoakResults['heap'] = {
+    baselineAtS: baseline.t,
+    baselineMiB: baseline.heapUsedMiB,
+    endMiB: end.heapUsedMiB,
+    growthMiB: end.heapUsedMiB - baseline.heapUsedMiB,
+    limitMiB,
+    slopeMiBPerMinute,
+    fittedGrowthMiB: (slopeMiBPerMinute * afterWarmup) / 60,
+  };
+  const p99: SoakResults['p99'] = {
+    windowS,
+    first: { fromS: first.fromS, toS: first.toS, p99Ms: first.p99Ms, requests: first.requests },
+    last: { fromS: last.fromS, toS: last.toS, p99Ms: last.p99Ms, requests: last.requests },
+    ratio: last.p99Ms / first.p99Ms,
+  };
+  const checks = [
+    check(`soak heap growth after the first ${warmupS.toFixed(0)} s`, heap.growthMiB, '<', limitMiB, ' MiB'),
+    check(
+      `soak p99 last ${windowS.toFixed(0)} s ÷ first ${windowS.toFixed(0)} s after warm-up`,
+      p99.ratio,
+      '<',
+      1.25,
+    ),
+    check('soak 5xx responses', totals.serverErrors, '=', 0),
+    check('soak errors (unexpected status, network, dropped)', totals.errors, '=', 0),
+    check('soak observations not projected', projection.missing, '=', 0),
+    check(`soak webhook events not delivered within ${drainS} s`, webhooks.missing, '=', 0),
+  ];
+  return {
+    settings,
+    warmupS,
+    samples,
+    minutes,
+    operations: operationFigures,
+    totals,
+    heap,
+    rss: {
+      startMiB: rssStartMiB ?? samples[0]!.rssMiB,
+      baselineMiB: baseline.rssMiB,
+      endMiB: end.rssMiB,
+      maxMiB: Math.max(...samples.map((s) => s.rssMiB)),
+    },
+    p99,
+    projection,
+    webhooks,
+    checks,
+  };
 };
 
 export const runSoak = async (settings: SoakSettings): Promise<SoakResults> => {
@@ -576,8 +727,11 @@ export const runSoak = async (settings: SoakSettings): Promise<SoakResults> => {
     const samples: SoakSample[] = [];
     let inFlight = 0;
     const inFlightDone = new Set<Promise<void>>();
+    const probeWindows: { from: number; to: number }[] = []; // performance.now() while each probe ran
     const takeSample = async (t: number) => {
+      const from = performance.now();
       const reply = await service!.probe();
+      probeWindows.push({ from, to: performance.now() });
       const stats = interval(records, Math.max(0, t - sampleS), t);
       const sample: SoakSample = {
         ...stats,
@@ -632,7 +786,7 @@ export const runSoak = async (settings: SoakSettings): Promise<SoakResults> => {
       }
       op = expectedFor(op, tenant);
       if (inFlight >= maxInFlight) {
-        records.push({ at: scheduled, ms: 0, op, status: 0, dropped: true });
+        records.push({ at: scheduled, ms: 0, op, status: 0, dropped: true, probed: false });
         continue;
       }
       inFlight += 1;
@@ -645,6 +799,7 @@ export const runSoak = async (settings: SoakSettings): Promise<SoakResults> => {
               op,
               status,
               dropped: false,
+              probed: false,
             });
           },
           () => {
@@ -654,6 +809,7 @@ export const runSoak = async (settings: SoakSettings): Promise<SoakResults> => {
               op,
               status: 0,
               dropped: false,
+              probed: false,
             });
           },
         )
@@ -736,70 +892,6 @@ export const runSoak = async (settings: SoakSettings): Promise<SoakResults> => {
     for (const tenant of tenants)
       for (const type of webhookEvents) arrivedTotal += receiver.count(tenant.id, type);
 
-    // Figures. The interval figures of each sample again, now that every request has answered.
-    for (const [i, sample] of samples.entries())
-      if (sample.t > 0)
-        samples[i] = { ...sample, ...interval(records, Math.max(0, sample.t - sampleS), sample.t) };
-    const minutes: SoakMinute[] = [];
-    for (let from = 0; from < durationS; from += 60) {
-      const to = Math.min(durationS, from + 60);
-      const last = [...samples].reverse().find((s) => s.t <= to + 1e-9)!;
-      minutes.push({ ...interval(records, from, to), rssMiB: last.rssMiB, heapUsedMiB: last.heapUsedMiB });
-    }
-    const baseline = samples.find((s) => s.t >= warmupS - 1e-9)!;
-    const end = samples.at(-1)!;
-    const afterWarmup = durationS - baseline.t;
-    const limitMiB = Math.round((500 * afterWarmup) / 480) / 100;
-    const windowS = Math.min(60, (durationS - warmupS) / 2);
-    const first = interval(records, warmupS, warmupS + windowS);
-    const last = interval(records, durationS - windowS, durationS);
-    const allSorted = records
-      .filter((r) => !r.dropped)
-      .map((r) => r.ms)
-      .sort((a, b) => a - b);
-    const operationFigures = {} as SoakResults['operations'];
-    for (const [op] of mix) {
-      const mine = records.filter((r) => r.op === op && !r.dropped);
-      const sorted = mine.map((r) => r.ms).sort((a, b) => a - b);
-      const statuses: Record<string, number> = {};
-      for (const r of mine) statuses[String(r.status)] = (statuses[String(r.status)] ?? 0) + 1;
-      operationFigures[op] = {
-        requests: mine.length,
-        p50Ms: percentile(sorted, 50),
-        p99Ms: percentile(sorted, 99),
-        maxMs: sorted.at(-1) ?? NaN,
-        statuses,
-      };
-    }
-    const totals: SoakResults['totals'] = {
-      requests: records.length,
-      requestsPerSecond: records.length / durationS,
-      p50Ms: percentile(allSorted, 50),
-      p99Ms: percentile(allSorted, 99),
-      errors: records.filter(isError).length,
-      serverErrors: records.filter((r) => r.status >= 500).length,
-      conflicts: records.filter((r) => r.status === 409).length,
-      dropped: records.filter((r) => r.dropped).length,
-      networkErrors: records.filter((r) => r.status === 0 && !r.dropped).length,
-    };
-    const slopeMiBPerMinute = slope(
-      samples.filter((s) => s.t >= baseline.t).map((s) => ({ x: s.t / 60, y: s.heapUsedMiB })),
-    );
-    const heap: SoakResults['heap'] = {
-      baselineAtS: baseline.t,
-      baselineMiB: baseline.heapUsedMiB,
-      endMiB: end.heapUsedMiB,
-      growthMiB: end.heapUsedMiB - baseline.heapUsedMiB,
-      limitMiB,
-      slopeMiBPerMinute,
-      fittedGrowthMiB: (slopeMiBPerMinute * afterWarmup) / 60,
-    };
-    const p99: SoakResults['p99'] = {
-      windowS,
-      first: { fromS: first.fromS, toS: first.toS, p99Ms: first.p99Ms, requests: first.requests },
-      last: { fromS: last.fromS, toS: last.toS, p99Ms: last.p99Ms, requests: last.requests },
-      ratio: last.p99Ms / first.p99Ms,
-    };
     const projection = { created, projected, missing: created - projected, waitMs: projectionWaitMs };
     const webhooks: SoakResults['webhooks'] = {
       expected: expectedTotal,
@@ -810,44 +902,15 @@ export const runSoak = async (settings: SoakSettings): Promise<SoakResults> => {
       drainMs,
       byType: webhookTypes,
     };
-    const checks = [
-      check(
-        `soak heap growth after the first ${warmupS.toFixed(0)} s`,
-        heap.growthMiB,
-        '<',
-        limitMiB,
-        ' MiB',
-      ),
-      check(
-        `soak p99 last ${windowS.toFixed(0)} s ÷ first ${windowS.toFixed(0)} s after warm-up`,
-        p99.ratio,
-        '<',
-        1.25,
-      ),
-      check('soak 5xx responses', totals.serverErrors, '=', 0),
-      check('soak errors (unexpected status, network, dropped)', totals.errors, '=', 0),
-      check('soak observations not projected', projection.missing, '=', 0),
-      check(`soak webhook events not delivered within ${drainS} s`, webhooks.missing, '=', 0),
-    ];
-    return {
+    return soakFigures({
       settings,
-      warmupS,
+      records,
       samples,
-      minutes,
-      operations: operationFigures,
-      totals,
-      heap,
-      rss: {
-        startMiB: (rssStart ?? samples[0]!.rssMiB * MiB) / MiB,
-        baselineMiB: baseline.rssMiB,
-        endMiB: end.rssMiB,
-        maxMiB: Math.max(...samples.map((s) => s.rssMiB)),
-      },
-      p99,
+      probeWindows: probeWindows.map((w) => ({ from: w.from - loadStart, to: w.to - loadStart })),
+      rssStartMiB: rssStart === null ? null : rssStart / MiB,
       projection,
       webhooks,
-      checks,
-    };
+    });
   } catch (error) {
     throw new Error(`${(error as Error).message}\nservice output:\n${service?.output() ?? ''}`, {
       cause: error,
