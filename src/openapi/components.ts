@@ -43,7 +43,7 @@ const problem = object(
         '`not-found`, `method-not-allowed`, `conflict`, `version-conflict`, `precondition-failed`, ' +
         '`payload-too-large`, `unsupported-media-type`, `unprocessable`, `invalid-idempotency-key`, ' +
         '`idempotency-key-in-flight`, `idempotency-key-reused`, `too-many-requests`, `bad-request`, ' +
-        '`http-error`, `internal-error`, `not-implemented`, `unavailable`',
+        '`http-error`, `internal-error`, `not-implemented`, `unavailable`, `store-unavailable`',
     }),
     title: string(),
     status: integer(400, 599),
@@ -143,7 +143,8 @@ export const problemResponses = {
   '415': 'The body is not of a supported media type, not UTF-8, or compressed',
   '422': 'The request names something that does not exist, or reuses an Idempotency-Key for another request',
   '429': 'Too many requests, or too many failed logins; `Retry-After` says when to retry',
-  '503': 'A store does not answer, or a list could not catch up with `minPosition` in time',
+  '503':
+    'A store does not answer or refuses writes (its disk is full or it is read-only), or a list could not catch up with `minPosition` in time',
 } as const;
 
 export type ProblemStatus = keyof typeof problemResponses;
