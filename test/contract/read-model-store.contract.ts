@@ -568,6 +568,35 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
       });
     }
 
+    it('parks nothing on a full disk, though the store still answers reads and pings', async () => {
+      const projection = tallies();
+      await seedEvents();
+      const full = { now: true };
+      const runner = projectionRunner(projection, {
+        eventStore,
+        readModels: {
+          ...readModels,
+          commit: (...args) =>
+            full.now
+              ? Promise.reject(Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }))
+              : readModels.commit(...args),
+        },
+        logger,
+        backOff: { initialMs: 20, maxMs: 50, resetAfterMs: 10_000 },
+      });
+      await runner.start();
+      try {
+        await eventually(() => runner.status().restarts >= 2);
+        expect(runner.status()).to.include({ lastError: 'database or disk is full', parked: 0 });
+        full.now = false;
+        expect(await runner.waitFor(await eventStore.headPosition(), 5000)).to.equal(true);
+      } finally {
+        await runner.stop();
+      }
+      expect(await readModels.listParked(projection.name)).to.deep.equal([]);
+      expect((await snapshot(projection)).map((d) => (d?.doc as Tally).count)).to.deep.equal([3, 3, 3]);
+    });
+
     it('applies a parked event once its cause is fixed, keeps one that fails again, and skips on purpose', async () => {
       let fixed = false;
       const broken = fragile('throws');
