@@ -4,7 +4,7 @@ import { tenantsProjection } from '../projections/tenants.js';
 import { readKeys, retireKey, rotateKeys } from './auth/signing-keys.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { newId } from './core/ids.js';
-import { NotFoundError, ValidationError } from './core/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from './core/errors.js';
 import { CreateTenantBody } from './credentials/codecs.js';
 import { decodeOrThrow } from './http/codec.js';
 import { platformPartition } from './readmodels/aggregate-projection.js';
@@ -520,7 +520,15 @@ const commands: Record<
             ? await stores.readModels.listParked(projection.name)
             : [await parkedOrUsage(stores, projection.name, position)];
         const outcomes = [];
-        for (const parked of chosen) outcomes.push(await retryParked(projection, stores, parked));
+        for (const parked of chosen) {
+          try {
+            outcomes.push(await retryParked(projection, stores, parked));
+          } catch (error) {
+            // Out of order: this one stays as it is; the others are still worth a try.
+            if (!(error instanceof ConflictError)) throw error;
+            outcomes.push({ position: parked.position, outcome: 'parked' as const, error: error.message });
+          }
+        }
         print(
           outcomes
             .map((o) =>
