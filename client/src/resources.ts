@@ -519,9 +519,23 @@ export class Events extends Resource {
 
 /** `GET /health`. */
 export class HealthResource extends Resource {
-  /** `{status: "ok"}` once the service's stores answer; an ApiError with status 503 otherwise. */
+  /**
+   * Readiness: `{status: "ready", checks, consumers}` when the service should get traffic; an ApiError with
+   * status 503 otherwise (draining, a store down or full, a consumer not running), whose `problem` holds the
+   * checks.
+   */
   check(options?: RequestOptions): Promise<Health> {
     return this.http.json({ method: 'GET', path: '/health', auth: 'none', ...withOptions(options) });
+  }
+
+  /** `GET /health/ready`: the same as `check`. */
+  ready(options?: RequestOptions): Promise<Health> {
+    return this.http.json({ method: 'GET', path: '/health/ready', auth: 'none', ...withOptions(options) });
+  }
+
+  /** `GET /health/live`: `{status: "alive"}` while the process runs, also while it drains. */
+  live(options?: RequestOptions): Promise<{ status: 'alive' }> {
+    return this.http.json({ method: 'GET', path: '/health/live', auth: 'none', ...withOptions(options) });
   }
 }
 

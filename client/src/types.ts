@@ -59,9 +59,32 @@ export interface Problem {
   [extension: string]: unknown;
 }
 
-/** `GET /health`. */
+/** One readiness check. */
+export interface HealthCheck {
+  status: 'pass' | 'fail';
+  error?: string;
+}
+
+/** A consumer of the service (a projection, the webhook projector, the CV worker) as readiness shows it. */
+export interface ConsumerHealth {
+  name: string;
+  state: 'running' | 'retrying' | 'standby' | 'stopped';
+  lastError: string | null;
+  lastErrorAt: string | null;
+  restarts: number;
+  checkpoint?: number;
+  lag?: number;
+  parked?: number;
+}
+
+/** `GET /health` (readiness): the service should get traffic. */
 export interface Health {
-  status: 'ok';
+  status: 'ready';
+  checks: Record<
+    'draining' | 'eventStore' | 'readModels' | 'blobs' | 'idempotency' | 'storage' | 'consumers',
+    HealthCheck
+  >;
+  consumers: ConsumerHealth[];
 }
 
 // ─── Authentication ──────────────────────────────────────────────────────────────────────────────────

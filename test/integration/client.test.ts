@@ -104,7 +104,9 @@ describe('the TypeScript client (client/) against the running service', function
       expect(ids).to.include.members([tenantId, tenant.id]);
 
       const anonymous = connect().client;
-      expect(await anonymous.health.check()).to.deep.equal({ status: 'ok' });
+      expect(await anonymous.health.check()).to.deep.include({ status: 'ready' });
+      expect(await anonymous.health.ready()).to.deep.include({ status: 'ready' });
+      expect(await anonymous.health.live()).to.deep.equal({ status: 'alive' });
       expect((await anonymous.discovery.jwks()).keys).to.have.length.above(0);
       const metadata = await anonymous.discovery.authorizationServer();
       expect(metadata.token_endpoint).to.equal(`${server.url}/v1/oauth/token`);
