@@ -338,6 +338,8 @@ table.push(
 /** Routes that take no credentials at all. */
 const publicRoutes = [
   'GET /health',
+  'GET /health/live',
+  'GET /health/ready',
   'POST /v1/oauth/token',
   'GET /.well-known/jwks.json',
   'GET /.well-known/oauth-authorization-server',
