@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, rmdirSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmdirSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually } from '../support/events.js';
+import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { anEvent, eventually, uniqueTenant } from '../support/events.js';
 import { testImage } from '../support/images.js';
 import { request } from '../support/server.js';
 import { createTenant, startServiceProcess } from '../support/service-process.js';
@@ -46,6 +47,35 @@ describe('a service whose disk fills up (a real 24 MB tmpfs as DATA_DIR)', funct
   after(() => {
     if (mounted) execFileSync('umount', [mountPoint]);
     rmdirSync(mountPoint);
+  });
+
+  it('fails every append of a group commit on SQLITE_FULL, writes none of them, and appends again once space is back', async () => {
+    const dir = join(mountPoint, 'store');
+    mkdirSync(dir);
+    const store = openSqliteEventStore(join(dir, 'events.db'));
+    const tenantId = uniqueTenant();
+    const big = () => anEvent('Padded', { pad: randomBytes(20_000).toString('hex') }, tenantId);
+    try {
+      await store.appendToStream('s-0', [anEvent('Small', {}, tenantId)], 'any');
+      const filler = join(mountPoint, 'filler');
+      fill(filler);
+      // Four appends in one turn of the event loop: one transaction, one group commit.
+      const outcomes = await Promise.allSettled(
+        [1, 2, 3, 4].map((n) => store.appendToStream(`s-${n}`, [big(), big()], 'any')),
+      );
+      expect(
+        outcomes.map((o) => (o.status === 'rejected' ? (o.reason as { code?: string }).code : 'stored')),
+      ).to.deep.equal(['SQLITE_FULL', 'SQLITE_FULL', 'SQLITE_FULL', 'SQLITE_FULL']);
+      expect(await store.headPosition()).to.equal(1);
+      expect((await store.readAll({})).events.map((e) => e.streamName)).to.deep.equal(['s-0']);
+      rmSync(filler);
+      // The same store, the same connection: no reopen.
+      await store.appendToStream('s-5', [big()], 'any');
+      expect((await store.readAll({})).events.map((e) => e.streamName)).to.deep.equal(['s-0', 's-5']);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('answers writes 503 store-unavailable with Retry-After and readiness 503, and recovers without a restart', async () => {
