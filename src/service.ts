@@ -184,6 +184,8 @@ export const startService = async (
     ],
   });
   if (config.role !== 'api') await duties.start();
+  // Every process follows the revocations; the worker duties' consumers are this process's only if it works.
+  const consumers = () => [revoked.status(), ...(config.role === 'api' ? [] : duties.consumers())];
   const ids = (prefix: string) => newId(prefix, clock());
 
   const app = createApp({
@@ -229,7 +231,7 @@ export const startService = async (
       byAddress: failureLimiter({ max: 20, windowMs: 15 * 60_000 }),
     },
     health: {
-      consumers: () => (config.role === 'api' ? [] : duties.consumers()),
+      consumers,
       draining: () => drained !== null,
       writeProbe: directoryWriteProbe(config.dataDir),
     },
@@ -247,7 +249,7 @@ export const startService = async (
     runners,
     platformAdminKey,
     cvWorker: cv,
-    consumers: () => (config.role === 'api' ? [] : duties.consumers()),
+    consumers,
     beginDrain,
     draining: () => drained !== null,
     stop: async (options = {}) => {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { RecordedEvent } from '../core/events.js';
-import type { EventStore, Subscription } from '../eventstore/port.js';
+import type { EventStore } from '../eventstore/port.js';
+import { supervise, type ConsumerStatus, type Supervised } from '../core/supervisor.js';
 
 /** The events after which a credential must stop working, and the id each one ends. */
 const revokedIdOf: Record<string, (data: Record<string, string>) => string | undefined> = {
@@ -15,17 +16,22 @@ export interface Revocations {
   start(): Promise<void>;
   stop(): Promise<void>;
   isRevoked(ids: readonly string[]): boolean;
+  status(): ConsumerStatus;
 }
+
+const consumerName = 'revocations';
 
 /**
  * The set of revoked credential ids, kept by a subscription. Authentication checks it on every request,
  * cached or not, so a revocation takes effect as soon as its event reaches this process (in-process
- * appends wake the subscription at once; EventStoreDB pushes to every instance).
+ * appends wake the subscription at once; EventStoreDB pushes to every instance). A failed subscription is
+ * started again by its supervisor from the last revocation it read: a revocation is never missed.
  */
 export const revocations = (eventStore: EventStore, logger: Logger): Revocations => {
   const revoked = new Set<string>();
   const filter = { eventTypes: Object.keys(revokedIdOf) };
-  let subscription: Subscription | null = null;
+  let subscription: Supervised | null = null;
+  let after = 0;
   const add = (events: readonly RecordedEvent[]) => {
     for (const event of events) {
       const id = revokedIdOf[event.type]?.(event.data as Record<string, string>);
@@ -35,22 +41,32 @@ export const revocations = (eventStore: EventStore, logger: Logger): Revocations
 
   return {
     start: async () => {
-      let after = 0;
       for (;;) {
         const page = await eventStore.readAll({ after, maxCount: 1000, filter });
         add(page.events);
         after = page.lastPosition;
         if (page.isEnd) break;
       }
-      subscription = eventStore.subscribe({ after, filter }, (events) => {
-        add(events);
-        return Promise.resolve();
-      });
-      subscription.done.catch((error: unknown) =>
-        logger.error({ err: error }, 'revocation subscription failed'),
+      subscription = supervise(
+        consumerName,
+        () =>
+          eventStore.subscribe({ after, filter }, (events, lastPosition) => {
+            add(events);
+            after = lastPosition;
+            return Promise.resolve();
+          }),
+        { logger },
       );
     },
     stop: async () => subscription?.stop(),
+    status: () =>
+      subscription?.status() ?? {
+        name: consumerName,
+        state: 'stopped',
+        lastError: null,
+        lastErrorAt: null,
+        restarts: 0,
+      },
     isRevoked: (ids) => ids.some((id) => revoked.has(id)),
   };
 };
