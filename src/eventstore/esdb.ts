@@ -28,7 +28,7 @@ import {
   type ResolvedEvent,
 } from '@eventstore/db-client';
 import { NO_STREAM as NO_STREAM_VERSION } from '../core/events.js';
-import { isStoreFailure } from '../readmodels/parking.js';
+import { isStoreFailure } from '../core/store-failures.js';
 import type { EventMetadata, ExpectedVersion, RecordedEvent } from '../core/events.js';
 import { VersionConflictError } from '../core/errors.js';
 import type { ConsumerOutcome, EventFilter, EventStore, ParkedEvent, Subscription } from './port.js';

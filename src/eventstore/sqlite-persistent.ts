@@ -11,7 +11,7 @@ import type {
 import { canSkip, stopLatch, type StopLatch } from './append-signal.js';
 import { yieldToEventLoop, type LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
-import { isStoreFailure } from '../readmodels/parking.js';
+import { isStoreFailure } from '../core/store-failures.js';
 
 /**
  * Consumer groups for the embedded store, kept in the store's own tables: the group's checkpoint, the

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { schemaVersionOf } from '../core/command-handler.js';
-import { UnavailableError } from '../core/errors.js';
 import type { RecordedEvent } from '../core/events.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
-import { CollectionSwappedError, type ParkedProjectionEvent, type ReadModelStore } from './port.js';
+import { isStoreFailure } from '../core/store-failures.js';
+import { type ParkedProjectionEvent, type ReadModelStore } from './port.js';
 
 /**
  * Poison events: an event a projection cannot apply is parked (set aside with its error) and the projection
@@ -13,39 +13,6 @@ import { CollectionSwappedError, type ParkedProjectionEvent, type ReadModelStore
  */
 
 export type FailureVerdict = 'poison' | 'transient';
-
-/** SQLite result codes (and their extended forms) that say the database, not the statement, failed. */
-const storeSqliteCodes = /^SQLITE_(FULL|READONLY|BUSY|LOCKED|IOERR|CANTOPEN|NOMEM|PROTOCOL|INTERRUPT|NOLFS)/;
-const storeSystemCodes = new Set(['ENOSPC', 'EROFS', 'EIO', 'EBUSY', 'EMFILE', 'ENFILE', 'EAGAIN']);
-/** The driver's names for a server that cannot be reached or is going away. */
-const storeMongoNames =
-  /^Mongo(Network|NetworkTimeout|ServerSelection|TopologyClosed|NotConnected|PoolClosed|PoolCleared|WriteConcern)Error$/;
-/** Server codes of the same: shutdown, step-down, not primary, host unreachable, time-outs, disk full. */
-const storeMongoCodes = new Set([6, 7, 64, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 14031]);
-const storeMongoLabels = ['RetryableWriteError', 'ResetPool', 'TransientTransactionError'];
-
-/** One error's own word that the store failed, whatever was being written. */
-const saysStoreFailed = (error: Error): boolean => {
-  if (error instanceof CollectionSwappedError || error instanceof UnavailableError) return true;
-  const { code, errorLabels } = error as { code?: unknown; errorLabels?: unknown };
-  if (typeof code === 'string' && (storeSqliteCodes.test(code) || storeSystemCodes.has(code))) return true;
-  if (!error.name.startsWith('Mongo')) return false;
-  return (
-    storeMongoNames.test(error.name) ||
-    (typeof code === 'number' && storeMongoCodes.has(code)) ||
-    (Array.isArray(errorLabels) && errorLabels.some((label) => storeMongoLabels.includes(String(label))))
-  );
-};
-
-/** True when the error, or one of its causes, is the store failing rather than refusing this event. */
-export const isStoreFailure = (error: unknown): boolean => {
-  let current: unknown = error;
-  for (let depth = 0; current instanceof Error && depth < 5; depth += 1) {
-    if (saysStoreFailed(current)) return true;
-    current = current.cause;
-  }
-  return false;
-};
 
 /**
  * Whether applying one event alone failed because of the event (poison: park it, go on) or because of

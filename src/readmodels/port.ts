@@ -116,6 +116,8 @@ export interface ParkedProjectionEvent {
 
 /** Thrown by a commit that lost a race with a swap: the runner resubscribes from the stored checkpoint. */
 export class CollectionSwappedError extends Error {
+  // The name is what src/core/store-failures.ts recognises it by: core code does not import the read side.
+  override readonly name = 'CollectionSwappedError';
   constructor(projection: string) {
     super(`The read model of ${projection} was swapped while a batch was being committed`);
   }

@@ -9,14 +9,8 @@ import {
   type Running,
   type Supervised,
 } from '../core/supervisor.js';
-import {
-  errorText,
-  failureVerdict,
-  isStoreFailure,
-  parkAndRecord,
-  parkedRecord,
-  storeAnswers,
-} from './parking.js';
+import { errorText, failureVerdict, parkAndRecord, parkedRecord, storeAnswers } from './parking.js';
+import { isStoreFailure } from '../core/store-failures.js';
 import { CollectionSwappedError, type DocumentChange, type ReadModelStore } from './port.js';
 import type { Projection } from './projection.js';
 

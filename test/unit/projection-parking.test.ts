@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import { MongoNetworkError, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import { UnavailableError } from '../../src/core/errors.js';
-import { errorText, failureVerdict, isStoreFailure, parkingStream } from '../../src/readmodels/parking.js';
+import { isStoreFailure } from '../../src/core/store-failures.js';
+import { errorText, failureVerdict, parkingStream } from '../../src/readmodels/parking.js';
 import { CollectionSwappedError } from '../../src/readmodels/port.js';
 import { parseStreamName } from '../../src/core/streams.js';
 
