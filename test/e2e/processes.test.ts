@@ -2,23 +2,17 @@ import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../support/adapters.js';
-import { freePort, startTs, stop } from '../support/process.js';
+import { startTs, stop } from '../support/process.js';
+import { createTenant, platformKey, startServiceProcess } from '../support/service-process.js';
 import { startReceiver } from '../support/receiver.js';
 import { request } from '../support/server.js';
 import { eventually } from '../support/wait.js';
 
-const platformKey = 'processes-test-platform-key-0123456789';
 const secret = 'whsec-test-0123456789abcdef';
 
 /** The service as `npm start` runs it, on a DATA_DIR that other processes share. */
 const startProcess = async (dataDir: string, env: Record<string, string> = {}) => {
-  const port = await freePort();
-  const started = startTs('src/main.ts', [], {
-    DATA_DIR: dataDir,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'info',
-    PLATFORM_ADMIN_KEY: platformKey,
+  const started = await startServiceProcess(dataDir, {
     CURSOR_SECRET: 'processes-test-cursor-secret-0123456789',
     RATE_LIMIT: 'off',
     WEBHOOK_ALLOW_HTTP: 'true',
@@ -27,32 +21,16 @@ const startProcess = async (dataDir: string, env: Record<string, string> = {}) =
     WORKER_LEASE_TTL: '2s',
     ...env,
   });
-  const url = `http://127.0.0.1:${port}`;
-  await eventually(
-    async () => ((await fetch(`${url}/health/live`).catch(() => null))?.ok ? true : undefined),
-    20_000,
-    `the service on port ${port}`,
-  );
-  return { ...started, url, stop: () => stop(started.child, started.exited) };
+  return { ...started, stop: () => stop(started.child, started.exited) };
 };
 
 const asPlatform = { 'X-API-Key': platformKey };
 
-const createTenant = async (url: string, name: string) => {
-  const created = await request(`${url}/v1/tenants`, {
-    method: 'POST',
-    body: { name, notificationEmail: `ops@${name}.test` },
-    headers: asPlatform,
-  });
-  expect(created.status, JSON.stringify(created.body)).to.equal(201);
-  return { tenantId: created.body.id as string, adminKey: created.body.adminApiKey as string };
-};
-
 /** Subscribes a tenant to a receiver that always fails, records an observation: the webhook gets disabled. */
 const disableAWebhook = async (url: string, receiverUrl: string, name: string) => {
-  const { tenantId, adminKey } = await createTenant(url, name);
+  const { tenantId, headers } = await createTenant(url, name);
   const api = (path: string, init: Parameters<typeof request>[1] = {}) =>
-    request(`${url}/v1/tenants/${tenantId}${path}`, { ...init, headers: { 'X-API-Key': adminKey } });
+    request(`${url}/v1/tenants/${tenantId}${path}`, { ...init, headers });
   const webhook = await api('/webhooks', {
     method: 'POST',
     body: { url: receiverUrl, events: ['observation.created'], secret },
@@ -98,14 +76,14 @@ describe('several processes on one DATA_DIR', () => {
   it('lists every tenant the CLI creates beside a loaded service, within the polling bound', async function () {
     this.timeout(120_000);
     const service = await started();
-    const { tenantId, adminKey } = await createTenant(service.url, 'busy');
+    const { tenantId, headers } = await createTenant(service.url, 'busy');
     let loading = true;
     const load = async () => {
       while (loading) {
         await request(`${service.url}/v1/tenants/${tenantId}/observations`, {
           method: 'POST',
           body: { observedAt: '2026-05-01T09:30:00Z', notes: 'load' },
-          headers: { 'X-API-Key': adminKey },
+          headers,
         });
       }
     };
@@ -191,16 +169,16 @@ describe('several processes on one DATA_DIR', () => {
     this.timeout(120_000);
     const worker = await started({ ROLE: 'worker' });
     const api = await started({ ROLE: 'api' });
-    const { tenantId, adminKey } = await createTenant(api.url, 'split');
+    const { tenantId, headers } = await createTenant(api.url, 'split');
     const created = await request(`${api.url}/v1/tenants/${tenantId}/observations`, {
       method: 'POST',
       body: { observedAt: '2026-05-01T09:30:00Z', notes: 'seen by the worker' },
-      headers: { 'X-API-Key': adminKey },
+      headers,
     });
     expect(created.status).to.equal(201);
     const position = created.headers.get('x-position');
     const list = await request(`${api.url}/v1/tenants/${tenantId}/observations?minPosition=${position}`, {
-      headers: { 'X-API-Key': adminKey },
+      headers,
     });
     expect(list.status, JSON.stringify(list.body)).to.equal(200);
     expect(list.body.data.map((o: { id: string }) => o.id)).to.deep.equal([created.body.id]);
