@@ -1,12 +1,12 @@
-import { createHash } from 'node:crypto';
+import type Router from '@koa/router';
 import { Stream } from 'node:stream';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
-import type { Authenticator } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
+import { idempotencySeal, type IdempotencySeal } from './idempotency-seal.js';
 import type { IdempotencyId, IdempotencyStore, StoredResponse } from './idempotency-store.js';
 
 /** The Idempotency-Key header is malformed. */
@@ -26,7 +26,7 @@ export class IdempotencyKeyInFlightError extends DomainError {
   }
 }
 
-/** The key was used before for a request with another method, path or body. */
+/** The key was used before for another request: another route, body or scope set. */
 export class IdempotencyKeyReusedError extends DomainError {
   readonly status = 422;
   readonly slug = 'idempotency-key-reused';
@@ -35,7 +35,6 @@ export class IdempotencyKeyReusedError extends DomainError {
 
 export interface IdempotencyOptions {
   store: IdempotencyStore;
-  auth: Authenticator;
   clock: Clock;
   logger: Logger;
   /** How long a completed response is replayed (IDEMPOTENCY_TTL, 24 h by default). */
@@ -44,15 +43,20 @@ export interface IdempotencyOptions {
   leaseMs?: number;
   /** The largest body any route accepts: the bodies of requests with a key are buffered up to this size. */
   maxBodyBytes: number;
+  /** IDEMPOTENCY_SECRET_KEY: seals the kept bodies and keys the request fingerprints. */
+  secretKey: string;
+  /** Renders the route's errors as problems, so that the answer kept is the one the client got. */
+  renderErrors: Middleware;
+}
+
+/** The route the router matched: its method and path template, e.g. `POST /v1/tenants/:tenantId/api-keys`. */
+interface MatchedRoute {
+  method: string;
+  path: string;
 }
 
 /** Printable ASCII, space included (but not at either end: Node trims header values). */
 const validKey = /^[\x20-\x7e]{1,255}$/;
-
-/** Token and login endpoints: their answers hold fresh secrets, and retrying them is already safe. */
-const excluded = (path: string) => path.startsWith('/v1/auth/') || path.startsWith('/v1/oauth/');
-
-const pathTenant = /^\/v1\/tenants\/(t_[0-9a-z]{1,40})(?:\/|$)/;
 
 /** The response headers that belong to the outcome, and are replayed with it. */
 const replayedHeaders = [
@@ -69,12 +73,27 @@ const replayedHeaders = [
 /** Final answers are kept, except server errors and "try again" answers: those release the key. */
 const keeps = (status: number) => status < 500 && status !== 408 && status !== 429;
 
-/** The tenant of the path (or `-`) and the credential's identity: a user or client keeps it across tokens. */
-const scopeOf = (ctx: Context, principal: Principal) =>
-  `${pathTenant.exec(ctx.path)?.[1] ?? '-'}|${principal.actor}`;
+const paramsOf = (ctx: Context) =>
+  Object.entries((ctx.params ?? {}) as Record<string, string>).sort(([a], [b]) => (a < b ? -1 : 1));
 
-const fingerprintOf = (ctx: Context, body: Buffer) =>
-  createHash('sha256').update(`${ctx.method} ${ctx.originalUrl}\n`).update(body).digest('hex');
+/**
+ * Everything a kept answer is bound to besides the body: the route the router matched and its parameters
+ * (not the raw path, which routing reads case-insensitively), the query, the credential's identity and its
+ * exact scope set. A request that differs in any of them is another request (422), never a replay.
+ */
+const bindingOf = (ctx: Context, route: MatchedRoute, principal: Principal) => ({
+  route: `${route.method} ${route.path}`,
+  params: paramsOf(ctx),
+  query: ctx.querystring,
+  actor: principal.actor,
+  scopes: principal.kind === 'platform' ? ['platform'] : [...principal.scopes].sort(),
+});
+
+/** The records' namespace: the route's tenant (or `-`) and the credential's identity, kept across tokens. */
+const idOf = (ctx: Context, principal: Principal, key: string): IdempotencyId => ({
+  scope: `${(ctx.params as Record<string, string | undefined>).tenantId ?? '-'}|${principal.actor}`,
+  key,
+});
 
 /** The response Koa is about to send, as bytes; null for a streamed body, which cannot be replayed. */
 const capture = (ctx: Context): StoredResponse | null => {
@@ -102,19 +121,22 @@ const replay = (ctx: Context, response: StoredResponse) => {
 };
 
 /**
- * Idempotency-Key on POST (IETF draft-ietf-httpapi-idempotency-key-header). A global middleware that runs
- * before routing, inside the problem middleware that renders route errors (so that it sees, and keeps, the
- * final problem documents): it authenticates the request itself (the authenticator remembers the result
- * for the route's own check) to scope the key to the tenant of the path and the credential's identity.
+ * Idempotency-Key on one route (IETF draft-ietf-httpapi-idempotency-key-header). It runs after the route's
+ * guard, so the guard's 401, 403 or 404 comes first, with or without a key, and the principal it admitted is
+ * on `ctx.state.principal`.
  *
  * The key is claimed before the body is read, so a second request with it gets 409 while the first is
  * still uploading. The body is then buffered once, fingerprinted, and left on `ctx.state.rawBody`, where
- * readJsonBody and the media upload read it. Requests without a key, other methods, the token and login
- * endpoints, and requests whose credentials do not authenticate (the route answers those 401) pass through.
+ * readJsonBody and the media upload read it.
  */
-export const idempotency = (options: IdempotencyOptions): Middleware => {
-  const { store, auth, clock, logger, ttlMs, maxBodyBytes } = options;
+const idempotentRoute = (
+  options: IdempotencyOptions,
+  seal: IdempotencySeal,
+  route: MatchedRoute,
+): Middleware => {
+  const { store, clock, logger, ttlMs, maxBodyBytes } = options;
   const leaseMs = options.leaseMs ?? 5 * 60_000;
+  const log = (ctx: Context) => (ctx.state.logger as Logger | undefined) ?? logger;
 
   const readBody = (ctx: Context): Promise<Buffer> =>
     getRawBody(ctx.req, { length: ctx.get('Content-Length') || undefined, limit: maxBodyBytes });
@@ -123,16 +145,14 @@ export const idempotency = (options: IdempotencyOptions): Middleware => {
     try {
       await store.release(id, token);
     } catch (error) {
-      ((ctx.state.logger as Logger | undefined) ?? logger).warn(
-        { err: error },
-        'idempotency key not released; it stays blocked until its lease ends',
-      );
+      log(ctx).warn({ err: error }, 'idempotency key not released; it stays blocked until its lease ends');
     }
   };
 
   return async (ctx, next) => {
     const header = ctx.headers['idempotency-key'];
-    if (ctx.method !== 'POST' || header === undefined || excluded(ctx.path)) {
+    const principal = ctx.state.principal as Principal | undefined;
+    if (ctx.method !== route.method || header === undefined || !principal) {
       await next();
       return;
     }
@@ -140,12 +160,8 @@ export const idempotency = (options: IdempotencyOptions): Middleware => {
     if (!validKey.test(key) || key.trim() !== key) {
       throw new InvalidIdempotencyKeyError('Idempotency-Key must be 1 to 255 printable ASCII characters');
     }
-    const principal = await auth.authenticate(ctx).catch(() => null);
-    if (!principal) {
-      await next(); // the route refuses the credentials, with the details
-      return;
-    }
-    const id: IdempotencyId = { scope: scopeOf(ctx, principal), key };
+    const id = idOf(ctx, principal, key);
+    const binding = bindingOf(ctx, route, principal);
     const now = clock().getTime();
     const claim = await store.claim(id, now, now + leaseMs);
 
@@ -155,13 +171,20 @@ export const idempotency = (options: IdempotencyOptions): Middleware => {
       );
     }
     if (claim.outcome === 'completed') {
-      const body = await readBody(ctx);
-      if (fingerprintOf(ctx, body) !== claim.record.fingerprint) {
+      const { fingerprint, response } = claim.record;
+      if (seal.fingerprint(binding, await readBody(ctx)) !== fingerprint) {
         throw new IdempotencyKeyReusedError(
-          'This Idempotency-Key was already used for a request with another method, path or body; use a new key',
+          'This Idempotency-Key was already used for another request (another route, body or scope set); use a new key',
         );
       }
-      replay(ctx, claim.record.response);
+      const opened = seal.open(id, fingerprint, response);
+      if (!opened) {
+        log(ctx).warn({ key }, 'a kept idempotent response does not open under IDEMPOTENCY_SECRET_KEY');
+        throw new IdempotencyKeyReusedError(
+          'The answer kept for this Idempotency-Key can no longer be replayed; use a new key',
+        );
+      }
+      replay(ctx, opened);
       return;
     }
 
@@ -186,25 +209,44 @@ export const idempotency = (options: IdempotencyOptions): Middleware => {
       return;
     }
     try {
+      const fingerprint = seal.fingerprint(binding, body);
       const kept = await store.complete(
         id,
         token,
-        { fingerprint: fingerprintOf(ctx, body), response },
+        { fingerprint, response: seal.seal(id, fingerprint, response) },
         clock().getTime() + ttlMs,
       );
-      if (!kept) {
-        ((ctx.state.logger as Logger | undefined) ?? logger).warn(
-          { key },
-          'idempotency claim lost before the response was kept: its lease ran out',
-        );
-      }
+      if (!kept)
+        log(ctx).warn({ key }, 'idempotency claim lost before the response was kept: its lease ran out');
     } catch (error) {
       // The response stands; a retry with the key may run the request again once the claim is gone.
-      ((ctx.state.logger as Logger | undefined) ?? logger).warn(
-        { err: error },
-        'idempotent response not kept',
-      );
+      log(ctx).warn({ err: error }, 'idempotent response not kept');
       await release(ctx, id, token);
     }
   };
+};
+
+/**
+ * Puts Idempotency-Key handling into every POST route that has a guard (requireScope or requirePlatform),
+ * right after the guard, followed by `renderErrors`: the one place where routes become idempotent. Routes
+ * without a guard (the login, refresh and token endpoints) never get it: their answers are fresh secrets,
+ * and retrying them is already safe. Being chosen by route, not by path, it holds however the path is spelt.
+ * Call it once the router has all its routes.
+ */
+export const idempotentPosts = (router: Router, options: IdempotencyOptions): void => {
+  const seal = idempotencySeal(options.secretKey);
+  for (const layer of router.stack) {
+    if (!layer.methods.includes('POST')) continue;
+    const guardAt = layer.stack.findIndex(
+      (middleware) => (middleware as { guard?: unknown }).guard !== undefined,
+    );
+    if (guardAt === -1) continue;
+    const route = { method: 'POST', path: String(layer.path) };
+    layer.stack.splice(
+      guardAt + 1,
+      0,
+      idempotentRoute(options, seal, route) as (typeof layer.stack)[number],
+      options.renderErrors as (typeof layer.stack)[number],
+    );
+  }
 };
