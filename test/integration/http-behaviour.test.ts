@@ -148,8 +148,12 @@ describe('cross-cutting HTTP behaviour', () => {
         422,
         '/problems/idempotency-key-reused',
       );
+      // Another route the credential may call (visits need observations:write too); one it may not call
+      // answers its 403 before any key is looked at.
+      const visits = `${server.url}/v1/tenants/${tenant.tenantId}/visits`;
+      expectProblem(await post('k-422', fox, { url: visits }), 422, '/problems/idempotency-key-reused');
       const location = `${server.url}/v1/tenants/${tenant.tenantId}/locations`;
-      expectProblem(await post('k-422', fox, { url: location }), 422, '/problems/idempotency-key-reused');
+      expectProblem(await post('k-422', fox, { url: location }), 403, '/problems/forbidden');
       expect(await server.stores.eventStore.headPosition()).to.equal(head);
       // The first response still replays.
       expect((await post('k-422')).body.id).to.equal(first.body.id);
