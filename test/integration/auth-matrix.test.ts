@@ -2,6 +2,7 @@ import type Router from '@koa/router';
 import { expect } from 'chai';
 import { scopes } from '../../src/auth/scopes.js';
 import {
+  basicAuth,
   bearer,
   clientToken,
   createOAuthClient,
@@ -9,6 +10,7 @@ import {
   expectForbidden,
   expectUnauthorized,
   loggedIn,
+  oauthToken,
 } from '../support/auth.js';
 import { testImage } from '../support/images.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
@@ -16,8 +18,9 @@ import { request, startTestServer, withTenant, type TestServer } from '../suppor
 /**
  * The 401/403 matrix, route by route. Each row names the scope a route needs and what a request with it
  * answers; every row is tried without credentials, with each kind of credential lacking the scope, and
- * with each kind holding exactly the scope. A last test checks the table against the app's own routes,
- * so a route added without a row fails here.
+ * with each kind holding exactly the scope. Every POST is then tried again with the Idempotency-Key of a
+ * permitted request by every narrower credential, which must get the same 401/403 as without the key. A
+ * last test checks the table against the app's own routes, so a route added without a row fails here.
  */
 type Requirement = { scope: (typeof scopes)[number] } | { platformOnly: true };
 
@@ -30,6 +33,8 @@ interface Row {
   platform: boolean;
   /** The status of a permitted request. */
   ok: number;
+  /** Scopes the body needs besides the route's: subscribing to observation.created needs observations:read. */
+  alsoHolding?: readonly string[];
   /** Which fixture `:id` names. */
   id?:
     | 'user'
@@ -211,7 +216,7 @@ const table: Row[] = [
     requires: { scope: 'webhooks:manage' },
     platform: false,
     ok,
-    ...(body ? { body } : {}),
+    ...(body ? { body, alsoHolding: ['observations:read'] } : {}),
   })),
 ];
 
@@ -368,6 +373,8 @@ describe('the 401/403 matrix, route by route', () => {
   let newWebhook: () => Promise<string>;
   let newLocation: () => Promise<string>;
   let newVisit: () => Promise<string>;
+  /** Tokens of one OAuth client holding every scope, by the scopes asked for: one identity, many scope sets. */
+  let sameClient: (held: readonly string[]) => Promise<Record<string, string>>;
 
   const credential = (kind: Kind, held: readonly string[]) => {
     const headers = credentials.get(`${kind} ${[...held].sort().join(' ')}`);
@@ -383,7 +390,11 @@ describe('the 401/403 matrix, route by route', () => {
     tenantId = tenant.tenantId;
     const scopeSets = new Set(
       table
-        .flatMap((row) => ('scope' in row.requires ? [[row.requires.scope], allBut(row.requires.scope)] : []))
+        .flatMap((row) =>
+          'scope' in row.requires
+            ? [[row.requires.scope, ...(row.alsoHolding ?? [])], allBut(row.requires.scope)]
+            : [],
+        )
         .map((set) => set.sort().join(' ')),
     );
     scopeSets.add(['admin'].join(' '));
@@ -393,6 +404,23 @@ describe('the 401/403 matrix, route by route', () => {
       credentials.set(`user token ${set}`, bearer((await loggedIn(server, tenant, held)).accessToken));
       credentials.set(`client token ${set}`, bearer((await clientToken(server, tenant, held)).accessToken));
     }
+    const everything = await createOAuthClient(server, tenant, [...scopes]);
+    const tokens = new Map<string, Record<string, string>>();
+    sameClient = async (held) => {
+      const scope = [...held].sort().join(' ');
+      let headers = tokens.get(scope);
+      if (!headers) {
+        const response = await oauthToken(
+          server,
+          { grant_type: 'client_credentials', scope },
+          basicAuth(everything.clientId, everything.clientSecret),
+        );
+        expect(response.status, JSON.stringify(response.body)).to.equal(200);
+        headers = bearer(response.body.access_token as string);
+        tokens.set(scope, headers);
+      }
+      return headers;
+    };
     const webhook = await request(`${server.url}/v1/tenants/${tenantId}/webhooks`, {
       method: 'POST',
       body: webhookBody(),
@@ -466,19 +494,24 @@ describe('the 401/403 matrix, route by route', () => {
   });
   after(async () => server.close());
 
-  const call = async (row: Row, headers: Record<string, string>) => {
+  /** One request of the row, with its ids and body filled in: sent once or, with a key, several times. */
+  const prepare = async (row: Row) => {
     counter += 1;
     const fresh = { freshWebhook: newWebhook, freshLocation: newLocation, freshVisit: newVisit } as const;
     const id =
       row.id && row.id in fresh ? await fresh[row.id as keyof typeof fresh]() : row.id ? ids[row.id] : '';
     const url = `${server.url}${row.path.replace(':tenantId', tenantId).replace(':id', id).replace(':deliveryId', deliveryId).replace(':mediaId', mediaId)}`;
-    return request(url, {
-      method: row.method,
-      ...(row.body ? { body: row.body(counter) } : {}),
-      ...(row.rawBody ? { rawBody: await row.rawBody(counter) } : {}),
-      headers: { ...(row.contentType ? { 'content-type': row.contentType } : {}), ...headers },
-    });
+    const body = row.body ? { body: row.body(counter) } : {};
+    const rawBody = row.rawBody ? { rawBody: await row.rawBody(counter) } : {};
+    return (headers: Record<string, string>) =>
+      request(url, {
+        method: row.method,
+        ...body,
+        ...rawBody,
+        headers: { ...(row.contentType ? { 'content-type': row.contentType } : {}), ...headers },
+      });
   };
+  const call = async (row: Row, headers: Record<string, string>) => (await prepare(row))(headers);
 
   for (const row of table) {
     const name = `${row.method} ${row.path}`;
@@ -494,7 +527,7 @@ describe('the 401/403 matrix, route by route', () => {
             expectForbidden(await call(row, credential(kind, allBut(scope))), scope, `${name} ${kind}`);
           });
           it(`answers ${row.ok} to ${article(kind)} ${kind} holding only ${scope}`, async () => {
-            const response = await call(row, credential(kind, [scope]));
+            const response = await call(row, credential(kind, [scope, ...(row.alsoHolding ?? [])]));
             expect(response.status, `${name} ${kind} ${JSON.stringify(response.body)}`).to.equal(row.ok);
           });
         }
@@ -515,6 +548,41 @@ describe('the 401/403 matrix, route by route', () => {
         it('answers 403 to the platform key', async () => {
           const response = await call(row, { 'X-API-Key': server.platformAdminKey });
           expectForbidden(response, 'scope' in row.requires ? row.requires.scope : undefined, name);
+        });
+      }
+
+      if (row.method === 'POST') {
+        it('answers every narrower credential with its own 401/403, never the answer kept for a permitted request with the same Idempotency-Key', async () => {
+          const scope = 'scope' in row.requires ? row.requires.scope : undefined;
+          const permitted = scope
+            ? await sameClient([scope, ...(row.alsoHolding ?? [])])
+            : { 'X-API-Key': server.platformAdminKey };
+          const narrower: [string, Record<string, string>][] = [['no credentials', {}]];
+          if (scope) {
+            for (const kind of kinds) narrower.push([kind, credential(kind, allBut(scope))]);
+            narrower.push(['a token of the same client without the scope', await sameClient(allBut(scope))]);
+            if (!row.platform) narrower.push(['the platform key', { 'X-API-Key': server.platformAdminKey }]);
+          } else {
+            for (const kind of kinds)
+              narrower.push([`a tenant admin's ${kind}`, credential(kind, ['admin'])]);
+          }
+          const send = await prepare(row);
+          const key = { 'Idempotency-Key': `matrix ${name}` };
+          const first = await send({ ...permitted, ...key });
+          expect(first.status, `${name} ${JSON.stringify(first.body)}`).to.equal(row.ok);
+          for (const [who, headers] of narrower) {
+            const without = await send(headers);
+            const withKey = await send({ ...headers, ...key });
+            const message = `${name} by ${who}: ${JSON.stringify(withKey.body)}`;
+            expect(without.status, message).to.be.oneOf([401, 403]);
+            expect(withKey.status, message).to.equal(without.status);
+            expect(withKey.body.type, message).to.equal(without.body.type);
+            expect(withKey.headers.get('idempotency-replayed'), message).to.equal(null);
+          }
+          // The permitted credential itself still gets the kept answer.
+          const replayed = await send({ ...permitted, ...key });
+          expect(replayed.status, name).to.equal(row.ok);
+          expect(replayed.headers.get('idempotency-replayed'), name).to.equal('true');
         });
       }
     });
