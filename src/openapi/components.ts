@@ -122,9 +122,11 @@ export const parameters = {
     in: 'header',
     required: false,
     description:
-      'Makes the POST safe to retry: the first answer (except 5xx, 408 and 429) is kept for 24 hours and ' +
-      'replayed, with `Idempotency-Replayed: true`, to the same credential sending the same key, method, ' +
-      'path and body. 1 to 255 printable ASCII characters.',
+      'Makes the POST safe to retry: the first answer (except 5xx, 408 and 429) is kept for 24 hours, ' +
+      'sealed, and replayed, with `Idempotency-Replayed: true`, to the same credential with the same scopes ' +
+      'sending the same key to the same route with the same parameters and body, once the route has ' +
+      'admitted it (a credential that may not call the route gets its 401 or 403). 1 to 255 printable ' +
+      'ASCII characters.',
     schema: string({ minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' }),
   },
 };

@@ -108,7 +108,8 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
       schema: given.schema ?? { type: 'string' },
     };
   });
-  const idempotent = spec.method === 'post' && !isAuthPath(spec.path);
+  // As src/http/idempotency.ts decides: every POST behind a guard; the public token endpoints never.
+  const idempotent = spec.method === 'post' && !('public' in spec.access);
   const parameterList = [
     ...pathParameters,
     ...(spec.query ? codecQuery(spec.query.codec, spec.query.parameters) : []),
