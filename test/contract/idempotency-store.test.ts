@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import { chmodSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { openMongoIdempotencyStore } from '../../src/http/idempotency-store-mongo.js';
@@ -22,6 +23,38 @@ describe('IdempotencyStore contract', () => {
           remove();
         },
       });
+    });
+
+    const modeOf = (file: string) => (statSync(file).mode & 0o777).toString(8);
+
+    it('creates idempotency.db and its -wal and -shm for the owner alone (0600)', async () => {
+      const { dir, remove } = tempDir();
+      const file = join(dir, 'idempotency.db');
+      const store = openSqliteIdempotencyStore(file);
+      try {
+        await store.claim({ scope: 't_a|apikey:k_1', key: 'k' }, 0, 1000);
+        for (const path of [file, `${file}-wal`, `${file}-shm`]) expect(modeOf(path), path).to.equal('600');
+      } finally {
+        await store.close();
+        remove();
+      }
+    });
+
+    it('narrows files an older version left readable by others to 0600 when it opens them', async () => {
+      const { dir, remove } = tempDir();
+      const file = join(dir, 'idempotency.db');
+      await openSqliteIdempotencyStore(file).close();
+      for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+        writeFileSync(path, '', { flag: 'a' });
+        chmodSync(path, 0o644);
+      }
+      const store = openSqliteIdempotencyStore(file);
+      try {
+        for (const path of [file, `${file}-wal`, `${file}-shm`]) expect(modeOf(path), path).to.equal('600');
+      } finally {
+        await store.close();
+        remove();
+      }
     });
   });
 
