@@ -12,6 +12,7 @@ import { openStores, type Stores } from './stores.js';
 import { recordDigest } from './audit/digest.js';
 import { history, parseUntil, stateAt, UntilError } from './audit/replay.js';
 import { verifyTenant } from './audit/verify.js';
+import { withoutSecrets } from './history/redaction.js';
 import { streamHeadsProjection } from '../projections/stream-heads.js';
 import { readAggregate } from './core/command-handler.js';
 import type { EventStore } from './eventstore/port.js';
@@ -333,7 +334,7 @@ const commands: Record<
           const replayed = await stateAt(stores.eventStore, values.stream, until);
           if (!replayed) throw new UsageError(`No aggregate is stored in streams like ${values.stream}`);
           print(
-            `${values.stream} at version ${replayed.version}:\n${JSON.stringify(replayed.state, null, 2)}`,
+            `${values.stream} at version ${replayed.version}:\n${JSON.stringify(withoutSecrets(replayed.state), null, 2)}`,
             { stream: values.stream, ...replayed },
           );
           return;
@@ -695,8 +696,10 @@ const main = async (argv: string[]): Promise<number> => {
   const help = argv.includes('--help') || argv.includes('-h');
   const args = argv.filter((arg) => arg !== '--json' && arg !== '--help' && arg !== '-h');
   // The longest command the words name: `projections parked retry`, `tenant create`, `export visits`.
-  const words = [3, 2, 1].find((n) => commands[args.slice(0, n).join(' ')]) ?? 1;
-  const command = commands[args.slice(0, words).join(' ')];
+  // Own properties only: `cli constructor` names no command of Object.prototype.
+  const named = (name: string) => (Object.hasOwn(commands, name) ? commands[name] : undefined);
+  const words = [3, 2, 1].find((n) => named(args.slice(0, n).join(' '))) ?? 1;
+  const command = named(args.slice(0, words).join(' '));
   if (!command) {
     console.log(usage);
     return help && args.length === 0 ? 0 : 2;
@@ -705,7 +708,9 @@ const main = async (argv: string[]): Promise<number> => {
     console.log(`Usage: npm run cli -- ${command.help}`);
     return 0;
   }
-  const print: Output = (text, value) => console.log(json ? JSON.stringify(value, null, 2) : text);
+  // Hashes and sealed secrets are redacted from every JSON output, as the history API redacts them.
+  const print: Output = (text, value) =>
+    console.log(json ? JSON.stringify(withoutSecrets(value), null, 2) : text);
   try {
     await command.run(args.slice(words), loadConfig(), print);
     return 0;

@@ -1,6 +1,7 @@
 import { toEnvelope } from '../core/command-handler.js';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { fold } from '../core/decider.js';
+import { isCalendarDateTime } from '../http/codec.js';
 import type { RecordedEvent } from '../core/events.js';
 import { parseStreamName } from '../core/streams.js';
 import { apiKeyDecider, oauthClientDecider } from '../credentials/secret-credential.js';
@@ -52,7 +53,7 @@ export const parseUntil = (text: string, now: Date): Until => {
   const time = Date.parse(text);
   if (
     !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(text) ||
-    Number.isNaN(time)
+    !isCalendarDateTime(text)
   ) {
     throw new UntilError(
       `--until ${text} is neither a position nor an ISO 8601 time with a zone (e.g. 2026-05-01T09:30:00Z)`,
@@ -87,7 +88,8 @@ export async function* history(eventStore: EventStore, tenantId: string, until?:
 /** An aggregate's state as it was at `until`, or null for a stream no fold knows. */
 export const stateAt = async (eventStore: EventStore, streamName: string, until?: Until) => {
   const parsed = parseStreamName(streamName);
-  const foldStream = parsed ? folds[parsed.aggregate] : undefined;
+  // An own-property check: a stream named like `constructor-<tenant>_x` names no fold of Object.prototype.
+  const foldStream = parsed && Object.hasOwn(folds, parsed.aggregate) ? folds[parsed.aggregate] : undefined;
   if (!foldStream) return null;
   const events = (await eventStore.readStream(streamName)).filter((event) => isBefore(event, until));
   return { version: events.at(-1)?.streamVersion ?? -1, state: foldStream(events) };

@@ -14,6 +14,7 @@ import type { CursorCodec } from '../http/cursor.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import { observationDecider } from '../observations/decider.js';
 import type { ObservationEvent, ObservationState } from '../observations/observation.js';
+import { withoutSecrets } from './redaction.js';
 import { defaultPageLimit, EventHistoryQuery, maxPageLimit, type EventHistoryParams } from './codecs.js';
 
 export interface HistoryApiDeps {
@@ -28,20 +29,6 @@ const storePageSize = 1000;
 const scanBudget = 10_000;
 
 export const ndjsonType = 'application/x-ndjson';
-
-/**
- * Fields that hold credential hashes or sealed secrets. History is for auditing who did what; it never
- * hands out material that could be attacked offline, even to an admin.
- */
-const secretFields = new Set(['passwordHash', 'secretHash', 'refreshTokenHash', 'sealedSecret']);
-const redacted = '[redacted]';
-
-const withoutSecrets = (data: unknown): unknown => {
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) return data;
-  const entries = Object.entries(data as Record<string, unknown>);
-  if (!entries.some(([key]) => secretFields.has(key))) return data;
-  return Object.fromEntries(entries.map(([key, value]) => [key, secretFields.has(key) ? redacted : value]));
-};
 
 /** An event as the history API shows it: the envelope without the store's internals. */
 export const historyEvent = (event: RecordedEvent) => ({

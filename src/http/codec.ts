@@ -123,10 +123,38 @@ export const numberBetween = (min: number, max: number, what = 'a number') =>
 
 const isoDateTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
 
+/**
+ * Whether an ISO 8601 date-time names a moment of the calendar: Date.parse rolls 2026-02-30 over into
+ * March, so the year, month and day are checked against the days of that month, and the time and offset
+ * against their ranges (no leap second: 60 is refused).
+ */
+export const isCalendarDateTime = (text: string): boolean => {
+  const match =
+    /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?[^Z+-]*(?:Z|[+-](\d{2}):(\d{2}))$/i.exec(text);
+  if (!match) return false;
+  const [year, month, day, hour, minute, second = 0, offsetHours = 0, offsetMinutes = 0] = match
+    .slice(1)
+    .map((part) => (part === undefined ? undefined : Number(part)));
+  // setUTCFullYear, not Date.UTC, which reads years 0 to 99 as 1900 to 1999.
+  const daysInMonth = new Date(new Date(0).setUTCFullYear(year!, month, 0)).getUTCDate();
+  return (
+    month! >= 1 &&
+    month! <= 12 &&
+    day! >= 1 &&
+    day! <= daysInMonth &&
+    hour! <= 23 &&
+    minute! <= 59 &&
+    second <= 59 &&
+    offsetHours <= 23 &&
+    offsetMinutes <= 59 &&
+    !Number.isNaN(Date.parse(text))
+  );
+};
+
 /** An ISO 8601 date-time with an offset, normalized to UTC (`toISOString`), so that strings sort by time. */
 export const DateTimeString = new t.Type<string, string, unknown>(
   'an ISO 8601 date-time with a time zone',
-  (u): u is string => typeof u === 'string' && isoDateTime.test(u),
+  (u): u is string => typeof u === 'string' && isoDateTime.test(u) && isCalendarDateTime(u),
   (u, context) => {
     if (typeof u !== 'string' || !isoDateTime.test(u)) {
       return t.failure(
@@ -135,10 +163,9 @@ export const DateTimeString = new t.Type<string, string, unknown>(
         'must be an ISO 8601 date-time with a time zone, e.g. 2026-05-01T09:30:00Z',
       );
     }
-    const time = Date.parse(u);
-    return Number.isNaN(time)
-      ? t.failure(u, context, 'is not a real date')
-      : t.success(new Date(time).toISOString());
+    return isCalendarDateTime(u)
+      ? t.success(new Date(Date.parse(u)).toISOString())
+      : t.failure(u, context, 'is not a real date: no such day or time in the calendar');
   },
   t.identity,
 );

@@ -3,9 +3,10 @@ import { ValidationError } from '../core/errors.js';
 import type { Scalar } from '../readmodels/port.js';
 
 /**
- * Opaque keyset cursors: the last (sort value, id) of a page, bound to the query that produced it and
- * signed, so a cursor that was edited, made up, or replayed against other filters is refused with 400
- * instead of silently paging through something else.
+ * Opaque keyset cursors: the last (sort value, id) of a page, bound to the query that produced it (the
+ * caller's key names the list, its tenant, its filters and its sort) and signed, so a cursor that was
+ * edited, made up, or replayed against another tenant's list or other filters is refused with 400 instead
+ * of silently paging through something else.
  */
 export interface CursorPosition {
   value: Scalar | null;
@@ -39,7 +40,7 @@ export const cursorCodec = (secret: string) => {
       };
       if (parsed.q !== query) {
         throw new ValidationError([
-          { path: 'cursor', message: 'belongs to a query with other filters or sorting' },
+          { path: 'cursor', message: 'belongs to another list, tenant, filters or sorting' },
         ]);
       }
       return { value: parsed.v, id: parsed.i };

@@ -8,7 +8,8 @@ import { singleParam, strictObject, wholeNumberParam } from './codec.js';
 /**
  * One page of a list, as the JSON text of `{data, nextCursor}`: the documents go out as the store holds
  * them, never parsed and re-serialized. It asks for one document more than the limit to learn whether
- * there is a next page, and signs a cursor bound to the query's filters and sort.
+ * there is a next page, and signs a cursor bound to the list: its collection, its tenant (the path's, or
+ * the platform partition), its filters and its sort. Tenant A's cursor on tenant B's list is refused.
  */
 export const listPage = async (
   deps: { readModels: ReadModelStore; cursors: CursorCodec },
@@ -16,7 +17,7 @@ export const listPage = async (
   query: Omit<ListQuery, 'limit' | 'after'>,
   { limit, cursor }: { limit: number; cursor: string | undefined },
 ): Promise<string> => {
-  const queryKey = JSON.stringify([collection, query.filters, query.sort]);
+  const queryKey = JSON.stringify([collection, query.tenantId, query.filters, query.sort]);
   const after = cursor === undefined ? undefined : deps.cursors.decode(cursor, queryKey);
   const rows = await deps.readModels.listJson(collection, {
     ...query,

@@ -15,6 +15,8 @@ import type { CursorCodec } from '../http/cursor.js';
 import { ListParams, listPage, pageParams, sendPage } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import type { Filter, ReadModelStore } from '../readmodels/port.js';
+import type { TenantPrincipal } from '../auth/principal.js';
+import { assertMaySubscribe, type WebhookOwner } from './creator.js';
 import { deliveryDecider } from './delivery.js';
 import {
   externalEventTypes,
@@ -24,7 +26,13 @@ import {
 } from './external.js';
 import { seal } from './secret-box.js';
 import { checkReceiverUrl } from './sender.js';
-import { foldRecorded, webhooksDecider, webhooksStream, type WebhookSubscription } from './subscriptions.js';
+import {
+  entryOf,
+  foldRecorded,
+  webhooksDecider,
+  webhooksStream,
+  type WebhookSubscription,
+} from './subscriptions.js';
 import type { WebhookWorker } from './worker.js';
 
 export interface WebhooksApiDeps {
@@ -105,6 +113,12 @@ export const DeliveriesQuery = strictObject(
  */
 const hasBody = (ctx: Context): boolean => Boolean(ctx.request.length) || ctx.get('Transfer-Encoding') !== '';
 
+/** The caller, as the owner a subscription records: its credential and the scopes it holds now. */
+const ownerOf = (ctx: Context): WebhookOwner => {
+  const principal = ctx.state.principal as TenantPrincipal;
+  return { actor: principal.actor, scopes: [...principal.scopes] };
+};
+
 const subscriptionOf = (subscription: WebhookSubscription | undefined): WebhookSubscription => {
   if (!subscription) throw new NotFoundError('No such webhook subscription');
   return subscription;
@@ -120,6 +134,8 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
 
   router.post('/', manage, async (ctx) => {
     const body = decodeOrThrow(CreateWebhookBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const events = body.events as ExternalEventType[];
+    assertMaySubscribe(ownerOf(ctx).scopes ?? [], events);
     const urlProblem = await checkReceiverUrl(body.url, deps.webhooks);
     if (urlProblem) throw new ValidationError([{ path: 'url', message: urlProblem }]);
     const webhookId = deps.ids('w');
@@ -131,14 +147,15 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
         type: 'Subscribe',
         webhookId,
         url: body.url,
-        events: body.events as ExternalEventType[],
+        events,
         sealedSecret: seal(body.secret, deps.webhooks.secretKey),
         max: deps.webhooks.maxSubscriptions,
+        owner: ownerOf(ctx),
       },
       commandContext(ctx, deps),
     );
     ctx.set('Location', `/v1/tenants/${tenantOf(ctx)}/webhooks/${webhookId}`);
-    sendResource(ctx, 201, subscriptionOf(result.state.entries[webhookId]?.subscription), result);
+    sendResource(ctx, 201, subscriptionOf(entryOf(result.state, webhookId)?.subscription), result);
   });
 
   router.get('/', manage, async (ctx) => {
@@ -156,7 +173,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
 
   router.get('/:id', manage, async (ctx) => {
     const state = await stored(ctx);
-    ctx.body = subscriptionOf(state.entries[pathParam(ctx, 'id')]?.subscription);
+    ctx.body = subscriptionOf(entryOf(state, pathParam(ctx, 'id'))?.subscription);
   });
 
   router.delete('/:id', manage, async (ctx) => {
@@ -175,12 +192,15 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
       ? decodeOrThrow(EnableBody, await readJsonBody(ctx, { limit: deps.bodyLimit }))
       : {};
     const webhookId = pathParam(ctx, 'id');
-    const before = (await stored(ctx)).entries[webhookId];
+    const before = entryOf(await stored(ctx), webhookId);
+    // Whoever enables a disabled subscription becomes its owner, so they must be able to read what it lists.
+    if (subscriptionOf(before?.subscription).status === 'disabled')
+      assertMaySubscribe(ownerOf(ctx).scopes ?? [], before!.subscription.events);
     const result = await handleCommand(
       deps.eventStore,
       webhooksDecider,
       webhooksStream(tenantOf(ctx)),
-      { type: 'Enable', webhookId, replayMissed: body.replayMissed ?? false },
+      { type: 'Enable', webhookId, replayMissed: body.replayMissed ?? false, owner: ownerOf(ctx) },
       commandContext(ctx, deps),
     );
     const replayed =
@@ -190,7 +210,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     sendResource(
       ctx,
       200,
-      { ...subscriptionOf(result.state.entries[webhookId]?.subscription), replayed },
+      { ...subscriptionOf(entryOf(result.state, webhookId)?.subscription), replayed },
       result,
     );
   });
@@ -245,7 +265,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
   router.get('/:id/deliveries', manage, async (ctx) => {
     const params = decodeOrThrow(DeliveriesQuery, ctx.query);
     const webhookId = pathParam(ctx, 'id');
-    subscriptionOf((await stored(ctx)).entries[webhookId]?.subscription);
+    subscriptionOf(entryOf(await stored(ctx), webhookId)?.subscription);
     const filters: Filter[] = [{ op: 'eq', field: 'webhookId', value: webhookId }];
     if (params.status) filters.push({ op: 'eq', field: 'status', value: params.status });
     if (params.eventType) filters.push({ op: 'eq', field: 'eventType', value: params.eventType });
@@ -264,7 +284,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     const webhookId = pathParam(ctx, 'id');
     const deliveryId = pathParam(ctx, 'deliveryId');
     // A deleted subscription has no deliveries to send again (its attempt would only be cancelled).
-    subscriptionOf((await stored(ctx)).entries[webhookId]?.subscription);
+    subscriptionOf(entryOf(await stored(ctx), webhookId)?.subscription);
     const stream = streamName('delivery', tenantOf(ctx), deliveryId);
     const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
     if (state.status === 'absent' || state.delivery.webhookId !== webhookId)

@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
-import { isForbiddenAddress } from './ssrf.js';
+import { hostNotAllowed, isForbiddenAddress } from './ssrf.js';
 import type { Outcome } from './delivery.js';
 
 export interface SenderSettings {
@@ -119,7 +119,11 @@ export const webhookSender = (settings: SenderSettings) => {
 
 export type WebhookSender = ReturnType<typeof webhookSender>;
 
-/** The check at creation: an absolute https URL (http only when allowed) whose host resolves to allowed addresses. */
+/**
+ * The check at creation: an absolute https URL (http only when allowed) whose host resolves to allowed
+ * addresses. Every refused host gets the same words (`hostNotAllowed`): an internal name, one that does not
+ * resolve and a private address are not told apart, so the check tells a caller nothing about DNS.
+ */
 export const checkReceiverUrl = async (
   url: string,
   { allowHttp, allowPrivateNetworks }: { allowHttp: boolean; allowPrivateNetworks: boolean },
@@ -136,16 +140,15 @@ export const checkReceiverUrl = async (
   if (parsed.username || parsed.password) return 'must not carry credentials';
   if (allowPrivateNetworks) return null;
   const host = parsed.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host))
-    return isForbiddenAddress(host) ? 'must not point to a private, loopback or reserved address' : null;
+  if (isIP(host)) return isForbiddenAddress(host) ? hostNotAllowed : null;
   try {
     const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
       dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
     );
-    return addresses.some((entry) => isForbiddenAddress(entry.address))
-      ? 'must not resolve to a private, loopback or reserved address'
+    return addresses.length === 0 || addresses.some((entry) => isForbiddenAddress(entry.address))
+      ? hostNotAllowed
       : null;
   } catch {
-    return 'must have a host name that resolves';
+    return hostNotAllowed;
   }
 };

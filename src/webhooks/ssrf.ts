@@ -1,6 +1,12 @@
 import { BlockList, isIP } from 'node:net';
 
 /**
+ * What a refused receiver URL's host is told, whatever the reason: a private or reserved address, a name
+ * that resolves to one, a name that does not resolve. One text, so that URL validation is no DNS oracle.
+ */
+export const hostNotAllowed = 'has a host that is not allowed';
+
+/**
  * Addresses a webhook may never reach: loopback, private, link-local (cloud metadata lives there),
  * carrier-grade NAT, multicast, unspecified, reserved and documentation ranges, in IPv4 and IPv6, and
  * IPv4 written inside IPv6 (mapped, compatible, translated, NAT64, 6to4).

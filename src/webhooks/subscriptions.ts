@@ -2,6 +2,7 @@ import type { Decider, DomainEvent, Envelope } from '../core/decider.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { RecordedEvent } from '../core/events.js';
 import { streamName } from '../core/streams.js';
+import type { WebhookOwner } from './creator.js';
 import type { ExternalEventType } from './external.js';
 
 /**
@@ -28,20 +29,41 @@ interface Entry {
   /** Global position of the event that created it, and of its last disable: which events it may receive. */
   createdAtPosition: number;
   disabledAtPosition: number | null;
+  /**
+   * Who it acts for: the credential that created it, or enabled it last. Events from before this was
+   * recorded name the credential as their actor, with `scopes: null` (see creator.ts).
+   */
+  owner: WebhookOwner;
 }
 
 export interface WebhooksState {
+  /** By webhook id, without a prototype: read it only through `entryOf`, never `entries[id]`. */
   entries: Record<string, Entry>;
 }
+
+/**
+ * The subscription with this id, if the stream has one. An own-property check, so that an id from a path
+ * such as `__proto__`, `constructor` or `toString` names nothing rather than something of Object.prototype.
+ */
+export const entryOf = (state: WebhooksState, webhookId: string): Entry | undefined =>
+  Object.hasOwn(state.entries, webhookId) ? state.entries[webhookId] : undefined;
+
+const noEntries = (): Record<string, Entry> => Object.create(null) as Record<string, Entry>;
 
 export type WebhookEvent =
   | DomainEvent<
       'WebhookSubscribed',
-      { webhookId: string; url: string; events: ExternalEventType[]; sealedSecret: string }
+      {
+        webhookId: string;
+        url: string;
+        events: ExternalEventType[];
+        sealedSecret: string;
+        owner?: WebhookOwner;
+      }
     >
   | DomainEvent<'WebhookDeleted', { webhookId: string }>
   | DomainEvent<'WebhookDisabled', { webhookId: string; reason: string }>
-  | DomainEvent<'WebhookEnabled', { webhookId: string; replayMissed: boolean }>
+  | DomainEvent<'WebhookEnabled', { webhookId: string; replayMissed: boolean; owner?: WebhookOwner }>
   | DomainEvent<'WebhookDisableNotified', { webhookId: string; to: string; messageId: string }>;
 
 export type WebhookCommand =
@@ -52,14 +74,15 @@ export type WebhookCommand =
       events: ExternalEventType[];
       sealedSecret: string;
       max: number;
+      owner: WebhookOwner;
     }
   | { type: 'Delete'; webhookId: string }
   | { type: 'Disable'; webhookId: string; reason: string }
-  | { type: 'Enable'; webhookId: string; replayMissed: boolean }
+  | { type: 'Enable'; webhookId: string; replayMissed: boolean; owner: WebhookOwner }
   | { type: 'RecordNotification'; webhookId: string; to: string; messageId: string };
 
 const existing = (state: WebhooksState, webhookId: string): Entry => {
-  const entry = state.entries[webhookId];
+  const entry = entryOf(state, webhookId);
   if (!entry) throw new NotFoundError('No such webhook subscription');
   return entry;
 };
@@ -72,8 +95,8 @@ const decide = (command: WebhookCommand, state: WebhooksState): WebhookEvent[] =
           `A tenant may have at most ${command.max} webhook subscriptions; delete one before creating another`,
         );
       }
-      const { webhookId, url, events, sealedSecret } = command;
-      return [{ type: 'WebhookSubscribed', data: { webhookId, url, events, sealedSecret } }];
+      const { webhookId, url, events, sealedSecret, owner } = command;
+      return [{ type: 'WebhookSubscribed', data: { webhookId, url, events, sealedSecret, owner } }];
     }
     case 'Delete':
       existing(state, command.webhookId);
@@ -88,7 +111,11 @@ const decide = (command: WebhookCommand, state: WebhooksState): WebhookEvent[] =
         : [
             {
               type: 'WebhookEnabled',
-              data: { webhookId: command.webhookId, replayMissed: command.replayMissed },
+              data: {
+                webhookId: command.webhookId,
+                replayMissed: command.replayMissed,
+                owner: command.owner,
+              },
             },
           ];
     case 'RecordNotification': {
@@ -128,19 +155,26 @@ export const evolveSubscription = (
   }
 };
 
+/** The owner an event leaves: a subscribe or an enable names its actor; older ones did not record scopes. */
+const ownerAfter = (entry: Entry | undefined, event: Envelope<WebhookEvent>): WebhookOwner => {
+  if (event.type === 'WebhookSubscribed' || event.type === 'WebhookEnabled')
+    return event.data.owner ?? entry?.owner ?? { actor: event.metadata.actor, scopes: null };
+  return entry?.owner ?? { actor: event.metadata.actor, scopes: null };
+};
+
 /** Positions are only known once events are stored; evolve sees them when folding recorded events. */
 type PositionedEnvelope = Envelope<WebhookEvent> & { position?: number };
 
 const evolve = (state: WebhooksState, event: PositionedEnvelope): WebhooksState => {
   const { webhookId } = event.data;
-  const entry = state.entries[webhookId];
+  const entry = entryOf(state, webhookId);
   const subscription = evolveSubscription(entry?.subscription ?? null, event);
-  const { [webhookId]: _previous, ...others } = state.entries;
+  const others = Object.assign(noEntries(), state.entries);
+  delete others[webhookId];
   if (!subscription) return { entries: others };
   const position = event.position ?? Number.MAX_SAFE_INTEGER;
   return {
-    entries: {
-      ...others,
+    entries: Object.assign(others, {
       [webhookId]: {
         subscription,
         sealedSecret:
@@ -148,14 +182,15 @@ const evolve = (state: WebhooksState, event: PositionedEnvelope): WebhooksState 
         createdAtPosition:
           event.type === 'WebhookSubscribed' ? position : (entry?.createdAtPosition ?? position),
         disabledAtPosition: event.type === 'WebhookDisabled' ? position : (entry?.disabledAtPosition ?? null),
+        owner: ownerAfter(entry, event),
       },
-    },
+    }),
   };
 };
 
 export const webhooksDecider: Decider<WebhooksState, WebhookCommand, WebhookEvent> = {
   aggregate: 'webhooks',
-  initialState: () => ({ entries: {} }),
+  initialState: () => ({ entries: noEntries() }),
   decide,
   evolve,
 };

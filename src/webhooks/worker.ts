@@ -15,6 +15,7 @@ import type { ReadModelStore } from '../readmodels/port.js';
 import { tenantDecider } from '../tenants/tenant.js';
 import { tenantStream } from '../tenants/load.js';
 import { supervise, type Supervised } from '../core/supervisor.js';
+import { ownerLacksScope } from './creator.js';
 import { keyedLimiter } from './limiter.js';
 import type { Delivery, Outcome } from './delivery.js';
 import { deliveryDecider, deliveryIdFor } from './delivery.js';
@@ -22,7 +23,7 @@ import { mappedDomainEventTypes, toExternal } from './external.js';
 import { open } from './secret-box.js';
 import { AttemptAbortedError, type WebhookSender } from './sender.js';
 import { signatureHeaders } from './signing.js';
-import { foldRecorded, subscriptionsAt, webhooksDecider, webhooksStream } from './subscriptions.js';
+import { entryOf, foldRecorded, subscriptionsAt, webhooksDecider, webhooksStream } from './subscriptions.js';
 
 export interface WebhookSettings {
   retryDelaysMs: readonly number[];
@@ -123,8 +124,10 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
    * Disables the subscription. The e-mail is not sent here: the notifier consumes WebhookDisabled, so a
    * crash right after the disable, or a mail server that is down, cannot lose it.
    */
-  const disable = async (delivery: Delivery) => {
-    const reason = `Delivery ${delivery.deliveryId} of ${delivery.eventType} ${delivery.eventId} failed ${delivery.attempts + 1} times`;
+  const disable = async (
+    delivery: Delivery,
+    reason = `Delivery ${delivery.deliveryId} of ${delivery.eventType} ${delivery.eventId} failed ${delivery.attempts + 1} times`,
+  ) => {
     await retryOnConflict(() =>
       handleCommand(
         eventStore,
@@ -151,8 +154,10 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
         (later.data as { webhookId: string }).webhookId === webhookId,
     );
     // The URL as it was when the subscription was disabled; a subscription deleted since is still reported.
-    const entry = foldRecorded(recorded.filter((earlier) => earlier.streamVersion <= event.streamVersion))
-      .entries[webhookId];
+    const entry = entryOf(
+      foldRecorded(recorded.filter((earlier) => earlier.streamVersion <= event.streamVersion)),
+      webhookId,
+    );
     if (alreadySent || !entry) return { kind: 'ack' };
     try {
       await notifyDisabled(tenantId, webhookId, entry.subscription.url, reason);
@@ -183,15 +188,30 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     }
     if (claimed.state.status === 'absent') return;
     const delivery = claimed.state.delivery;
-    const entry = foldRecorded(await eventStore.readStream(webhooksStream(tenantId))).entries[
-      delivery.webhookId
-    ];
+    const entry = entryOf(
+      foldRecorded(await eventStore.readStream(webhooksStream(tenantId))),
+      delivery.webhookId,
+    );
     if (!entry || (entry.subscription.status !== 'active' && !delivery.manual)) {
       await handleCommand(
         eventStore,
         deliveryDecider,
         stream,
         { type: 'Cancel', reason: entry ? 'subscription disabled' : 'subscription deleted' },
+        context(),
+      );
+      return;
+    }
+    // The receiver gets only what the subscription's owner may still read (creator.ts); when it may not,
+    // the subscription is disabled with the reason, as after failed deliveries, and the e-mail follows.
+    const lacking = await ownerLacksScope(eventStore, tenantId, entry.owner, delivery.eventType);
+    if (lacking) {
+      await disable(delivery, lacking);
+      await handleCommand(
+        eventStore,
+        deliveryDecider,
+        stream,
+        { type: 'Cancel', reason: 'subscription disabled' },
         context(),
       );
       return;

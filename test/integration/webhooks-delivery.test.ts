@@ -111,7 +111,7 @@ describe('webhook delivery', () => {
     };
     cleanups.push(stop);
     const tenant = await withTenant(server);
-    const key = await tenant.key(['webhooks:manage', 'observations:write']);
+    const key = await tenant.key(['webhooks:manage', 'observations:read', 'observations:write']);
     return { ...asTenant(server, tenant.tenantId, key), stop };
   };
 
@@ -248,7 +248,7 @@ describe('webhook delivery', () => {
       const otherTenant = asTenant(
         t.server,
         other.tenantId,
-        await other.key(['webhooks:manage', 'observations:write']),
+        await other.key(['webhooks:manage', 'observations:read', 'observations:write']),
       );
       await t.subscribe(hooks.url);
       await otherTenant.observe('not yours');

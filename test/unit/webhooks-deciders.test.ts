@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { RecordedEvent } from '../../src/core/events.js';
 import { ConflictError, NotFoundError } from '../../src/core/errors.js';
 import type { ExternalEvent } from '../../src/webhooks/external.js';
+import type { WebhookOwner } from '../../src/webhooks/creator.js';
 import {
   deliveryDecider,
   deliveryIdFor,
@@ -263,6 +264,7 @@ describe('the delivery decider', () => {
 
 describe('the webhook subscriptions decider', () => {
   const givenSet = deciderSpec(webhooksDecider);
+  const owner = { actor: 'apikey:k_1', scopes: ['webhooks:manage', 'observations:read'] } as WebhookOwner;
   const subscribed = (webhookId: string): WebhookEvent => ({
     type: 'WebhookSubscribed',
     data: {
@@ -270,6 +272,7 @@ describe('the webhook subscriptions decider', () => {
       url: 'https://hooks.test/x',
       events: ['observation.created'],
       sealedSecret: 'v1.a.b.c',
+      owner,
     },
   });
   const subscribe = (webhookId: string, max = 2): WebhookCommand => ({
@@ -279,6 +282,7 @@ describe('the webhook subscriptions decider', () => {
     events: ['observation.created'],
     sealedSecret: 'v1.a.b.c',
     max,
+    owner,
   });
 
   it('subscribes under the cap and refuses one over it', () => {
@@ -308,13 +312,23 @@ describe('the webhook subscriptions decider', () => {
       .when({ type: 'Disable', webhookId: 'w_1', reason: 'again' })
       .then([]);
     givenSet([subscribed('w_1')])
-      .when({ type: 'Enable', webhookId: 'w_1', replayMissed: true })
+      .when({ type: 'Enable', webhookId: 'w_1', replayMissed: true, owner })
       .then([]);
     givenSet([subscribed('w_1'), disabled])
-      .when({ type: 'Enable', webhookId: 'w_1', replayMissed: true })
-      .then([{ type: 'WebhookEnabled', data: { webhookId: 'w_1', replayMissed: true } }]);
+      .when({ type: 'Enable', webhookId: 'w_1', replayMissed: true, owner })
+      .then([{ type: 'WebhookEnabled', data: { webhookId: 'w_1', replayMissed: true, owner } }]);
     givenSet([]).when({ type: 'Delete', webhookId: 'w_1' }).thenThrows(NotFoundError);
-    givenSet([]).when({ type: 'Enable', webhookId: 'w_1', replayMissed: false }).thenThrows(NotFoundError);
+    givenSet([])
+      .when({ type: 'Enable', webhookId: 'w_1', replayMissed: false, owner })
+      .thenThrows(NotFoundError);
+    for (const id of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      givenSet([subscribed('w_1')])
+        .when({ type: 'Delete', webhookId: id })
+        .thenThrows(NotFoundError);
+      givenSet([subscribed('w_1')])
+        .when({ type: 'Enable', webhookId: id, replayMissed: false, owner })
+        .thenThrows(NotFoundError);
+    }
   });
 
   it('shows status, disabledReason and createdAt, and never the sealed secret, on the subscription', () => {
