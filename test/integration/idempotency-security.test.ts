@@ -12,6 +12,8 @@ import {
   oauthToken,
   password,
 } from '../support/auth.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { tempDir } from '../support/adapters.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 type Tenant = Awaited<ReturnType<typeof withTenant>>;
@@ -203,5 +205,50 @@ describe('Idempotency-Key and the platform key', function () {
     const byTenantAdmin = await create({ 'X-API-Key': adminApiKey });
     expectForbidden(byTenantAdmin, undefined);
     expect(JSON.stringify(byTenantAdmin.body)).not.to.contain(adminApiKey);
+  });
+});
+
+describe('IDEMPOTENCY_SECRET_KEY', function () {
+  this.timeout(30_000);
+
+  it('is required in production, like the other secrets', () => {
+    expect(() =>
+      loadConfig({
+        NODE_ENV: 'production',
+        DATA_DIR: '/tmp/unused',
+        PLATFORM_ADMIN_KEY: 'p'.repeat(40),
+        CURSOR_SECRET: 'c'.repeat(40),
+        SIGNING_KEYS_FILE: '/tmp/unused/keys.json',
+        WEBHOOK_SECRET_KEY: 'w'.repeat(40),
+      }),
+    ).to.throw(ConfigError, 'IDEMPOTENCY_SECRET_KEY');
+  });
+
+  it('once changed, no longer replays the answers kept under the old key: their keys answer 422, and nothing runs twice', async () => {
+    const { dir, remove } = tempDir();
+    let server = await startTestServer({ IDEMPOTENCY_SECRET_KEY: 'k'.repeat(40) }, { dataDir: dir });
+    try {
+      const tenant = await withTenant(server);
+      const create = () =>
+        request(`${server.url}/v1/tenants/${tenant.tenantId}/api-keys`, {
+          method: 'POST',
+          body: { name: 'once', scopes: ['cv:read'] },
+          headers: { 'X-API-Key': tenant.adminKey, 'Idempotency-Key': 'rotated' },
+        });
+      const first = await create();
+      expect(first.status).to.equal(201);
+      expect((await create()).body.key).to.equal(first.body.key);
+      await server.close();
+      server = await startTestServer({ IDEMPOTENCY_SECRET_KEY: 'r'.repeat(40) }, { dataDir: dir });
+      const head = await server.stores.eventStore.headPosition();
+      const after = await create();
+      expect(after.status, JSON.stringify(after.body)).to.equal(422);
+      expect(after.body.type).to.equal('/problems/idempotency-key-reused');
+      expect(JSON.stringify(after.body)).not.to.contain(first.body.key as string);
+      expect(await server.stores.eventStore.headPosition()).to.equal(head);
+    } finally {
+      await server.close();
+      remove();
+    }
   });
 });
