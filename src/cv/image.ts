@@ -1,4 +1,6 @@
 import sharp from 'sharp';
+import { readHeader, type ImageHeader } from '../media/header.js';
+import { sniff } from '../media/images.js';
 import { CvModelError } from './models/port.js';
 
 /** A decoded single-channel (luminance) image: one byte per pixel, row by row from the top-left corner. */
@@ -10,8 +12,20 @@ export interface GreyImage {
   original: { width: number; height: number };
 }
 
-/** Larger inputs are refused rather than decoded: about 10,000 × 10,000 pixels. */
-const maxInputPixels = 100_000_000;
+const unreadable = (detail: string) =>
+  new CvModelError('media_unreadable', `The image cannot be decoded: ${detail}`);
+
+/**
+ * The header of stored bytes, read in JavaScript: the size, channels, bits and orientation the decoder will
+ * find, without asking the decoder (src/media/header.ts). Fails with `media_unreadable` when there is none.
+ */
+export const storedHeader = (image: Buffer): ImageHeader => {
+  const contentType = sniff(image);
+  const header = contentType ? readHeader(image, contentType) : null;
+  if (!header || !header.width || !header.height)
+    throw unreadable('it has no readable JPEG, PNG or WebP header');
+  return header;
+};
 
 const throwIfAborted = (signal: AbortSignal | undefined) => {
   if (signal?.aborted) throw signal.reason ?? new Error('aborted');
@@ -21,27 +35,29 @@ const throwIfAborted = (signal: AbortSignal | undefined) => {
  * Decodes the stored bytes into luminance, oriented as displayed, scaled down to fit `maxSide` × `maxSide`
  * (never up), optionally blurred with a Gaussian of `blurSigma` pixels. A truncated or corrupt image, or
  * bytes that are no image at all, fail with `media_unreadable`: sharp is told to fail on truncation rather
- * than hand back a half-grey picture.
+ * than hand back a half-grey picture. The size as displayed comes from the header (`storedHeader`), not
+ * from a second call to the decoder, and sharp refuses more pixels than the header declares. Checking the
+ * decode budget and queueing the decode are the caller's part (src/cv/worker.ts).
  */
 export const decodeGrey = async (
   image: Buffer,
   { maxSide, blurSigma, signal }: { maxSide: number; blurSigma?: number; signal?: AbortSignal },
 ): Promise<GreyImage> => {
   throwIfAborted(signal);
+  const header = storedHeader(image);
   try {
-    let pipeline = sharp(image, { failOn: 'truncated', limitInputPixels: maxInputPixels })
+    let pipeline = sharp(image, { failOn: 'truncated', limitInputPixels: header.width * header.height })
       .rotate()
       .flatten({ background: '#ffffff' })
       .greyscale()
       .resize({ width: maxSide, height: maxSide, fit: 'inside', withoutEnlargement: true });
     if (blurSigma !== undefined && blurSigma >= 0.3) pipeline = pipeline.blur(blurSigma);
-    const meta = await sharp(image, { limitInputPixels: maxInputPixels }).metadata();
     const { data, info } = await pipeline.raw().toBuffer({ resolveWithObject: true });
     throwIfAborted(signal);
-    const rotated = (meta.orientation ?? 1) >= 5;
+    const rotated = header.orientation >= 5;
     const original = {
-      width: (rotated ? meta.height : meta.width) ?? info.width,
-      height: (rotated ? meta.width : meta.height) ?? info.height,
+      width: rotated ? header.height : header.width,
+      height: rotated ? header.width : header.height,
     };
     if (info.channels === 1) return { data, width: info.width, height: info.height, original };
     // Defensive: keep the first channel if sharp handed back more than one.
@@ -50,10 +66,7 @@ export const decodeGrey = async (
     return { data: grey, width: info.width, height: info.height, original };
   } catch (error) {
     if (signal?.aborted) throw error;
-    throw new CvModelError(
-      'media_unreadable',
-      `The image cannot be decoded: ${(error as Error).message.split('\n')[0]}`,
-    );
+    throw unreadable((error as Error).message.split('\n')[0]!);
   }
 };
 

@@ -9,9 +9,11 @@ import { streamName } from '../core/streams.js';
 import type { ConsumerOutcome, EventStore, PersistentEvent } from '../eventstore/port.js';
 import { supervise, type Supervised } from '../core/supervisor.js';
 import type { BlobStore } from '../media/blob-store.js';
+import { decodeQueue, type DecodeQueue } from '../media/decode-queue.js';
+import { defaultDecodeLimits, overBudget, type DecodeLimits } from '../media/header.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import { assertDecodable } from './image.js';
+import { assertDecodable, storedHeader } from './image.js';
 import { cvJobDecider, type CvJob, type CvJobCommand, type CvJobRequested, type CvJobState } from './job.js';
 import { CvModelError, type ModelResult } from './models/port.js';
 import type { ModelRegistry } from './models/registry.js';
@@ -40,6 +42,10 @@ export interface CvWorkerDeps {
   settings: CvWorkerSettings;
   /** The collection of projections/cv-jobs.ts's pendingCvJobsProjection. */
   pendingCollection: string;
+  /** The process's decode queue, shared with uploads; a queue of this worker's own when not given. */
+  decodes?: DecodeQueue;
+  /** The decode budget (MEDIA_MAX_PIXELS, MEDIA_MAX_DECODED_BYTES); the defaults when not given. */
+  decodeLimits?: DecodeLimits;
 }
 
 /** The consumer group of the job requests: with several instances, they share the requests. */
@@ -127,6 +133,8 @@ const abortable = <T>(signal: AbortSignal, task: () => Promise<T>): Promise<T> =
  */
 export const cvWorker = (deps: CvWorkerDeps) => {
   const { eventStore, settings, logger } = deps;
+  const decodes = deps.decodes ?? decodeQueue({ concurrency: 1, maxWaiting: 0 });
+  const decodeLimits = deps.decodeLimits ?? defaultDecodeLimits;
   const instance = `instance:${randomUUID().slice(0, 8)}`;
   const staleAfterMs = settings.jobTimeoutMs + settings.staleMarginMs;
   const slots = semaphore(settings.concurrency);
@@ -183,11 +191,18 @@ export const cvWorker = (deps: CvWorkerDeps) => {
     if (!image)
       throw new CvModelError('media_missing', `The bytes of medium ${job.mediaId} are not in the blob store`);
     const bytes = image;
+    // The size, channels and bits come from the header, in JavaScript: no decode only to learn them. Images
+    // stored before the budget was lowered are refused here rather than decoded.
+    const over = overBudget(storedHeader(bytes), decodeLimits);
+    if (over) throw new CvModelError('media_unreadable', `The image is not decoded: ${over}`);
     return abortable(signal, async () => {
-      // Built-in models decode the image themselves; an inference server is only sent a whole image.
-      if (model.kind === 'remote') await assertDecodable(bytes, signal);
+      // Built-in models decode the image themselves, in the decode queue; an inference server is only sent
+      // a whole image, checked in the queue, and the wait for its answer holds no decode slot.
+      const builtin = model.kind === 'builtin';
+      if (!builtin) await decodes.job(() => assertDecodable(bytes, signal), signal);
       try {
-        return checkResult(await model.run(bytes, signal));
+        const run = () => model.run(bytes, signal);
+        return checkResult(await (builtin ? decodes.job(run, signal) : run()));
       } catch (error) {
         if (error instanceof CvModelError || signal.aborted) throw error;
         throw new CvModelError('model_error', `The model ${model.name} failed: ${(error as Error).message}`);

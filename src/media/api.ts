@@ -12,8 +12,10 @@ import { pathParam } from '../http/resource.js';
 import { observationDecider } from '../observations/decider.js';
 import type { Observation, ObservationMedia, ObservationState } from '../observations/observation.js';
 import type { BlobStore } from './blob-store.js';
+import type { DecodeQueue } from './decode-queue.js';
 import { mediaIdOf, sha256Of } from './hash.js';
-import { measure } from './images.js';
+import type { DecodeLimits } from './header.js';
+import { inspect, verify, type MeasuredImage } from './images.js';
 
 export interface MediaApiDeps {
   eventStore: EventStore;
@@ -22,7 +24,14 @@ export interface MediaApiDeps {
   auth: Authenticator;
   /** The largest image body accepted, in bytes (MEDIA_MAX_BYTES). */
   mediaMaxBytes: number;
+  /** The decode budget (MEDIA_MAX_PIXELS, MEDIA_MAX_DECODED_BYTES). */
+  decodeLimits: DecodeLimits;
+  /** The process's decode queue, shared with the CV worker (MEDIA_DECODE_CONCURRENCY, MEDIA_DECODE_QUEUE). */
+  decodes: DecodeQueue;
 }
+
+/** Measurements of images this process stored lately, per tenant, so the same bytes are not decoded again. */
+const rememberedImages = 10_000;
 
 /** Blobs never change under their hash: caches may keep them for a year without asking again. */
 const immutable = 'private, max-age=31536000, immutable';
@@ -66,10 +75,21 @@ const noneMatch = (header: string, etag: string): boolean =>
     .map((tag) => tag.trim().replace(/^W\//, ''))
     .includes(etag);
 
+/** Aborted when the client goes away before its answer is written, so its turn in the queue is given up. */
+const clientGone = (ctx: Context): AbortSignal => {
+  const controller = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) controller.abort(new Error('the client went away'));
+  });
+  return controller.signal;
+};
+
 /**
- * Images of an observation. The type is sniffed from the bytes and the image decoded in full before
- * anything is stored; the blob is stored before the event that points at it, so a failure in between
- * leaves at most an unreferenced blob, never a medium without its bytes.
+ * Images of an observation. The type is sniffed from the bytes and the header checked against the decode
+ * budget before anything is decoded; bytes already attached to the observation, or measured lately in the
+ * tenant, are not decoded again; others are decoded in full, in the decode queue, before anything is
+ * stored. The blob is stored before the event that points at it, so a failure in between leaves at most an
+ * unreferenced blob, never a medium without its bytes.
  */
 export const mediaApi = (deps: MediaApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/observations/:id/media' });
@@ -80,14 +100,38 @@ export const mediaApi = (deps: MediaApiDeps): Router => {
   const location = (ctx: Context, mediaId: string) =>
     `/v1/tenants/${pathParam(ctx, 'tenantId')}/observations/${pathParam(ctx, 'id')}/media/${mediaId}`;
 
+  // Keyed by tenant and SHA-256: another tenant's uploads must not make this one's faster (an oracle).
+  const measured = new Map<string, MeasuredImage>();
+  const remember = (key: string, image: MeasuredImage) => {
+    measured.delete(key);
+    measured.set(key, image);
+    if (measured.size > rememberedImages) measured.delete(measured.keys().next().value!);
+  };
+
   router.post('/', write, async (ctx) => {
     // An unknown observation is a 404 before the body is read, decoded or stored.
-    observationOf((await readAggregate(deps.eventStore, observationDecider, stream(ctx))).state);
+    const current = observationOf(
+      (await readAggregate(deps.eventStore, observationDecider, stream(ctx))).state,
+    );
     const bytes = await readImageBody(ctx, deps.mediaMaxBytes);
-    const { contentType, width, height } = await measure(bytes);
+    // 415 or 413 from the header alone, before the queue: a bomb never waits for, nor takes, a decode slot.
+    const header = inspect(bytes, deps.decodeLimits);
     const sha256 = sha256Of(bytes);
     const mediaId = mediaIdOf(sha256);
+    const attached = current.media.find((item) => item.id === mediaId);
+    if (attached) {
+      // The same bytes again are the medium already attached: its blob is stored, its size measured.
+      ctx.set('Location', location(ctx, mediaId));
+      ctx.status = 200;
+      ctx.body = attached satisfies ObservationMedia;
+      return;
+    }
+    const key = `${pathParam(ctx, 'tenantId')}/${sha256}`;
+    const { contentType, width, height } =
+      measured.get(key) ??
+      (await deps.decodes.upload(() => verify(bytes, header, deps.decodeLimits), clientGone(ctx)));
     await deps.blobs.put(sha256, bytes, contentType);
+    remember(key, { contentType, width, height });
     const attach = () =>
       handleCommand(
         deps.eventStore,

@@ -1,12 +1,19 @@
 import sharp, { type Metadata } from 'sharp';
 import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors.js';
 import type { MediaContentType } from '../observations/observation.js';
+import {
+  defaultDecodeLimits,
+  overBudget,
+  readHeader,
+  type DecodeLimits,
+  type ImageHeader,
+} from './header.js';
 
 /**
  * What an uploaded image is, decided from its bytes alone: the Content-Type a client sends is never
- * trusted. `sniff` reads the magic numbers; `measure` then has sharp (libvips) decode the whole image, so
- * a file that only starts like an image (a truncated JPEG, a corrupt PNG) is refused before anything is
- * stored, and its width and height come from the decoder rather than from the client.
+ * trusted. `sniff` reads the magic numbers and `inspect` the header, against the decode budget; `verify`
+ * then has sharp (libvips) decode every row, so a file that only starts like an image (a truncated JPEG, a
+ * corrupt PNG) is refused before anything is stored, and its width and height come from the decoder.
  */
 
 export const mediaContentTypes: readonly MediaContentType[] = ['image/jpeg', 'image/png', 'image/webp'];
@@ -51,9 +58,6 @@ const sharpFormat: Record<MediaContentType, string> = {
   'image/webp': 'webp',
 };
 
-/** The largest image decoded, in pixels (width × height): 100 megapixels, far above any camera upload. */
-export const defaultMaxPixels = 100_000_000;
-
 export interface MeasuredImage {
   contentType: MediaContentType;
   width: number;
@@ -64,37 +68,84 @@ const refused = (detail: string) =>
   new UnsupportedMediaTypeError(`${detail}; send a complete JPEG, PNG or WebP image`);
 
 /**
- * Sniffs the type and decodes the whole image. Throws `UnsupportedMediaTypeError` (415) for bytes that are
- * not a JPEG, PNG or WebP image sharp can read to the end, and `PayloadTooLargeError` (413) for an image
- * with more than `maxPixels` pixels (a small file can still decode to gigabytes).
+ * Reads the type from the magic number and the header in JavaScript, and checks the decode budget: no
+ * decoder runs, so an image bomb is refused in microseconds, without waiting for the decode queue.
+ * Throws `UnsupportedMediaTypeError` (415) for bytes that are not a JPEG, PNG or WebP with a readable
+ * header, and `PayloadTooLargeError` (413) for an image over the budget.
  */
-export const measure = async (
-  bytes: Buffer,
-  { maxPixels = defaultMaxPixels }: { maxPixels?: number } = {},
-): Promise<MeasuredImage> => {
+export const inspect = (bytes: Buffer, limits: DecodeLimits = defaultDecodeLimits): ImageHeader => {
   const contentType = sniff(bytes);
   if (!contentType) throw refused('The body is not an image of a supported type');
+  const header = readHeader(bytes, contentType);
+  if (!header || !header.width || !header.height) {
+    throw refused(`The ${sharpFormat[contentType].toUpperCase()} image has no readable header`);
+  }
+  const over = overBudget(header, limits);
+  if (over) throw new PayloadTooLargeError(over);
+  return header;
+};
+
+/**
+ * Has sharp (libvips) read the header again and decode every row of the image, so that a truncated or
+ * corrupt body is refused (415) before anything is stored; width and height are the decoder's. The decode
+ * is streamed row by row, each row shrunk to one pixel as it is read, so it holds a few rows, not the whole
+ * image; and sharp refuses an image with more pixels than the header declared. Run it in the decode queue.
+ */
+export const verify = async (
+  bytes: Buffer,
+  header: ImageHeader,
+  limits: DecodeLimits = defaultDecodeLimits,
+): Promise<MeasuredImage> => {
+  const { contentType } = header;
   // failOn 'truncated': a file cut short is refused; lesser decoder warnings (common in camera JPEGs) are not.
-  const open = () => sharp(bytes, { failOn: 'truncated', limitInputPixels: maxPixels });
+  const open = () =>
+    sharp(bytes, {
+      failOn: 'truncated',
+      limitInputPixels: header.width * header.height,
+      sequentialRead: true,
+    });
   let metadata: Metadata;
   try {
     metadata = await open().metadata();
-    // metadata() reads only the header: decode every pixel, so that a truncated or corrupt body fails here.
-    await open().stats();
   } catch (error) {
-    const message = (error as Error).message;
-    if (/pixel limit/i.test(message)) {
-      throw new PayloadTooLargeError(`The image has more than ${maxPixels} pixels`);
-    }
-    throw refused(`The ${sharpFormat[contentType].toUpperCase()} image cannot be decoded (${message})`);
+    throw refused(
+      `The ${sharpFormat[contentType].toUpperCase()} image cannot be decoded (${(error as Error).message})`,
+    );
   }
   if (metadata.format !== sharpFormat[contentType]) {
     throw refused(`The body starts like ${contentType} but decodes as ${metadata.format}`);
   }
+  const { width, height } = metadata;
+  if (!width || !height) throw refused('The image has no size');
+  // The decoder's own account of the budget, in case it reads the header otherwise than readHeader does.
+  const over = overBudget(
+    {
+      ...header,
+      width,
+      height,
+      channels: metadata.channels,
+      bitsPerSample: metadata.depth === 'uchar' || metadata.depth === 'char' ? 8 : 16,
+    },
+    limits,
+  );
+  if (over) throw new PayloadTooLargeError(over);
+  try {
+    await open().resize({ width: 1, height, fit: 'fill' }).raw().toBuffer();
+  } catch (error) {
+    const message = (error as Error).message;
+    if (/pixel limit/i.test(message)) {
+      throw refused(`The image has more pixels than its header declares (${message})`);
+    }
+    throw refused(`The ${sharpFormat[contentType].toUpperCase()} image cannot be decoded (${message})`);
+  }
   if (contentType === 'image/png' && !pngComplete(bytes)) {
     throw refused('The PNG image is truncated: it does not end with an IEND chunk');
   }
-  const { width, height } = metadata;
-  if (!width || !height) throw refused('The image has no size');
   return { contentType, width, height };
+};
+
+/** `inspect`, then `verify`: the whole check of an upload, outside any queue (tests, tools). */
+export const measure = async (bytes: Buffer, limits: Partial<DecodeLimits> = {}): Promise<MeasuredImage> => {
+  const budget = { ...defaultDecodeLimits, ...limits };
+  return verify(bytes, inspect(bytes, budget), budget);
 };
