@@ -1,25 +1,21 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { usersProjection } from '../../projections/users.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
-import { TooManyRequestsError, UnauthorizedError, ValidationError } from '../core/errors.js';
+import { UnauthorizedError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import { Email } from '../credentials/codecs.js';
 import { sessionDecider } from '../credentials/session.js';
-import type { User } from '../credentials/user.js';
+import type { User, UserState } from '../credentials/user.js';
 import { normalizeEmail, userDecider, userIdFor } from '../credentials/user.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { commandContext } from '../http/command-context.js';
-import type { ProjectionRunner } from '../readmodels/runner.js';
 import { boundedString, decodeOrThrow, strictObject } from '../http/codec.js';
-import { platformPartition } from '../readmodels/aggregate-projection.js';
-import type { ReadModelStore } from '../readmodels/port.js';
 import { retryOnConflict } from './conflicts.js';
 import { formatCredential, parseCredential, refreshTokenPrefix } from './credential-strings.js';
 import { decoyHash, verifyPassword } from './passwords.js';
-import type { FailureLimiter } from './rate-limit.js';
+import type { FailureGuard, LoginAttempt } from './rate-limit.js';
 import type { Revocations } from './revocations.js';
 import { hashSecret, newSecret } from './secrets.js';
 import type { Keyring } from './signing-keys.js';
@@ -28,45 +24,38 @@ import { signAccessToken } from './tokens.js';
 
 export interface LoginApiDeps {
   eventStore: EventStore;
-  readModels: ReadModelStore;
   keyring: () => Keyring;
   tokens: TokenSettings;
   refreshTokenTtlSeconds: number;
   revocations: Revocations;
-  failures: { byEmail: FailureLimiter; byAddress: FailureLimiter };
+  failures: { logins: FailureGuard<LoginAttempt> };
   clock: Clock;
   ids: IdGenerator;
-  /** The users projection, which login reads to find the tenant of an e-mail. */
-  users: ProjectionRunner;
 }
 
-export const LoginBody = strictObject(
-  'a login',
-  { email: Email, password: boundedString(1, 1024) },
-  { tenantId: boundedString(1, 64) },
-);
+/**
+ * A login names its tenant: e-mails are unique within a tenant only, and a login that looked the e-mail up
+ * across tenants would tell who has an account elsewhere.
+ */
+export const LoginBody = strictObject('a login', {
+  email: Email,
+  password: boundedString(1, 1024),
+  tenantId: boundedString(1, 64),
+});
 // As long as any credential authenticate.ts reads: a too-long or wrong-kind token (an access token sent
 // here) is then refused as invalid with 401, like any other bad refresh token, not as a malformed body.
 export const RefreshBody = strictObject('a refresh request', { refreshToken: boundedString(1, 4096) });
 
 const loginFailed = () => new UnauthorizedError('The e-mail or the password is wrong');
+const refreshRefused = () => new UnauthorizedError('The refresh token is not valid', 'invalid_token');
+const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
 
 /**
- * User login and refresh. Login finds the user by e-mail (in the given tenant, or across tenants when the
- * e-mail is in one only), checks the password with scrypt, and starts a session: a refresh-token family.
+ * User login and refresh. Login reads the user of the named tenant and e-mail, checks the password with
+ * scrypt, and starts a session: a refresh-token family.
  */
 export const loginApi = (deps: LoginApiDeps): Router => {
   const router = new Router({ prefix: '/v1/auth' });
-
-  const tenantsOf = async (email: string): Promise<string[]> =>
-    (
-      await deps.readModels.list<User>(usersProjection.collection.name, {
-        tenantId: platformPartition,
-        filters: [{ op: 'eq', field: 'email', value: email }],
-        sort: { field: 'email', direction: 'asc' },
-        limit: 100,
-      })
-    ).map((user) => user.tenantId);
 
   const issue = (ctx: Context, user: User, sessionId: string, secret: string) => {
     const now = deps.clock();
@@ -86,47 +75,33 @@ export const loginApi = (deps: LoginApiDeps): Router => {
 
   const expiry = () => new Date(deps.clock().getTime() + deps.refreshTokenTtlSeconds * 1000).toISOString();
 
+  const userOf = async (tenantId: string, email: string): Promise<UserState> =>
+    tenantIdPattern.test(tenantId)
+      ? (
+          await readAggregate(
+            deps.eventStore,
+            userDecider,
+            streamName('user', tenantId, userIdFor(tenantId, email)),
+          )
+        ).state
+      : { status: 'absent' };
+
   router.post('/token', async (ctx) => {
     const body = decodeOrThrow(LoginBody, await readJsonBody(ctx, { limit: 16 * 1024 }));
-    const email = normalizeEmail(body.email);
-    const now = deps.clock().getTime();
-    const keys = [`email:${email}`, `address:${ctx.ip}`];
-    const wait = Math.max(
-      deps.failures.byEmail.blockedFor(keys[0]!, now),
-      deps.failures.byAddress.blockedFor(keys[1]!, now),
-    );
-    if (wait > 0) throw new TooManyRequestsError('Too many failed logins; try again later', wait);
+    const attempt = { tenantId: body.tenantId, email: normalizeEmail(body.email), address: ctx.ip };
+    await deps.failures.logins.begin(attempt);
 
-    const tenants = body.tenantId ? [body.tenantId] : await tenantsOf(email);
-    if (tenants.length === 0 && !body.tenantId) {
-      // A user created a moment ago may not be in the read model yet: let it catch up once, briefly.
-      await deps.users.waitFor(await deps.eventStore.headPosition(), 1000);
-      tenants.push(...(await tenantsOf(email)));
-    }
-    if (tenants.length > 1) {
-      throw new ValidationError([
-        { path: 'tenantId', message: 'is required: this e-mail belongs to several tenants' },
-      ]);
-    }
-    const tenantId = tenants[0];
-    const { state } = tenantId
-      ? await readAggregate(
-          deps.eventStore,
-          userDecider,
-          streamName('user', tenantId, userIdFor(tenantId, email)),
-        )
-      : { state: { status: 'absent' as const } };
-    // The decoy keeps a failed login as slow as a real check, so timing does not tell which e-mails exist.
+    const state = await userOf(attempt.tenantId, attempt.email);
+    // Unknown e-mail, unknown tenant, wrong password, disabled user: one answer, after one scrypt each (the
+    // decoy when there is no user), so neither the answer nor its timing tells which e-mails exist.
     const matches = await verifyPassword(
       body.password,
       state.status === 'present' ? state.passwordHash : await decoyHash(),
     );
     if (state.status !== 'present' || !matches || state.user.status !== 'active') {
-      deps.failures.byEmail.recordFailure(keys[0]!, now);
-      deps.failures.byAddress.recordFailure(keys[1]!, now);
       throw loginFailed();
     }
-    deps.failures.byEmail.reset(keys[0]!);
+    await deps.failures.logins.succeeded(attempt);
 
     const sessionId = deps.ids('s');
     const secret = newSecret();
@@ -149,12 +124,25 @@ export const loginApi = (deps: LoginApiDeps): Router => {
   router.post('/refresh', async (ctx) => {
     const body = decodeOrThrow(RefreshBody, await readJsonBody(ctx, { limit: 16 * 1024 }));
     const presented = parseCredential(refreshTokenPrefix, body.refreshToken);
-    if (!presented) throw new UnauthorizedError('The refresh token is not valid', 'invalid_token');
+    if (!presented) throw refreshRefused();
     const stream = streamName('session', presented.tenantId, presented.id);
     const session = await readAggregate(deps.eventStore, sessionDecider, stream);
-    if (session.state.status === 'absent')
-      throw new UnauthorizedError('The refresh token is not valid', 'invalid_token');
+    if (session.state.status === 'absent') throw refreshRefused();
     const { userId } = session.state;
+    // The user is checked before the session is touched: a refused refresh changes nothing. (A revoked
+    // session is refused by the decider, also without an event.)
+    const user = await readAggregate(
+      deps.eventStore,
+      userDecider,
+      streamName('user', presented.tenantId, userId),
+    );
+    if (
+      user.state.status !== 'present' ||
+      user.state.user.status !== 'active' ||
+      deps.revocations.isRevoked([userId, presented.id])
+    ) {
+      throw refreshRefused();
+    }
 
     const secret = newSecret();
     // A refresh that loses a race with another refresh of the same token is decided again: the token is
@@ -179,18 +167,6 @@ export const loginApi = (deps: LoginApiDeps): Router => {
         'The refresh token was already used; the session is revoked',
         'invalid_token',
       );
-    }
-    const user = await readAggregate(
-      deps.eventStore,
-      userDecider,
-      streamName('user', presented.tenantId, userId),
-    );
-    if (
-      user.state.status !== 'present' ||
-      user.state.user.status !== 'active' ||
-      deps.revocations.isRevoked([userId])
-    ) {
-      throw new UnauthorizedError('The refresh token is not valid', 'invalid_token');
     }
     issue(ctx, user.state.user, presented.id, secret);
   });

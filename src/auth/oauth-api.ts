@@ -9,6 +9,7 @@ import { streamName } from '../core/streams.js';
 import { oauthClientDecider } from '../credentials/secret-credential.js';
 import type { EventStore } from '../eventstore/port.js';
 import { parseClientId } from './credential-strings.js';
+import type { ClientAttempt, FailureGuard } from './rate-limit.js';
 import type { Revocations } from './revocations.js';
 import { grants, isScope, scopes, type Scope } from './scopes.js';
 import { sameSecret } from './secrets.js';
@@ -21,6 +22,7 @@ export interface OAuthApiDeps {
   keyring: () => Keyring;
   tokens: TokenSettings;
   revocations: Revocations;
+  failures: { clients: FailureGuard<ClientAttempt> };
   clock: Clock;
 }
 
@@ -112,6 +114,9 @@ export const oauthApi = (deps: OAuthApiDeps): Router => {
         throw new OAuthError('unsupported_grant_type', 'Only the client_credentials grant is supported');
       }
       const credentials = clientCredentials(ctx, form);
+      const attempt = { clientId: credentials.id.slice(0, 200), address: ctx.ip };
+      // A refusal here is a 429 problem (src/http/problem.ts): RFC 6749 has no error code for it.
+      await deps.failures.clients.begin(attempt);
       const client = parseClientId(credentials.id);
       const stream = client && streamName('oauthclient', client.tenantId, client.id);
       const { state } = stream
@@ -127,6 +132,7 @@ export const oauthApi = (deps: OAuthApiDeps): Router => {
       ) {
         throw new OAuthError('invalid_client', 'Client authentication failed');
       }
+      await deps.failures.clients.succeeded(attempt);
       const granted = requestedScopes(form, state.credential.scopes);
       const now = deps.clock();
       const { token: accessToken, jti } = signAccessToken(

@@ -106,9 +106,11 @@ export const authOperations = (): BuiltOperation[] => [
     operationId: 'login',
     summary: 'Log a user in',
     description:
-      'Checks the e-mail and password and starts a session: a 15-minute access token and a single-use ' +
-      'refresh token. `tenantId` is needed only when the e-mail belongs to users of several tenants. ' +
-      'Five failed logins per e-mail (20 per client address) in 15 minutes get 429.',
+      'Checks the e-mail and password of a user of the tenant `tenantId` and starts a session: a 15-minute ' +
+      'access token and a single-use refresh token. An unknown tenant or e-mail, a wrong password and a ' +
+      'disabled user all get the same 401. Failed logins are limited per e-mail and client address (5), per ' +
+      'e-mail (20, and 100 a day) and per client address (200), in 15 minutes; over a limit, 429 with ' +
+      '`Retry-After`.',
     tag,
     access: { public: true },
     body: {
@@ -117,7 +119,7 @@ export const authOperations = (): BuiltOperation[] => [
       properties: {
         email: fields.email,
         password: string({ minLength: 1, maxLength: 1024 }),
-        tenantId: string({ minLength: 1, maxLength: 64 }),
+        tenantId: string({ minLength: 1, maxLength: 64, description: 'The tenant of the user' }),
       },
       mediaTypes: ['application/json'],
       json: true,
@@ -156,7 +158,9 @@ export const authOperations = (): BuiltOperation[] => [
     summary: 'Get a client-credentials access token',
     description:
       'OAuth 2.0 client credentials (RFC 6749 §4.4). Errors are RFC 6749 §5.2 JSON, the one exception to ' +
-      'problem+json; `invalid_client` comes with `WWW-Authenticate: Basic`.',
+      'problem+json; `invalid_client` comes with `WWW-Authenticate: Basic`. Failed client authentications ' +
+      'are limited per client id and address (10) and per address (200) in 15 minutes; over a limit, a 429 ' +
+      'problem with `Retry-After`.',
     tag,
     access: { public: true },
     body: {

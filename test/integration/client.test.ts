@@ -271,7 +271,7 @@ describe('the TypeScript client (client/) against the running service', function
       const email = 'replay@clientco.test';
       await admin().users.create(tenantId, { email, password, scopes: ['observations:read'] });
       const first = connect().client;
-      const tokens = await first.login(email, password);
+      const tokens = await first.login(email, password, tenantId);
       await first.refresh();
       // Another client holding the spent refresh token: presenting it again revokes the whole session.
       const { client, sent } = connect({ accessToken: 'expired', refreshToken: tokens.refreshToken });

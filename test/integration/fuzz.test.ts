@@ -164,7 +164,7 @@ describe('fuzzing every operation of the OpenAPI document', function () {
     });
     ids.delivery = attempts[0]!.deliveryId as string;
     const tokens = (
-      await request(`${server.url}/v1/auth/token`, { method: 'POST', body: { email, password } })
+      await request(`${server.url}/v1/auth/token`, { method: 'POST', body: { email, password, tenantId } })
     ).body as Obj;
     Object.assign(dictionary, {
       observationId: [ids.observation],

@@ -359,7 +359,10 @@ describe('cross-cutting HTTP behaviour', () => {
       expect(b.status).to.equal(200);
       expect(b.body.refreshToken).to.not.equal(a.body.refreshToken);
       expect(b.headers.get('idempotency-replayed')).to.equal(null);
-      expect((await login(server, { email: user.email, password: 'wrong password!' })).status).to.equal(401);
+      expect(
+        (await login(server, { email: user.email, password: 'wrong password!', tenantId: tenant.tenantId }))
+          .status,
+      ).to.equal(401);
 
       const refused = await post('no-such-credential', fox, { credential: 'obs_nope' });
       expectProblem(refused, 401, '/problems/unauthorized');

@@ -341,7 +341,7 @@ describe('the OpenAPI document', function () {
       expect(user.status).to.equal(201);
       await call('GET', '/v1/tenants/{tenantId}/users');
       await call('GET', '/v1/tenants/{tenantId}/users/{id}', { params: { id: user.body.id } });
-      const tokens = await call('POST', '/v1/auth/token', { key: null, body: { email, password } });
+      const tokens = await call('POST', '/v1/auth/token', { key: null, body: { email, password, tenantId } });
       expect(tokens.status).to.equal(200);
       const renewed = await call('POST', '/v1/auth/refresh', {
         key: null,
@@ -622,13 +622,13 @@ describe('the OpenAPI document', function () {
       for (let attempt = 0; attempt < 5; attempt += 1) {
         const failed = await call('POST', '/v1/auth/token', {
           key: null,
-          body: { email: 'nobody@openapi.test', password: 'wrong password' },
+          body: { email: 'nobody@openapi.test', password: 'wrong password', tenantId },
         });
         expect(failed.status).to.equal(401);
       }
       const blocked = await call('POST', '/v1/auth/token', {
         key: null,
-        body: { email: 'nobody@openapi.test', password: 'wrong password' },
+        body: { email: 'nobody@openapi.test', password: 'wrong password', tenantId },
       });
       expect(blocked.status).to.equal(429);
       expect(blocked.headers.get('retry-after')).to.match(/^\d+$/);
