@@ -4,6 +4,7 @@ import { basename, dirname, resolve } from 'node:path';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
+import { ownerOnlyDatabase } from '../core/private-files.js';
 import type { AppendResult, EventFilter, EventStore, ReadAllOptions, ReadAllPage } from './port.js';
 import { catchUpSubscription } from './sqlite-catch-up.js';
 import { persistentSubscriptions } from './sqlite-persistent.js';
@@ -125,6 +126,7 @@ export const openSqliteEventStore = (
   file: string,
   { pollMs = defaultPollMs }: SqliteEventStoreOptions = {},
 ): EventStore => {
+  ownerOnlyDatabase(file);
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   // FULL syncs the WAL on every commit: an acknowledged append survives a crash of the process or the machine.

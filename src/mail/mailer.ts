@@ -39,12 +39,13 @@ export const outboxMailer = (dataDir: string, from: string, logger: Logger): Mai
     kind: 'outbox',
     send: async (mail) => {
       const info = await transport.sendMail({ from, ...mail });
-      mkdirSync(outbox, { recursive: true });
+      mkdirSync(outbox, { recursive: true, mode: 0o700 });
       const file = join(
         outbox,
         `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^A-Za-z0-9]/g, '')}.eml`,
       );
-      writeFileSync(file, info.message as Buffer);
+      // Mails name tenants and their receivers: readable by the service's user alone, like the databases.
+      writeFileSync(file, info.message as Buffer, { mode: 0o600 });
       logger.info({ to: mail.to, subject: mail.subject, file }, 'mail written to the outbox');
       return { messageId: info.messageId };
     },

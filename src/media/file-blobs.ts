@@ -36,7 +36,7 @@ const fsyncDirectory = async (dir: string): Promise<void> => {
  */
 export const openFileBlobs = (dir: string): BlobStore => {
   const tmpDir = join(dir, 'tmp');
-  mkdirSync(tmpDir, { recursive: true });
+  mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
   for (const name of readdirSync(tmpDir)) {
     const file = join(tmpDir, name);
     try {
@@ -75,7 +75,7 @@ export const openFileBlobs = (dir: string): BlobStore => {
           await handle.close();
         }
         const shard = join(dir, sha256.slice(0, 2));
-        await mkdir(shard, { recursive: true });
+        await mkdir(shard, { recursive: true, mode: 0o700 });
         // Atomic on one file system: readers see no file or the whole file. A racing put of the same
         // bytes renames identical content over it, which changes nothing.
         await rename(temp, target);

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { ownerOnlyDatabase } from '../core/private-files.js';
 import type {
   CollectionSpec,
   DocumentKey,
@@ -115,6 +116,7 @@ const createTableSql = (spec: CollectionSpec, tableName: string, withIndexes: bo
 };
 
 export const openSqliteReadModels = (file: string): ReadModelStore => {
+  ownerOnlyDatabase(file);
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   // Read models can be rebuilt from the events, and the checkpoint rolls back with them: NORMAL is enough.

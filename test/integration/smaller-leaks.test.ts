@@ -192,7 +192,10 @@ describe('the smaller leaks found by the security review', function () {
         expect(response.status, observedAt).to.equal(400);
         expect(response.body.errors[0].path).to.equal('observedAt');
       }
-      const query = await request(url('/observations?observedFrom=2026-02-30T00:00:00Z'), as(tenant.adminKey));
+      const query = await request(
+        url('/observations?observedFrom=2026-02-30T00:00:00Z'),
+        as(tenant.adminKey),
+      );
       expect(query.status).to.equal(400);
       expect(query.body.errors[0].path).to.equal('observedFrom');
       expect(await server.stores.eventStore.headPosition()).to.equal(head);
