@@ -1,6 +1,7 @@
 /**
  * The idempotency-record port: one record per (scope, key), where the scope is a tenant and a credential
- * and the key is the client's Idempotency-Key. A record is first a `pending` claim (a request with the key
+ * and the key is the client's Idempotency-Key. The store keeps what it is given: the middleware
+ * (./idempotency.ts) hands it fingerprints that are HMACs and bodies already sealed (./idempotency-seal.ts). A record is first a `pending` claim (a request with the key
  * is in flight) and then `completed` with the response to replay. Adapters: embedded SQLite
  * (./idempotency-store-sqlite.ts) and MongoDB (./idempotency-store-mongo.ts); both must pass
  * test/contract/idempotency-store.contract.ts.
@@ -13,7 +14,7 @@ export interface IdempotencyId {
   key: string;
 }
 
-/** A response as it is replayed: status, the headers worth replaying, and the body's bytes. */
+/** A response as it is replayed: status, the headers worth replaying, and the body's bytes (stored sealed). */
 export interface StoredResponse {
   status: number;
   headers: Record<string, string>;
@@ -21,7 +22,10 @@ export interface StoredResponse {
 }
 
 export interface CompletedRecord {
-  /** SHA-256 (hex) of the method, the path with its query, and the raw body of the first request. */
+  /**
+   * HMAC-SHA-256 (hex) of what the first request was: the matched route and its parameters, the query, the
+   * credential's identity and exact scopes, and the raw body.
+   */
   fingerprint: string;
   response: StoredResponse;
 }
