@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import sharp from 'sharp';
-import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../../src/core/errors.js';
+import { PayloadTooLargeError, UnavailableError, UnsupportedMediaTypeError } from '../../src/core/errors.js';
+import { decodeQueue } from '../../src/media/decode-queue.js';
 import { mediaIdOf, sha256Of } from '../../src/media/hash.js';
+import { readHeader } from '../../src/media/header.js';
 import { measure, sniff } from '../../src/media/images.js';
 import { testImage } from '../support/images.js';
 
@@ -98,6 +100,126 @@ describe('images', () => {
       const error = await refusal(measure(bytes, { maxPixels: 19_999 }));
       expect(error).to.be.instanceOf(PayloadTooLargeError);
       expect(await measure(bytes, { maxPixels: 20_000 })).to.include({ width: 200, height: 100 });
+    });
+  });
+
+  describe('readHeader', () => {
+    it('reads the size, channels, bits and orientation sharp finds, for every type we keep', async () => {
+      const cases = [
+        { channels: 3, format: 'jpeg', orientation: 6 },
+        { channels: 1, format: 'jpeg', orientation: 1 },
+        { channels: 3, format: 'png', orientation: 8 },
+        { channels: 4, format: 'png', orientation: 1 },
+        { channels: 4, format: 'png', deep: true, orientation: 3 },
+        { channels: 1, format: 'png', palette: true, orientation: 1 },
+        { channels: 3, format: 'webp', orientation: 5 },
+        { channels: 4, format: 'webp', lossless: true, orientation: 1 },
+        { channels: 3, format: 'webp', lossless: true, orientation: 7 },
+      ] as const;
+      for (const c of cases) {
+        const width = 37;
+        const height = 23;
+        const raw = Buffer.alloc(width * height * c.channels, 90);
+        raw[0] = 200;
+        let image = sharp(raw, { raw: { width, height, channels: c.channels } });
+        if ('deep' in c) image = image.toColourspace('rgb16');
+        if (c.orientation !== 1) image = image.withMetadata({ orientation: c.orientation });
+        const bytes = await (
+          c.format === 'jpeg'
+            ? image.jpeg()
+            : c.format === 'png'
+              ? image.png({ palette: 'palette' in c })
+              : image.webp({ lossless: 'lossless' in c })
+        ).toBuffer();
+        const meta = await sharp(bytes).metadata();
+        const header = readHeader(bytes, `image/${c.format}`);
+        expect(header, JSON.stringify(c)).to.deep.equal({
+          contentType: `image/${c.format}`,
+          width: meta.width,
+          height: meta.height,
+          channels: meta.channels,
+          bitsPerSample: meta.depth === 'ushort' ? 16 : 8,
+          orientation: meta.orientation ?? 1,
+        });
+      }
+    });
+
+    it('answers null for a header cut short, instead of reading past the end', async () => {
+      for (const format of ['jpeg', 'png', 'webp'] as const) {
+        const whole = await testImage({ width: 16, height: 16, format });
+        expect(readHeader(whole.subarray(0, 14), `image/${format}`), format).to.equal(null);
+      }
+    });
+  });
+
+  describe('the decode budget', () => {
+    const deep = (width: number, height: number) =>
+      sharp(Buffer.alloc(width * height * 8), { raw: { width, height, channels: 4 } })
+        .toColourspace('rgb16')
+        .png()
+        .toBuffer();
+
+    it('refuses by pixels (MEDIA_MAX_PIXELS) and by decoded bytes (MEDIA_MAX_DECODED_BYTES) with 413', async () => {
+      const bytes = await deep(100, 50);
+      const byPixels = await refusal(measure(bytes, { maxPixels: 4999 }));
+      expect(byPixels).to.be.instanceOf(PayloadTooLargeError);
+      expect((byPixels as Error).message)
+        .to.include('100 × 50 pixels')
+        .and.include('MEDIA_MAX_PIXELS');
+      const byBytes = await refusal(measure(bytes, { maxDecodedBytes: 39_999 }));
+      expect((byBytes as Error).message)
+        .to.include('40,000 bytes')
+        .and.include('MEDIA_MAX_DECODED_BYTES');
+      expect(await measure(bytes, { maxPixels: 5000, maxDecodedBytes: 40_000 })).to.include({ width: 100 });
+    });
+  });
+
+  describe('the decode queue', () => {
+    const gate = () => {
+      let open = () => {};
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      return { open, task: () => opened };
+    };
+
+    it('runs at most `concurrency` at once, first come first served, and refuses uploads beyond `maxWaiting`', async () => {
+      const queue = decodeQueue({ concurrency: 1, maxWaiting: 1 });
+      const order: string[] = [];
+      const first = gate();
+      const running = queue.upload(async () => {
+        await first.task();
+        order.push('first');
+      });
+      const job = queue.job(async () => order.push('job'));
+      const waiting = queue.upload(async () => order.push('second'));
+      expect(queue.status()).to.include({ running: 1, waiting: 2 });
+      const error = (() => {
+        try {
+          void queue.upload(async () => order.push('third'));
+        } catch (refused) {
+          return refused as UnavailableError;
+        }
+        return null;
+      })();
+      expect(error).to.be.instanceOf(UnavailableError);
+      expect(error!.headers['Retry-After']).to.match(/^[1-9]\d*$/);
+      first.open();
+      await Promise.all([running, job, waiting]);
+      expect(order).to.deep.equal(['first', 'job', 'second']);
+      expect(queue.status()).to.deep.equal({ running: 0, waiting: 0, decoded: 3, refused: 1 });
+    });
+
+    it('gives up a wait whose signal aborts, and frees nothing it did not take', async () => {
+      const queue = decodeQueue({ concurrency: 1, maxWaiting: 4 });
+      const first = gate();
+      const running = queue.job(first.task);
+      const controller = new AbortController();
+      const given = queue.job(async () => 'never', controller.signal);
+      controller.abort(new Error('timed out'));
+      expect(await refusal(given)).to.have.property('message', 'timed out');
+      expect(queue.status()).to.include({ running: 1, waiting: 0 });
+      first.open();
+      await running;
+      expect(queue.status()).to.include({ running: 0, waiting: 0 });
     });
   });
 
