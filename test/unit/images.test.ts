@@ -189,12 +189,12 @@ describe('images', () => {
         await first.task();
         order.push('first');
       });
-      const job = queue.job(async () => order.push('job'));
-      const waiting = queue.upload(async () => order.push('second'));
+      const job = queue.job(() => Promise.resolve(order.push('job')));
+      const waiting = queue.upload(() => Promise.resolve(order.push('second')));
       expect(queue.status()).to.include({ running: 1, waiting: 2 });
       const error = (() => {
         try {
-          void queue.upload(async () => order.push('third'));
+          void queue.upload(() => Promise.resolve(order.push('third')));
         } catch (refused) {
           return refused as UnavailableError;
         }
@@ -213,7 +213,7 @@ describe('images', () => {
       const first = gate();
       const running = queue.job(first.task);
       const controller = new AbortController();
-      const given = queue.job(async () => 'never', controller.signal);
+      const given = queue.job(() => Promise.resolve('never'), controller.signal);
       controller.abort(new Error('timed out'));
       expect(await refusal(given)).to.have.property('message', 'timed out');
       expect(queue.status()).to.include({ running: 1, waiting: 0 });
