@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -216,17 +217,20 @@ describe('IDEMPOTENCY_SECRET_KEY', function () {
       loadConfig({
         NODE_ENV: 'production',
         DATA_DIR: '/tmp/unused',
-        PLATFORM_ADMIN_KEY: 'p'.repeat(40),
-        CURSOR_SECRET: 'c'.repeat(40),
+        PLATFORM_ADMIN_KEY: randomBytes(32).toString('hex'),
+        CURSOR_SECRET: randomBytes(32).toString('hex'),
         SIGNING_KEYS_FILE: '/tmp/unused/keys.json',
-        WEBHOOK_SECRET_KEY: 'w'.repeat(40),
+        WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
       }),
     ).to.throw(ConfigError, 'IDEMPOTENCY_SECRET_KEY');
   });
 
   it('once changed, no longer replays the answers kept under the old key: their keys answer 422, and nothing runs twice', async () => {
     const { dir, remove } = tempDir();
-    let server = await startTestServer({ IDEMPOTENCY_SECRET_KEY: 'k'.repeat(40) }, { dataDir: dir });
+    let server = await startTestServer(
+      { IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex') },
+      { dataDir: dir },
+    );
     try {
       const tenant = await withTenant(server);
       const create = () =>
@@ -239,7 +243,10 @@ describe('IDEMPOTENCY_SECRET_KEY', function () {
       expect(first.status).to.equal(201);
       expect((await create()).body.key).to.equal(first.body.key);
       await server.close();
-      server = await startTestServer({ IDEMPOTENCY_SECRET_KEY: 'r'.repeat(40) }, { dataDir: dir });
+      server = await startTestServer(
+        { IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex') },
+        { dataDir: dir },
+      );
       const head = await server.stores.eventStore.headPosition();
       const after = await create();
       expect(after.status, JSON.stringify(after.body)).to.equal(422);
