@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import {
   basicAuth,
   createOAuthClient,
@@ -34,6 +35,18 @@ const inBatches = async <T>(count: number, attempt: (i: number) => Promise<T>, s
   }
   return results;
 };
+
+describe('TRUST_PROXY', () => {
+  it('is off by default, takes a number of hops, and refuses anything else', () => {
+    const base = { CURSOR_SECRET: 'test-secret' };
+    expect(loadConfig(base).http.trustProxy).to.equal(0);
+    expect(loadConfig({ ...base, TRUST_PROXY: 'off' }).http.trustProxy).to.equal(0);
+    expect(loadConfig({ ...base, TRUST_PROXY: '2' }).http.trustProxy).to.equal(2);
+    for (const value of ['true', 'yes', '-1', '1.5', '10.0.0.1']) {
+      expect(() => loadConfig({ ...base, TRUST_PROXY: value }), value).to.throw(ConfigError, /TRUST_PROXY/);
+    }
+  });
+});
 
 describe('failed-authentication limits (issue 11, findings 3 and 4)', function () {
   this.timeout(60_000);
@@ -71,6 +84,16 @@ describe('failed-authentication limits (issue 11, findings 3 and 4)', function (
       );
       expect(answers.map((a) => a.status).filter((s) => s === 401)).to.have.length(5);
       expect((await login(server, { email: bo, password, tenantId: tenant.tenantId })).status).to.equal(200);
+    });
+
+    it('lets no more than 5 of 12 wrong logins sent at once through: each counts before its check', async () => {
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          login(server, { email: ada, password: 'a wrong password', tenantId: tenant.tenantId }),
+        ),
+      );
+      const statuses = answers.map((a) => a.status).sort();
+      expect(statuses).to.deep.equal([...Array(5).fill(401), ...Array(7).fill(429)]);
     });
 
     it('ignores X-Forwarded-For: a new forwarded address does not make a new client', async () => {

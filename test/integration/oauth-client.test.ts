@@ -300,5 +300,38 @@ describe('OAuth 2.0 client credentials', () => {
       expect(challenge.cause.map((c) => c.scheme)).to.deep.equal(['basic']);
       expect(((await challenge.response.json()) as { error: string }).error).to.equal('invalid_client');
     });
+
+    it('is refused with 429 and Retry-After after 10 wrong secrets from its address, while the others still get tokens', async () => {
+      const wrong = await discover(undefined, 'not-the-secret');
+      for (let i = 0; i < 10; i += 1) {
+        const failure = await client.clientCredentialsGrant(wrong).then(
+          () => null,
+          (error: unknown) => error,
+        );
+        expect((failure as client.WWWAuthenticateChallengeError).status).to.equal(401);
+      }
+      // The right secret from the same address is refused too: the address is out of attempts for the client.
+      const blocked = await client.clientCredentialsGrant(await discover()).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(blocked).to.be.instanceOf(Error);
+      const response = (blocked as { cause?: unknown }).cause as globalThis.Response | undefined;
+      expect(response?.status, String(blocked)).to.equal(429);
+      expect(Number(response?.headers.get('retry-after'))).to.be.within(1, 900);
+      // Another client of the tenant, from the same address, is not affected.
+      const other = await createOAuthClient(server, tenant, ['observations:read']);
+      const config = await client.discovery(
+        new URL(server.url),
+        other.clientId,
+        other.clientSecret,
+        undefined,
+        {
+          algorithm: 'oauth2',
+          execute: [client.allowInsecureRequests],
+        },
+      );
+      expect((await client.clientCredentialsGrant(config)).access_token).to.be.a('string');
+    });
   });
 });
