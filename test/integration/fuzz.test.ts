@@ -526,6 +526,117 @@ describe('fuzzing every operation of the OpenAPI document', function () {
     }
   });
 
+  /**
+   * Ids named like properties of Object.prototype: each path parameter of each operation in turn, the others
+   * naming real resources, with a credential that may call it. A lookup on a plain object would find
+   * something there (a phantom `WebhookDeleted`, a 500); they name nothing, and nothing is written.
+   */
+  it('answers 404 to prototype names as ids in every path parameter, and writes nothing', async () => {
+    const names = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
+    const head = await server.stores.eventStore.headPosition();
+    let tried = 0;
+    for (const { method, path, operation } of all()) {
+      const parameters = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]!);
+      const platformOnly = operation['x-platform-key'] === 'required';
+      for (const parameter of parameters) {
+        for (const name of names) {
+          const filled = path.replace(/\{(\w+)\}/g, (_, other: string) =>
+            encodeURIComponent(other === parameter ? name : fixtureFor(path, other)),
+          );
+          const response = await fetch(`${server.url}${filled}`, {
+            method,
+            headers: { 'X-API-Key': platformOnly ? server.platformAdminKey : adminKey },
+          });
+          const result = await exchange(method, path, response);
+          const what = `${method} ${filled}: ${result.status} ${result.text.slice(0, 300)}`;
+          // Bodiless: a route that needs a body may refuse it first (400, 415); never a success or a 5xx.
+          if (method === 'GET' || method === 'DELETE') expect(result.status, what).to.equal(404);
+          else expect([400, 404, 415], what).to.include(result.status);
+          expect(v.checkResponse(result), what).to.deep.equal([]);
+          tried += 1;
+        }
+      }
+    }
+    expect(tried).to.be.greaterThan(50);
+    // Only the background work of the fixtures (deliveries, CV jobs) may have written since.
+    const written = (
+      await server.stores.eventStore.readAll({ after: head, maxCount: 10_000, filter: { tenantId } })
+    ).events.filter((event) => !/^(delivery|cvjob)-/.test(event.streamName));
+    expect(written.map((event) => `${event.type} ${event.streamName}`)).to.deep.equal([]);
+  });
+
+  /**
+   * Dates that are not in the calendar, in every date-time query parameter and top-level body field of every
+   * operation: February 30, April 31, February 29 of a common year. Each is refused with 400 naming it.
+   */
+  it('refuses dates like February 30 in every date-time parameter and field with 400 naming it', async () => {
+    const impossible = ['2026-02-30T10:00:00Z', '2026-04-31T10:00:00Z', '2025-02-29T00:00:00+02:00'];
+    const isDateTime = (schema: Obj | undefined): boolean => {
+      if (!schema) return false;
+      const resolved = deref(doc, schema);
+      if (resolved.format === 'date-time') return true;
+      const branches = (resolved.oneOf ?? resolved.anyOf ?? []) as Obj[];
+      return branches.some((branch) => isDateTime(branch));
+    };
+    let tried = 0;
+    for (const { method, path, operation } of all()) {
+      if (destructive(method, path)) continue;
+      const platformOnly = operation['x-platform-key'] === 'required';
+      const headers: Record<string, string> = {
+        'X-API-Key': platformOnly ? server.platformAdminKey : adminKey,
+      };
+      const filled = path.replace(/\{(\w+)\}/g, (_, name: string) =>
+        encodeURIComponent(fixtureFor(path, name)),
+      );
+      const parameters = ((operation.parameters ?? []) as Obj[]).map((p) => deref(doc, p));
+      for (const parameter of parameters.filter((p) => p.in === 'query' && isDateTime(p.schema as Obj))) {
+        for (const date of impossible) {
+          const url = `${server.url}${filled}?${parameter.name as string}=${encodeURIComponent(date)}`;
+          const result = await exchange(method, path, await fetch(url, { method, headers }));
+          const what = `${method} ${url}: ${result.status} ${result.text.slice(0, 300)}`;
+          expect(result.status, what).to.equal(400);
+          const errors = (JSON.parse(result.text) as Obj).errors as { path: string }[];
+          expect(
+            errors.map((error) => error.path),
+            what,
+          ).to.include(parameter.name);
+          tried += 1;
+        }
+      }
+      const content = operation.requestBody
+        ? (deref(doc, operation.requestBody as Obj).content as Obj)
+        : undefined;
+      const schema = content?.['application/json']?.schema as Obj | undefined;
+      const properties = schema ? ((deref(doc, schema).properties ?? {}) as Obj) : {};
+      for (const [field, fieldSchema] of Object.entries(properties)) {
+        if (!isDateTime(fieldSchema as Obj)) continue;
+        const [valid] = fc.sample(validValue(doc, schema!, options()), { numRuns: 1, seed });
+        for (const date of impossible) {
+          const body = JSON.stringify({ ...(valid as Obj), [field]: date });
+          const result = await exchange(
+            method,
+            path,
+            await fetch(`${server.url}${filled}`, {
+              method,
+              headers: { ...headers, 'content-type': 'application/json' },
+              body,
+            }),
+          );
+          const what = `${method} ${filled} ${body}: ${result.status} ${result.text.slice(0, 300)}`;
+          expect(result.status, what).to.equal(400);
+          const errors = (JSON.parse(result.text) as Obj).errors as { path: string }[];
+          expect(
+            errors.map((error) => error.path),
+            what,
+          ).to.include(field);
+          expect(v.checkResponse(result), what).to.deep.equal([]);
+          tried += 1;
+        }
+      }
+    }
+    expect(tried).to.be.greaterThan(10);
+  });
+
   // Destructive operations last, so the others keep finding their resources.
   const destructive = (method: string, path: string) => method === 'DELETE' || path.endsWith('/disable');
   const all = () => documentedOperations(doc);
