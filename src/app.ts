@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { loginApi } from './auth/api.js';
 import type { Authenticator } from './auth/authenticate.js';
 import { oauthApi } from './auth/oauth-api.js';
-import type { FailureLimiter } from './auth/rate-limit.js';
+import type { ClientAttempt, FailureGuard, LoginAttempt } from './auth/rate-limit.js';
 import type { Revocations } from './auth/revocations.js';
 import type { Keyring } from './auth/signing-keys.js';
 import type { TokenSettings } from './auth/tokens.js';
@@ -16,7 +16,7 @@ import { problemMiddleware } from './http/problem.js';
 import { healthApi, storeFailures, type HealthSources } from './http/health.js';
 import { requestContext } from './http/request-context.js';
 import { cors } from './http/cors.js';
-import { idempotency } from './http/idempotency.js';
+import { idempotentPosts } from './http/idempotency.js';
 import type { IdempotencyStore } from './http/idempotency-store.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -27,6 +27,8 @@ import type { ProjectionRunner } from './readmodels/runner.js';
 import { tenantsApi } from './tenants/api.js';
 import { webhooksApi } from './webhooks/api.js';
 import { mediaApi } from './media/api.js';
+import type { DecodeQueue } from './media/decode-queue.js';
+import type { DecodeLimits } from './media/header.js';
 import type { BlobStore } from './media/blob-store.js';
 import { locationsApi } from './locations/api.js';
 import { visitsApi } from './visits/api.js';
@@ -52,17 +54,23 @@ export interface AppDeps {
   bodyLimit: number;
   blobs: BlobStore;
   mediaMaxBytes: number;
+  /** The decode budget and the decode queue shared with the CV worker (src/media/decode-queue.ts). */
+  decodeLimits: DecodeLimits;
+  decodes: DecodeQueue;
   consistencyTimeoutMs: number;
   /** Idempotency-Key records (src/stores.ts). */
   idempotency: IdempotencyStore;
   /** Idempotency TTL, rate limit, CORS origins (src/config.ts), and whether PUBLIC_URL is https. */
-  http: Pick<HttpSettings, 'idempotencyTtlMs' | 'rateLimit' | 'corsOrigins'> & { https: boolean };
+  http: Pick<HttpSettings, 'idempotencyTtlMs' | 'rateLimit' | 'corsOrigins' | 'trustProxy'> & { https: boolean };
+  /** IDEMPOTENCY_SECRET_KEY: seals the kept Idempotency-Key answers (src/http/idempotency-seal.ts). */
+  idempotencySecretKey: string;
   auth: Authenticator;
   keyring: () => Keyring;
   tokens: TokenSettings;
   refreshTokenTtlSeconds: number;
   revocations: Revocations;
-  failures: { byEmail: FailureLimiter; byAddress: FailureLimiter };
+  /** Failed logins and client authentications (src/auth/rate-limit.ts). */
+  failures: { logins: FailureGuard<LoginAttempt>; clients: FailureGuard<ClientAttempt> };
   worker: WebhookWorker;
   /** CV jobs: the models they may name, and the cv_jobs projection's runner. */
   cv: { models: ModelRegistry; projection: ProjectionRunner };
@@ -80,11 +88,14 @@ const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
 
 /**
  * The HTTP application: middleware order is request context, security headers, CORS, problems, rate limit,
- * Idempotency-Key, problems again (for the routes), then routes.
+ * problems again (for the routes), then routes. Idempotency-Key is part of each guarded POST route, after
+ * its guard (see idempotentPosts).
  */
 export const createApp = (deps: AppDeps): Koa => {
   const app = new Koa();
-  app.proxy = false;
+  // Behind TRUST_PROXY hops, ctx.ip is the client's address from X-Forwarded-For; otherwise the socket's.
+  app.proxy = deps.http.trustProxy > 0;
+  app.maxIpsCount = deps.http.trustProxy;
   // Errors are answered by problemMiddleware; Koa's own handler would only log them a second time.
   app.silent = true;
 
@@ -103,7 +114,7 @@ export const createApp = (deps: AppDeps): Koa => {
 
   for (const api of [
     oauthApi(deps),
-    loginApi({ ...deps, users: deps.projections.users }),
+    loginApi(deps),
     tenantsApi(deps),
     credentialsApi(deps),
     observationsApi({ ...deps, projection: deps.projections.observations }),
@@ -117,27 +128,27 @@ export const createApp = (deps: AppDeps): Koa => {
   ]) {
     root.use(api.routes());
   }
+  // After the guard, so that a credential that may not call the route gets its 401/403, never a replay.
+  idempotentPosts(root, {
+    store: deps.idempotency,
+    clock: deps.clock,
+    logger: deps.logger,
+    ttlMs: deps.http.idempotencyTtlMs,
+    maxBodyBytes: Math.max(deps.bodyLimit, deps.mediaMaxBytes),
+    secretKey: deps.idempotencySecretKey,
+    renderErrors: problemMiddleware(deps.logger, { onStoreFailure }),
+  });
 
   app.use(requestContext(deps.logger));
   // Cross-cutting behaviour (docs/api.md#cross-cutting-behaviour): security headers and CORS on every
-  // response, errors included; then the rate limit and Idempotency-Key, whose own refusals the outer
-  // problem middleware renders. The inner one renders route errors before idempotency keeps the response.
+  // response, errors included; then the rate limit, whose own refusals the outer problem middleware
+  // renders. The inner one renders route errors, and the Idempotency-Key refusals of the routes.
   app.use(securityHeaders({ strictTransportSecurity: deps.http.https }));
   app.use(cors(deps.http.corsOrigins));
   app.use(problemMiddleware(deps.logger, { onStoreFailure }));
   if (deps.http.rateLimit) {
     app.use(rateLimit({ policy: deps.http.rateLimit, auth: deps.auth, clock: deps.clock }));
   }
-  app.use(
-    idempotency({
-      store: deps.idempotency,
-      auth: deps.auth,
-      clock: deps.clock,
-      logger: deps.logger,
-      ttlMs: deps.http.idempotencyTtlMs,
-      maxBodyBytes: Math.max(deps.bodyLimit, deps.mediaMaxBytes),
-    }),
-  );
   app.use(problemMiddleware(deps.logger, { onStoreFailure }));
   app.use(root.routes());
   app.use(root.allowedMethods());

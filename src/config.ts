@@ -6,6 +6,8 @@ import { parseRateLimit, type RateLimitPolicy } from './http/rate-limit.js';
 import { readFileSync } from 'node:fs';
 import { builtinModelNames } from './cv/models/port.js';
 import { parseRemoteModelSettings, type RemoteModelSetting } from './cv/models/remote.js';
+import type { DecodeQueueSettings } from './media/decode-queue.js';
+import { defaultDecodeLimits, type DecodeLimits } from './media/header.js';
 
 /** Everything the service reads from its environment; README.md's configuration table mirrors this. */
 export interface Config {
@@ -23,8 +25,12 @@ export interface Config {
   bodyLimit: number;
   /** The largest image body a media upload accepts (MEDIA_MAX_BYTES). */
   mediaMaxBytes: number;
+  /** Image decoding: the budget and the decode queue (docs/api.md#media, docs/operations.md). */
+  mediaDecode: DecodeLimits & DecodeQueueSettings;
   consistencyTimeoutMs: number;
   cursorSecret: string | null;
+  /** Seals the kept Idempotency-Key answers; generated into DATA_DIR/secrets.json in development. */
+  idempotencySecretKey: string | null;
   platformAdminKey: string | null;
   /** The service's public base URL: the issuer of its tokens. */
   publicUrl: string;
@@ -69,7 +75,18 @@ const productionSecrets = [
   'CURSOR_SECRET',
   'SIGNING_KEYS_FILE',
   'WEBHOOK_SECRET_KEY',
+  'IDEMPOTENCY_SECRET_KEY',
 ] as const;
+
+/**
+ * What NODE_ENV=production takes as a secret (every one of productionSecrets but the key file's path): at
+ * least 32 characters, at least 10 of them different, so that `x`, `short` or 40 times the same character
+ * stop the service. `openssl rand -hex 32` passes.
+ */
+const minSecretLength = 32;
+const minDistinctCharacters = 10;
+const weakSecret = (value: string): boolean =>
+  value.length < minSecretLength || new Set(value).size < minDistinctCharacters;
 
 export class ConfigError extends Error {}
 
@@ -131,6 +148,11 @@ export interface HttpSettings {
   requestTimeoutMs: number;
   /** How long an idle keep-alive connection stays open (HTTP_KEEP_ALIVE_TIMEOUT). */
   keepAliveTimeoutMs: number;
+  /**
+   * Proxies in front of the service whose X-Forwarded-For is trusted (TRUST_PROXY): 0, the default, reads
+   * the client address from the socket; N reads the Nth address from the right of X-Forwarded-For.
+   */
+  trustProxy: number;
 }
 
 const httpSettings = (env: NodeJS.ProcessEnv): HttpSettings => {
@@ -160,6 +182,48 @@ const httpSettings = (env: NodeJS.ProcessEnv): HttpSettings => {
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: positive('HTTP_KEEP_ALIVE_TIMEOUT', '5s'),
+    trustProxy: read(
+      env,
+      'TRUST_PROXY',
+      'off',
+      (s) => (s === 'off' || s === 'false' || s === '0' ? 0 : /^[1-9]$/.test(s) ? Number(s) : undefined),
+      'the number of trusted proxy hops (1-9), or off',
+    ),
+  };
+};
+
+/**
+ * MEDIA_MAX_PIXELS, MEDIA_MAX_DECODED_BYTES, MEDIA_DECODE_CONCURRENCY and MEDIA_DECODE_QUEUE. Decodes hold
+ * threads of libuv's pool (UV_THREADPOOL_SIZE, 4 by default) that password hashing needs: two stay free.
+ */
+const mediaDecode = (
+  env: NodeJS.ProcessEnv,
+  count: (name: string, fallback: string) => number,
+): DecodeLimits & DecodeQueueSettings => {
+  const pool = Number(env.UV_THREADPOOL_SIZE) || 4;
+  const concurrency = count('MEDIA_DECODE_CONCURRENCY', '1');
+  if (concurrency > Math.max(1, pool - 2)) {
+    throw new ConfigError(
+      `MEDIA_DECODE_CONCURRENCY=${concurrency} leaves fewer than 2 of the ${pool} threads of libuv's pool (UV_THREADPOOL_SIZE) to password hashing and file I/O`,
+    );
+  }
+  return {
+    maxPixels: read(
+      env,
+      'MEDIA_MAX_PIXELS',
+      String(defaultDecodeLimits.maxPixels),
+      (s) => (/^[1-9]\d{0,11}$/.test(s) ? Number(s) : undefined),
+      'a positive whole number of pixels such as 40000000',
+    ),
+    maxDecodedBytes: read(
+      env,
+      'MEDIA_MAX_DECODED_BYTES',
+      String(defaultDecodeLimits.maxDecodedBytes),
+      (s) => parseByteSize(s) || undefined,
+      'a size above zero such as 160000000 or 150mb',
+    ),
+    concurrency,
+    maxWaiting: count('MEDIA_DECODE_QUEUE', '8'),
   };
 };
 
@@ -170,6 +234,14 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
   if (production && missing.length > 0) {
     throw new ConfigError(
       `NODE_ENV=production needs every secret set explicitly; missing: ${missing.join(', ')}`,
+    );
+  }
+  const weak = productionSecrets.filter(
+    (name) => name !== 'SIGNING_KEYS_FILE' && weakSecret(given(name) ?? ''),
+  );
+  if (production && weak.length > 0) {
+    throw new ConfigError(
+      `NODE_ENV=production needs random secrets of at least ${minSecretLength} characters, at least ${minDistinctCharacters} of them different (e.g. openssl rand -hex 32); too weak: ${weak.join(', ')}`,
     );
   }
   const port = read(
@@ -210,8 +282,10 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
     logLevel: given('LOG_LEVEL') ?? 'info',
     bodyLimit: read(env, 'BODY_LIMIT', '1mb', parseByteSize, 'a size such as 1mb or 512kb'),
     mediaMaxBytes: read(env, 'MEDIA_MAX_BYTES', '10mb', parseByteSize, 'a size such as 10mb or 512kb'),
+    mediaDecode: mediaDecode(env, count),
     consistencyTimeoutMs: read(env, 'CONSISTENCY_TIMEOUT', '5s', parseDuration, 'a duration such as 5s'),
     cursorSecret: given('CURSOR_SECRET'),
+    idempotencySecretKey: given('IDEMPOTENCY_SECRET_KEY'),
     platformAdminKey: given('PLATFORM_ADMIN_KEY'),
     publicUrl: (given('PUBLIC_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     tokenAudience: given('TOKEN_AUDIENCE') ?? 'observation-service',

@@ -11,9 +11,11 @@ import { webhookWorker } from './webhooks/worker.js';
 import { cvJobsProjection, pendingCvJobsProjection } from '../projections/cv-jobs.js';
 import { modelRegistry } from './cv/models/registry.js';
 import { cvWorker, defaultCvWorkerSettings, type CvWorker } from './cv/worker.js';
+import { decodeQueue, type DecodeQueue } from './media/decode-queue.js';
 import { createApp } from './app.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
-import { failureLimiter } from './auth/rate-limit.js';
+import { openFailureStore } from './auth/failure-store.js';
+import { clientLimits, loginLimits } from './auth/rate-limit.js';
 import { revocations } from './auth/revocations.js';
 import { loadKeyring, type Keyring } from './auth/signing-keys.js';
 import type { Config } from './config.js';
@@ -33,6 +35,8 @@ export interface Service {
   runners: ProjectionRunner[];
   platformAdminKey: string;
   cvWorker: CvWorker;
+  /** The image decode queue uploads and CV jobs share (MEDIA_DECODE_CONCURRENCY, MEDIA_DECODE_QUEUE). */
+  decodes: DecodeQueue;
   /** The state of every consumer this process runs (none in ROLE=api; one `standby` entry while standing by). */
   consumers: () => ConsumerStatus[];
   /**
@@ -105,6 +109,8 @@ export const startService = async (
 ): Promise<Service> => {
   const opened = await openStores(config);
   const stores = wrapEventStore ? { ...opened, eventStore: wrapEventStore(opened.eventStore) } : opened;
+  // Failed-authentication counters, shared with every process on the same DATA_DIR or MongoDB.
+  const failureStore = await openFailureStore(config);
   // Every read model the service keeps: the registry in projections/index.ts, which the CLI rebuilds too.
   const runners = projections.map(({ projection }) => projectionRunner(projection, { ...stores, logger }));
   // The lists read these collections in every role, also before (or without) a worker in this process.
@@ -148,7 +154,10 @@ export const startService = async (
   });
   const digests = digestJob({ ...stores, logger, schedule: config.auditDigestSchedule });
   const cvModels = modelRegistry(config.cv.remoteModels);
+  const decodes = decodeQueue(config.mediaDecode);
   const cv = cvWorker({
+    decodes,
+    decodeLimits: config.mediaDecode,
     eventStore: stores.eventStore,
     readModels: stores.readModels,
     blobs: stores.blobs,
@@ -195,14 +204,19 @@ export const startService = async (
     ids,
     bodyLimit: config.bodyLimit,
     mediaMaxBytes: config.mediaMaxBytes,
+    decodeLimits: config.mediaDecode,
+    decodes,
     consistencyTimeoutMs: config.consistencyTimeoutMs,
     http: {
       idempotencyTtlMs: config.http.idempotencyTtlMs,
       rateLimit: config.http.rateLimit,
       corsOrigins: config.http.corsOrigins,
+      trustProxy: config.http.trustProxy,
       https: config.publicUrl.startsWith('https://'),
     },
     cursors: cursorCodec(config.cursorSecret ?? developmentSecret(config.dataDir, 'cursorSecret')),
+    idempotencySecretKey:
+      config.idempotencySecretKey ?? developmentSecret(config.dataDir, 'idempotencySecretKey'),
     projections: {
       observations: byName('observations'),
       users: byName('users'),
@@ -226,10 +240,7 @@ export const startService = async (
     worker,
     cv: { models: cvModels, projection: byName(cvJobsProjection.name) },
     webhooks: { ...config.webhooks, secretKey: webhookSecretKey },
-    failures: {
-      byEmail: failureLimiter({ max: 5, windowMs: 15 * 60_000 }),
-      byAddress: failureLimiter({ max: 20, windowMs: 15 * 60_000 }),
-    },
+    failures: { logins: loginLimits(failureStore), clients: clientLimits(failureStore) },
     health: {
       consumers,
       draining: () => drained !== null,
@@ -249,6 +260,7 @@ export const startService = async (
     runners,
     platformAdminKey,
     cvWorker: cv,
+    decodes,
     consumers,
     beginDrain,
     draining: () => drained !== null,
@@ -260,6 +272,7 @@ export const startService = async (
       mailer.close();
       keyring.close();
       await revoked.stop();
+      await failureStore.close();
       await stores.close();
     },
   };
