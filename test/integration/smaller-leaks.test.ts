@@ -94,6 +94,82 @@ describe('the smaller leaks found by the security review', function () {
     });
   });
 
+  describe("when a subscription's owner is a user", () => {
+    it('disables it with a reason once the user is disabled, and delivers nothing', async () => {
+      const email = 'hooks@acme.test';
+      const password = 'a long enough password';
+      const user = await request(
+        url('/users'),
+        as(tenant.adminKey, {
+          method: 'POST',
+          body: { email, password, scopes: ['webhooks:manage', 'observations:read'] },
+        }),
+      );
+      expect(user.status, JSON.stringify(user.body)).to.equal(201);
+      const login = await request(`${server.url}/v1/auth/token`, {
+        method: 'POST',
+        body: { email, password, tenantId: tenant.tenantId },
+      });
+      expect(login.status, JSON.stringify(login.body)).to.equal(200);
+      const created = await request(url('/webhooks'), {
+        method: 'POST',
+        body: { url: receiver.url, events: ['observation.created'], secret },
+        headers: { Authorization: `Bearer ${login.body.accessToken as string}` },
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const disabledUser = await request(
+        url(`/users/${user.body.id as string}/disable`),
+        as(tenant.adminKey, { method: 'POST' }),
+      );
+      expect(disabledUser.status).to.equal(200);
+      await request(
+        url('/observations'),
+        as(tenant.adminKey, { method: 'POST', body: { observedAt: '2026-05-01T09:30:00Z' } }),
+      );
+      const disabled = await eventually(async () => {
+        const read = await request(url(`/webhooks/${created.body.id}`), as(tenant.adminKey));
+        return read.body.status === 'disabled' ? read.body : undefined;
+      });
+      expect(disabled.disabledReason).to.include(`the user ${user.body.id as string} was disabled`);
+      await sleep(300);
+      expect(receiver.received).to.have.length(0);
+    });
+
+    it('refuses to enable a disabled subscription for a credential without the read scope, and lets one with it take over', async () => {
+      const key = await tenant.key(['webhooks:manage', 'observations:read']);
+      const created = await request(
+        url('/webhooks'),
+        as(key, { method: 'POST', body: { url: receiver.url, events: ['observation.created'], secret } }),
+      );
+      await request(url(`/api-keys/${key.split('.')[1]!}`), as(tenant.adminKey, { method: 'DELETE' }));
+      await request(
+        url('/observations'),
+        as(tenant.adminKey, { method: 'POST', body: { observedAt: '2026-05-01T09:30:00Z' } }),
+      );
+      await eventually(async () => {
+        const read = await request(url(`/webhooks/${created.body.id}`), as(tenant.adminKey));
+        return read.body.status === 'disabled' ? true : undefined;
+      });
+      const manageOnly = await tenant.key(['webhooks:manage']);
+      const refused = await request(
+        url(`/webhooks/${created.body.id}/enable`),
+        as(manageOnly, { method: 'POST' }),
+      );
+      expect(refused.status).to.equal(403);
+      expect(refused.body.requiredScope).to.equal('observations:read');
+      const enabled = await request(
+        url(`/webhooks/${created.body.id}/enable`),
+        as(tenant.adminKey, { method: 'POST' }),
+      );
+      expect(enabled.status).to.equal(200);
+      await request(
+        url('/observations'),
+        as(tenant.adminKey, { method: 'POST', body: { observedAt: '2026-05-01T10:30:00Z' } }),
+      );
+      await receiver.waitFor(1);
+    });
+  });
+
   describe('when an id is the name of a property of Object.prototype', () => {
     it('answers 404 to reading, deleting, enabling and listing deliveries, and appends nothing', async () => {
       await request(

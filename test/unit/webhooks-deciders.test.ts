@@ -11,6 +11,8 @@ import {
   type Outcome,
 } from '../../src/webhooks/delivery.js';
 import {
+  entryOf,
+  foldRecorded,
   subscriptionsAt,
   webhooksDecider,
   type WebhookCommand,
@@ -376,5 +378,40 @@ describe('the webhook subscriptions decider', () => {
     expect(ids(35)).to.deep.equal(['w_2']);
     expect(ids(45)).to.deep.equal(['w_1', 'w_2']);
     expect(ids(55)).to.deep.equal(['w_1']);
+  });
+
+  it('knows the owner: recorded by a subscribe or an enable, or the actor of a subscribe that recorded none', () => {
+    const recorded = (version: number, event: WebhookEvent, actor: string): RecordedEvent => ({
+      id: `e${version}`,
+      streamName: 'webhooks-t_test_set',
+      streamVersion: version,
+      position: version,
+      ...event,
+      metadata: {
+        tenantId: 't_test',
+        actor,
+        correlationId: 'c',
+        causationId: null,
+        occurredAt: at(version).toISOString(),
+        schemaVersion: 1,
+      },
+    });
+    const { owner: _recorded, ...legacyData } = (subscribed('w_1') as { data: Record<string, unknown> }).data;
+    const legacy = { type: 'WebhookSubscribed', data: legacyData } as WebhookEvent;
+    const before = foldRecorded([recorded(0, legacy, 'user:u_1')]);
+    expect(entryOf(before, 'w_1')!.owner).to.deep.equal({ actor: 'user:u_1', scopes: null });
+    const takenOver = { actor: 'apikey:k_2', scopes: ['admin'] } as WebhookOwner;
+    const after = foldRecorded([
+      recorded(0, legacy, 'user:u_1'),
+      recorded(1, { type: 'WebhookDisabled', data: { webhookId: 'w_1', reason: 'x' } }, 'system:webhooks'),
+      recorded(
+        2,
+        { type: 'WebhookEnabled', data: { webhookId: 'w_1', replayMissed: false, owner: takenOver } },
+        'apikey:k_2',
+      ),
+    ]);
+    expect(entryOf(after, 'w_1')!.owner).to.deep.equal(takenOver);
+    expect(entryOf(after, '__proto__')).to.equal(undefined);
+    expect(entryOf(after, 'constructor')).to.equal(undefined);
   });
 });
