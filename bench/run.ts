@@ -2,6 +2,7 @@ import { rebuildPhase, type RebuildPhaseResults } from './audit.js';
 import { runAuth, type AuthResults } from './auth.js';
 import { runCv, type CvResults } from './cv.js';
 import { runHttp, type HttpResults } from './http.js';
+import { reportImages, runImages } from './images.js';
 import { millionCatchUp, type MillionResults } from './million.js';
 import { cleanupSync } from './processes.js';
 import { loadAverage, machine, source, writeReports, type Results } from './report.js';
@@ -55,6 +56,7 @@ const allPhases = [
   'auth',
   'webhooks',
   'cv',
+  'images',
   'rebuild',
   'soak',
 ] as const;
@@ -103,6 +105,8 @@ const main = async (): Promise<void> => {
   const cv: CvResults | null = await phase('cv', () =>
     runCv({ jobs: settings.cvJobs, samples: settings.cvLatencySamples }),
   );
+  const images = await phase('images', () => runImages({ durationS: numberFromEnv('BENCH_IMAGES_S', 20) }));
+  if (images) for (const file of reportImages(images)) log(`wrote ${file}`);
   const rebuild: RebuildPhaseResults | null = await phase('rebuild', () =>
     rebuildPhase(settings.millionEvents, settings.eventsPerStream),
   );
