@@ -36,7 +36,7 @@ const expectSecurityHeaders = (response: Response, { cacheControl = 'no-store' }
 
 describe('cross-cutting HTTP configuration', () => {
   const base = { DATA_DIR: '/tmp/unused' };
-  it('has defaults: 24 h keys, 600 requests a minute, no CORS, time-outs of 20 s, 60 s and 5 s', () => {
+  it('has defaults: 24 h keys, 600 requests a minute, no CORS, time-outs of 20 s, 60 s and 5 s, no proxy', () => {
     expect(loadConfig(base).http).to.deep.equal({
       idempotencyTtlMs: 24 * 3_600_000,
       rateLimit: { limit: 600, windowMs: 60_000 },
@@ -44,10 +44,11 @@ describe('cross-cutting HTTP configuration', () => {
       headersTimeoutMs: 20_000,
       requestTimeoutMs: 60_000,
       keepAliveTimeoutMs: 5_000,
+      trustProxy: 0,
     });
   });
 
-  it('reads RATE_LIMIT, CORS_ORIGINS and the time-outs', () => {
+  it('reads RATE_LIMIT, CORS_ORIGINS, the time-outs and TRUST_PROXY', () => {
     const { http } = loadConfig({
       ...base,
       RATE_LIMIT: '100/30s',
@@ -56,6 +57,7 @@ describe('cross-cutting HTTP configuration', () => {
       HTTP_HEADERS_TIMEOUT: '5s',
       HTTP_REQUEST_TIMEOUT: '2m',
       HTTP_KEEP_ALIVE_TIMEOUT: '65s',
+      TRUST_PROXY: '2',
     });
     expect(http).to.deep.equal({
       idempotencyTtlMs: 3_600_000,
@@ -64,6 +66,7 @@ describe('cross-cutting HTTP configuration', () => {
       headersTimeoutMs: 5_000,
       requestTimeoutMs: 120_000,
       keepAliveTimeoutMs: 65_000,
+      trustProxy: 2,
     });
     expect(loadConfig({ ...base, RATE_LIMIT: 'off', CORS_ORIGINS: '*' }).http).to.deep.include({
       rateLimit: null,
@@ -79,6 +82,7 @@ describe('cross-cutting HTTP configuration', () => {
     ['RATE_LIMIT', '0/1m'],
     ['IDEMPOTENCY_TTL', '0'],
     ['HTTP_KEEP_ALIVE_TIMEOUT', 'soon'],
+    ['TRUST_PROXY', 'true'],
   ] as const) {
     it(`refuses ${name}=${value}, naming it`, () => {
       expect(() => loadConfig({ ...base, [name]: value })).to.throw(ConfigError, name);
