@@ -40,7 +40,10 @@ export const cursorCodec = (secret: string) => {
       };
       if (parsed.q !== query) {
         throw new ValidationError([
-          { path: 'cursor', message: 'belongs to another list: other filters or sorting, another tenant or route' },
+          {
+            path: 'cursor',
+            message: 'belongs to another list: other filters or sorting, another tenant or route',
+          },
         ]);
       }
       return { value: parsed.v, id: parsed.i };
