@@ -52,7 +52,13 @@ export const openSqliteFailureStore = (file: string): FailureLimiterStore => {
     `CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY, points INTEGER NOT NULL DEFAULT 0, expire INTEGER)`,
   );
   // Expired counters are ignored on read; this only keeps the file small. Our own timer, cleared on close.
-  const sweep = () => db.prepare(`DELETE FROM ${table} WHERE expire < ?`).run(Date.now());
+  const sweep = () => {
+    try {
+      db.prepare(`DELETE FROM ${table} WHERE expire < ?`).run(Date.now());
+    } catch {
+      // A busy or full store: the next sweep tries again, and nothing depends on this one.
+    }
+  };
   sweep();
   const timer = setInterval(sweep, 5 * 60_000);
   timer.unref();
