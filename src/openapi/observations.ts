@@ -282,7 +282,10 @@ export const observationOperations = (): BuiltOperation[] => [
     description:
       'The raw bytes of a JPEG, PNG or WebP image, at most MEDIA_MAX_BYTES (10 MB): no JSON, no multipart. ' +
       'The type is read from the bytes, never from Content-Type; the image is decoded in full before ' +
-      'anything is stored. The same bytes again answer 200 with the medium already attached.',
+      'anything is stored. The same bytes again answer 200 with the medium already attached. ' +
+      'An image over MEDIA_MAX_PIXELS (40,000,000) pixels or MEDIA_MAX_DECODED_BYTES (160,000,000) decoded ' +
+      'gets 413 from its header, before any decoding; 503 with Retry-After when MEDIA_DECODE_QUEUE uploads ' +
+      'already wait to be decoded.',
     tag: 'Media',
     access: { scope: 'observations:write' },
     pathParameters: observationId,
@@ -302,7 +305,7 @@ export const observationOperations = (): BuiltOperation[] => [
         content: { 'application/json': ref('Media') },
       },
     },
-    problems: ['413', '415'],
+    problems: ['413', '415', '503'],
   }),
   operation({
     method: 'get',
