@@ -189,8 +189,11 @@ export const webhookOperations = (): BuiltOperation[] => [
     summary: 'Subscribe a receiver',
     description:
       'The URL must be `https` (`http` only with WEBHOOK_ALLOW_HTTP) and must not be or resolve to a ' +
-      'loopback, private, link-local or otherwise reserved address (400). At most WEBHOOK_MAX_SUBSCRIPTIONS ' +
-      '(50) per tenant: one more gets 409.',
+      'loopback, private, link-local or otherwise reserved address (400, in the same words whatever the ' +
+      'reason). Each listed type needs the read scope of its data besides `webhooks:manage`: ' +
+      '`observations:read` for `observation.*` and `visit.submitted`, `cv:read` for `cv.job.*` (403 naming ' +
+      'it); the subscription is disabled when its owner loses it. At most WEBHOOK_MAX_SUBSCRIPTIONS (50) per ' +
+      'tenant: one more gets 409.',
     tag,
     access,
     body: {
