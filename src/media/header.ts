@@ -77,7 +77,8 @@ const pngHeader = (bytes: Uint8Array): ImageHeader | null => {
   for (let offset = 8; offset + 12 <= bytes.length;) {
     const length = view.getUint32(offset);
     const type = text(bytes, offset + 4, 4);
-    if (offset + 12 + length > bytes.length || type === 'IEND') break;
+    // tRNS and eXIf come before the image data: the walk stops there, whatever the number of IDAT chunks.
+    if (offset + 12 + length > bytes.length || type === 'IDAT' || type === 'IEND') break;
     if (type === 'tRNS') transparency = true;
     if (type === 'eXIf') orientation = exifOrientation(bytes.subarray(offset + 8, offset + 8 + length));
     offset += 12 + length;
@@ -143,7 +144,8 @@ const webpHeader = (bytes: Uint8Array): ImageHeader | null => {
   const view = viewOf(bytes);
   let size: { width: number; height: number; alpha: boolean } | null = null;
   let orientation = 1;
-  for (let offset = 12; offset + 8 <= bytes.length;) {
+  // A WebP has a handful of chunks; a file of a million tiny ones is not read to its end.
+  for (let offset = 12, chunks = 0; offset + 8 <= bytes.length && chunks < 64; chunks += 1) {
     const type = text(bytes, offset, 4);
     const length = view.getUint32(offset + 4, true);
     const data = bytes.subarray(offset + 8, offset + 8 + length);
