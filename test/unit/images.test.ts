@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { PayloadTooLargeError, UnavailableError, UnsupportedMediaTypeError } from '../../src/core/errors.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { decodeQueue } from '../../src/media/decode-queue.js';
 import { mediaIdOf, sha256Of } from '../../src/media/hash.js';
 import { readHeader } from '../../src/media/header.js';
@@ -171,6 +172,24 @@ describe('images', () => {
         .to.include('40,000 bytes')
         .and.include('MEDIA_MAX_DECODED_BYTES');
       expect(await measure(bytes, { maxPixels: 5000, maxDecodedBytes: 40_000 })).to.include({ width: 100 });
+    });
+  });
+
+  describe('the decode settings', () => {
+    it('default to 40 MP, 160,000,000 bytes, one decode at once and 8 waiting', () => {
+      expect(loadConfig({}).mediaDecode).to.deep.equal({
+        maxPixels: 40_000_000,
+        maxDecodedBytes: 160_000_000,
+        concurrency: 1,
+        maxWaiting: 8,
+      });
+    });
+
+    it('refuse more decodes at once than leave 2 threads of libuv pool to password hashing', () => {
+      expect(() => loadConfig({ MEDIA_DECODE_CONCURRENCY: '3' })).to.throw(ConfigError, /UV_THREADPOOL_SIZE/);
+      expect(
+        loadConfig({ MEDIA_DECODE_CONCURRENCY: '6', UV_THREADPOOL_SIZE: '8' }).mediaDecode.concurrency,
+      ).to.equal(6);
     });
   });
 
