@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, openSync } from 'node:fs';
+import { ownerOnlyDatabase } from '../core/private-files.js';
 import { join } from 'node:path';
 import {
   RateLimiterMongo,
@@ -42,8 +42,8 @@ const libraryOptions = (policy: FailurePolicy) => ({
 const table = 'auth_failures';
 
 export const openSqliteFailureStore = (file: string): FailureLimiterStore => {
-  // Created owner-only before SQLite opens it: the keys name e-mails and client addresses.
-  closeSync(openSync(file, 'a', 0o600));
+  // Owner-only before SQLite opens it: the keys name e-mails and client addresses.
+  ownerOnlyDatabase(file);
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');

@@ -4,12 +4,12 @@ import type { EventStore } from '../eventstore/port.js';
 import { supervise, type ConsumerStatus, type Supervised } from '../core/supervisor.js';
 
 /** The events after which a credential must stop working, and the id each one ends. */
-const revokedIdOf: Record<string, (data: Record<string, string>) => string | undefined> = {
-  ApiKeyRevoked: (data) => data.id,
-  OAuthClientRevoked: (data) => data.id,
-  UserDisabled: (data) => data.userId,
-  SessionRevoked: (data) => data.sessionId,
-};
+const revokedIdOf = new Map<string, (data: Record<string, string>) => string | undefined>([
+  ['ApiKeyRevoked', (data) => data.id],
+  ['OAuthClientRevoked', (data) => data.id],
+  ['UserDisabled', (data) => data.userId],
+  ['SessionRevoked', (data) => data.sessionId],
+]);
 
 export interface Revocations {
   /** Reads every revocation so far, then follows new ones as they are appended. */
@@ -29,12 +29,12 @@ const consumerName = 'revocations';
  */
 export const revocations = (eventStore: EventStore, logger: Logger): Revocations => {
   const revoked = new Set<string>();
-  const filter = { eventTypes: Object.keys(revokedIdOf) };
+  const filter = { eventTypes: [...revokedIdOf.keys()] };
   let subscription: Supervised | null = null;
   let after = 0;
   const add = (events: readonly RecordedEvent[]) => {
     for (const event of events) {
-      const id = revokedIdOf[event.type]?.(event.data as Record<string, string>);
+      const id = revokedIdOf.get(event.type)?.(event.data as Record<string, string>);
       if (id) revoked.add(id);
     }
   };

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
+import { ownerOnlyDatabase } from '../core/private-files.js';
 import type { Claim, CompletedRecord, IdempotencyId, IdempotencyStore } from './idempotency-store.js';
 
 interface Row {
@@ -17,26 +17,15 @@ interface Row {
 const purgeEveryMs = 60_000;
 
 /**
- * The file and SQLite's companions (-wal, -shm) are for this process's user alone: a kept answer is sealed,
- * but its status, headers and request fingerprint are nobody else's business either. Created 0600, and
- * narrowed to 0600 when an older version left them wider.
- */
-const ownerOnly = (file: string) => {
-  closeSync(openSync(file, 'a', 0o600));
-  for (const path of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(path)) chmodSync(path, 0o600);
-};
-
-/**
  * Idempotency records in their own SQLite file (DATA_DIR/idempotency.db): nothing in them is derived from
  * the events, so they are kept apart from the read models, which may be rebuilt. A claim is one IMMEDIATE
  * transaction, so two processes on the same file cannot both claim a key.
  */
 export const openSqliteIdempotencyStore = (file: string): IdempotencyStore => {
-  ownerOnly(file);
+  // A kept answer is sealed, but its status, headers and request fingerprint are nobody else's business.
+  ownerOnlyDatabase(file);
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  // SQLite creates -wal and -shm with the mode of the database file; narrow any left from before.
-  ownerOnly(file);
   // Losing the last records in a power cut only makes a retry run again, as it would without a key.
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
