@@ -61,7 +61,9 @@ export interface AppDeps {
   /** Idempotency-Key records (src/stores.ts). */
   idempotency: IdempotencyStore;
   /** Idempotency TTL, rate limit, CORS origins (src/config.ts), and whether PUBLIC_URL is https. */
-  http: Pick<HttpSettings, 'idempotencyTtlMs' | 'rateLimit' | 'corsOrigins' | 'trustProxy'> & { https: boolean };
+  http: Pick<HttpSettings, 'idempotencyTtlMs' | 'rateLimit' | 'corsOrigins' | 'trustProxy'> & {
+    https: boolean;
+  };
   /** IDEMPOTENCY_SECRET_KEY: seals the kept Idempotency-Key answers (src/http/idempotency-seal.ts). */
   idempotencySecretKey: string;
   auth: Authenticator;
