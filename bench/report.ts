@@ -280,15 +280,28 @@ export const writeReports = async (r: Results): Promise<string[]> => {
   mkdirSync(join(projectRoot, 'docs', 'bench'), { recursive: true });
   writeFileSync(jsonFile, `${JSON.stringify(r, null, 2)}\n`);
 
+  const mdFile = await replaceBetweenMarkers(start, end, renderMarkdown(r));
+  return mdFile ? [jsonFile, mdFile] : [jsonFile];
+};
+
+/**
+ * Puts `markdown` between the two markers of docs/benchmarks.md, formatted as the rest of the docs; returns
+ * the file written, or null when the markers are missing.
+ */
+export const replaceBetweenMarkers = async (
+  startMarker: string,
+  endMarker: string,
+  markdown: string,
+): Promise<string | null> => {
   const mdFile = join(projectRoot, 'docs', 'benchmarks.md');
   const doc = readFileSync(mdFile, 'utf8');
-  const from = doc.indexOf(start);
-  const to = doc.indexOf(end);
-  if (from < 0 || to < from) return [jsonFile];
-  const next = `${doc.slice(0, from + start.length)}\n\n${renderMarkdown(r)}\n\n${doc.slice(to)}`;
+  const from = doc.indexOf(startMarker);
+  const to = doc.indexOf(endMarker);
+  if (from < 0 || to < from) return null;
+  const next = `${doc.slice(0, from + startMarker.length)}\n\n${markdown}\n\n${doc.slice(to)}`;
   const options = (await prettier.resolveConfig(mdFile)) ?? {};
   writeFileSync(mdFile, await prettier.format(next, { ...options, filepath: mdFile }));
-  return [jsonFile, mdFile];
+  return mdFile;
 };
 
 /** The stdout summary: fixed-width columns. */

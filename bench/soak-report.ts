@@ -1,9 +1,8 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as prettier from 'prettier';
 import { projectRoot } from './processes.js';
-import { renderText, type Results } from './report.js';
+import { renderText, replaceBetweenMarkers, type Results } from './report.js';
 import type { SoakResults } from './soak.js';
 
 /**
@@ -173,13 +172,6 @@ export const writeSoakReports = async (r: SoakReport): Promise<string[]> => {
   mkdirSync(join(projectRoot, 'docs', 'bench'), { recursive: true });
   const jsonFile = join(projectRoot, 'docs', 'bench', 'soak.json');
   writeFileSync(jsonFile, `${JSON.stringify(r, null, 2)}\n`);
-  const mdFile = join(projectRoot, 'docs', 'benchmarks.md');
-  const doc = readFileSync(mdFile, 'utf8');
-  const from = doc.indexOf(start);
-  const to = doc.indexOf(end);
-  if (from < 0 || to < from) return [jsonFile];
-  const next = `${doc.slice(0, from + start.length)}\n\n${soakMarkdown(r)}\n\n${doc.slice(to)}`;
-  const options = (await prettier.resolveConfig(mdFile)) ?? {};
-  writeFileSync(mdFile, await prettier.format(next, { ...options, filepath: mdFile }));
-  return [jsonFile, mdFile];
+  const mdFile = await replaceBetweenMarkers(start, end, soakMarkdown(r));
+  return mdFile ? [jsonFile, mdFile] : [jsonFile];
 };
