@@ -7,7 +7,8 @@ import { ConflictError, NotFoundError, VersionConflictError } from '../core/erro
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { ConsumerOutcome, EventStore, PersistentEvent } from '../eventstore/port.js';
-import { supervise, type Supervised } from '../core/supervisor.js';
+import type { Supervised } from '../core/supervisor.js';
+import { superviseGroup } from '../eventstore/supervised-group.js';
 import type { BlobStore } from '../media/blob-store.js';
 import { decodeQueue, type DecodeQueue } from '../media/decode-queue.js';
 import { defaultDecodeLimits, overBudget, type DecodeLimits } from '../media/header.js';
@@ -368,16 +369,11 @@ export const cvWorker = (deps: CvWorkerDeps) => {
     sweep: () => sweepStale(),
     start: () => {
       stopping = new AbortController();
-      subscription = supervise(
+      subscription = superviseGroup(
+        eventStore,
         cvWorkerGroup,
-        async () => {
-          await eventStore.ensurePersistentSubscription(cvWorkerGroup, {
-            filter: { eventTypes: ['CvJobRequested'] },
-            startFrom: 'start',
-            maxRetryCount: 10,
-          });
-          return eventStore.subscribePersistent(cvWorkerGroup, onRequested);
-        },
+        { filter: { eventTypes: ['CvJobRequested'] }, startFrom: 'start', maxRetryCount: 10 },
+        onRequested,
         { logger },
       );
       sweep = cronSchedule('* * * * * *', async () => {

@@ -14,7 +14,8 @@ import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import { tenantDecider } from '../tenants/tenant.js';
 import { tenantStream } from '../tenants/load.js';
-import { supervise, type Supervised } from '../core/supervisor.js';
+import type { Supervised } from '../core/supervisor.js';
+import { superviseGroup } from '../eventstore/supervised-group.js';
 import { ownerLacksScope } from './creator.js';
 import { keyedLimiter } from './limiter.js';
 import type { Delivery, Outcome } from './delivery.js';
@@ -390,30 +391,18 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     start: () => {
       stopping = new AbortController();
       consumers = [
-        supervise(
+        superviseGroup(
+          eventStore,
           projectorGroup,
-          async () => {
-            await eventStore.ensurePersistentSubscription(projectorGroup, {
-              filter: { eventTypes: mappedDomainEventTypes },
-              startFrom: 'start',
-              maxRetryCount: 10,
-            });
-            return eventStore.subscribePersistent(projectorGroup, ({ event }) => project(event));
-          },
+          { filter: { eventTypes: mappedDomainEventTypes }, startFrom: 'start', maxRetryCount: 10 },
+          ({ event }) => project(event),
           { logger },
         ),
-        supervise(
+        superviseGroup(
+          eventStore,
           notifierGroup,
-          async () => {
-            await eventStore.ensurePersistentSubscription(notifierGroup, {
-              filter: { eventTypes: ['WebhookDisabled'] },
-              startFrom: 'start',
-              maxRetryCount: notifyRetries,
-            });
-            return eventStore.subscribePersistent(notifierGroup, ({ event, retryCount }) =>
-              notify(event, retryCount),
-            );
-          },
+          { filter: { eventTypes: ['WebhookDisabled'] }, startFrom: 'start', maxRetryCount: notifyRetries },
+          ({ event, retryCount }) => notify(event, retryCount),
           { logger },
         ),
       ];
