@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import type { ConsumerStatus } from './core/supervisor.js';
+import { notRunning, type ConsumerStatus } from './core/supervisor.js';
 import type { EventStore } from './eventstore/port.js';
 
 /** A background duty of the worker role: a projection, the webhook worker, the CV worker, the digests. */
@@ -17,19 +17,9 @@ export interface WorkerDuties {
   /** Stops the duties and gives the lease up, so a standby process takes over at once. */
   stop(): Promise<void>;
   consumers(): ConsumerStatus[];
-  /** Whether this process runs the duties now (false while it stands by). */
-  active(): boolean;
 }
 
 export const workerLease = 'worker';
-
-const standbyStatus = (holder: string): ConsumerStatus => ({
-  name: 'worker',
-  state: 'standby',
-  lastError: `the worker duties are held by ${holder}`,
-  lastErrorAt: null,
-  restarts: 0,
-});
 
 /**
  * The worker duties of one process. The embedded store cannot share a consumer group or a projection
@@ -118,7 +108,8 @@ export const workerDuties = ({
       await eventStore.releaseLease(workerLease, owner).catch(() => undefined);
     },
     consumers: () =>
-      running || holder === null ? duties.flatMap((duty) => duty.consumers()) : [standbyStatus(holder)],
-    active: () => running,
+      running || holder === null
+        ? duties.flatMap((duty) => duty.consumers())
+        : [notRunning('worker', 'standby', `the worker duties are held by ${holder}`)],
   };
 };

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { RecordedEvent } from '../core/events.js';
 import type { EventStore } from '../eventstore/port.js';
-import { supervise, type ConsumerStatus, type Supervised } from '../core/supervisor.js';
+import { notRunning, supervise, type ConsumerStatus, type Supervised } from '../core/supervisor.js';
 
 /** The events after which a credential must stop working, and the id each one ends. */
 const revokedIdOf = new Map<string, (data: Record<string, string>) => string | undefined>([
@@ -59,14 +59,7 @@ export const revocations = (eventStore: EventStore, logger: Logger): Revocations
       );
     },
     stop: async () => subscription?.stop(),
-    status: () =>
-      subscription?.status() ?? {
-        name: consumerName,
-        state: 'stopped',
-        lastError: null,
-        lastErrorAt: null,
-        restarts: 0,
-      },
+    status: () => subscription?.status() ?? notRunning(consumerName),
     isRevoked: (ids) => ids.some((id) => revoked.has(id)),
   };
 };

@@ -23,6 +23,13 @@ export interface ConsumerStatus {
   restarts: number;
 }
 
+/** The status of a consumer that is not running here: not started, stopped, or standing by. */
+export const notRunning = (
+  name: string,
+  state: 'stopped' | 'standby' = 'stopped',
+  lastError: string | null = null,
+): ConsumerStatus => ({ name, state, lastError, lastErrorAt: null, restarts: 0 });
+
 /** A running consumer: `done` settles when it ends; a rejection is a failure to recover from. */
 export interface Running {
   readonly done: Promise<void>;

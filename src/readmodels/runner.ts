@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { RecordedEvent } from '../core/events.js';
 import type { EventStore, Subscription } from '../eventstore/port.js';
 import {
+  notRunning,
   supervise,
   type BackOff,
   type ConsumerStatus,
@@ -289,13 +290,7 @@ export const projectionRunner = <D>(
       if (supervised && Date.now() - parkedReadAt > parkedRefreshMs) {
         refreshParked().catch(() => undefined);
       }
-      const consumer: ConsumerStatus = supervised?.status() ?? {
-        name: projection.name,
-        state: 'stopped',
-        lastError: null,
-        lastErrorAt: null,
-        restarts: 0,
-      };
+      const consumer = supervised?.status() ?? notRunning(projection.name);
       return {
         ...consumer,
         lastError: lastError?.message ?? null,
