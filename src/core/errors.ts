@@ -85,8 +85,8 @@ export class UnsupportedMediaTypeError extends DomainError {
 
 export class UnavailableError extends DomainError {
   readonly status = 503;
-  readonly slug = 'unavailable';
-  readonly title = 'The service cannot answer this request right now';
+  readonly slug: string = 'unavailable';
+  readonly title: string = 'The service cannot answer this request right now';
   constructor(
     detail: string,
     readonly retryAfterSeconds = 1,
@@ -102,23 +102,20 @@ export class UnavailableError extends DomainError {
  * A store refused a write because its disk is full or it is read-only (SQLITE_FULL, SQLITE_READONLY,
  * ENOSPC, EROFS). Nothing was written; the same request succeeds once space is back, without a restart.
  */
-export class StoreUnavailableError extends DomainError {
-  readonly status = 503;
-  readonly slug = 'store-unavailable';
-  readonly title = 'The service cannot store data right now';
+export class StoreUnavailableError extends UnavailableError {
+  override readonly slug = 'store-unavailable';
+  override readonly title = 'The service cannot store data right now';
   constructor(
     /** The store's own code, e.g. SQLITE_FULL or ENOSPC. */
     readonly code: string,
-    readonly retryAfterSeconds = 10,
+    retryAfterSeconds = 10,
   ) {
     super(
       /FULL|ENOSPC|EDQUOT/.test(code)
         ? `The storage is full (${code}); retry later`
         : `The storage is read-only (${code}); retry later`,
+      retryAfterSeconds,
     );
-  }
-  override get headers(): Record<string, string> {
-    return { 'Retry-After': String(this.retryAfterSeconds) };
   }
 
   /** The error as a StoreUnavailableError when a store failed for lack of space or write access; else null. */
