@@ -1,8 +1,6 @@
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { newId } from '../../src/core/ids.js';
-import { streamName } from '../../src/core/streams.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { openSqliteReadModels } from '../../src/readmodels/sqlite.js';
 import { parkedRecord, parkingStream } from '../../src/readmodels/parking.js';
@@ -10,7 +8,7 @@ import { projectionRunner } from '../../src/readmodels/runner.js';
 import { observationsProjection } from '../../projections/observations.js';
 import { pino } from 'pino';
 import { tempDir } from '../support/adapters.js';
-import { anEvent, eventually } from '../support/events.js';
+import { anObservationRecorded, eventually } from '../support/events.js';
 import { freePort, startTs, stop } from '../support/process.js';
 import { request, startTestServer, withTenant } from '../support/server.js';
 
@@ -34,26 +32,12 @@ const seedObservations = async (
       // Concurrent appends share a commit: seeding stays fast.
       await Promise.all(
         Array.from({ length: Math.min(500, count - done) }, (_, k) => {
-          const observationId = newId('o');
-          const event = anEvent(
-            'ObservationRecorded',
-            {
-              observationId,
-              observedAt: '2026-05-01T09:30:00.000Z',
-              position: { lat: 45, lon: 7 },
-              locationId: null,
-              visitId: null,
-              notes: `seeded ${done + k}`,
-              attributes: { species: 'fox' },
-            },
-            tenantId,
-          );
+          const { stream, event } = anObservationRecorded(tenantId, {
+            notes: `seeded ${done + k}`,
+            attributes: { species: 'fox' },
+          });
           event.metadata.occurredAt = occurredAt.toISOString();
-          return store.appendToStream(
-            streamName('observation', tenantId, observationId),
-            [event],
-            'no_stream',
-          );
+          return store.appendToStream(stream, [event], 'no_stream');
         }),
       );
     }
@@ -228,25 +212,8 @@ describe('projections and exports on the command line', function () {
     const events = openSqliteEventStore(join(dir, 'events.db'));
     const readModels = openSqliteReadModels(join(dir, 'readmodels.db'));
     const observation = (attributes: Record<string, unknown>) => {
-      const observationId = newId('o');
-      const event = anEvent(
-        'ObservationRecorded',
-        {
-          observationId,
-          observedAt: '2026-05-01T09:30:00.000Z',
-          position: { lat: 45, lon: 7 },
-          locationId: null,
-          visitId: null,
-          notes: null,
-          attributes,
-        },
-        tenantId,
-      );
-      return {
-        observationId,
-        append: () =>
-          events.appendToStream(streamName('observation', tenantId, observationId), [event], 'no_stream'),
-      };
+      const { observationId, stream, event } = anObservationRecorded(tenantId, { attributes });
+      return { observationId, append: () => events.appendToStream(stream, [event], 'no_stream') };
     };
     let fixed: { observationId: string; position: number };
     let poison: number;

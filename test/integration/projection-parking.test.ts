@@ -1,12 +1,10 @@
 import { expect } from 'chai';
 import { observationsProjection } from '../../projections/observations.js';
 import { verifyTenant } from '../../src/audit/verify.js';
-import { newId } from '../../src/core/ids.js';
-import { streamName } from '../../src/core/streams.js';
 import { skipParked } from '../../src/readmodels/parked-commands.js';
 import { parkingStream } from '../../src/readmodels/parking.js';
 import { rebuild } from '../../src/readmodels/rebuild.js';
-import { anEvent } from '../support/events.js';
+import { anObservationRecorded } from '../support/events.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 /** Attributes nested 1,000 levels deep: more than SQLite's JSON functions accept (or MongoDB's BSON). */
@@ -21,26 +19,11 @@ const tooDeep = (): Record<string, unknown> => {
  * refuse such attributes, but events written before that bound (or by other means) are still there.
  */
 const appendPoison = async (server: TestServer, tenantId: string) => {
-  const observationId = newId('o');
-  const result = await server.stores.eventStore.appendToStream(
-    streamName('observation', tenantId, observationId),
-    [
-      anEvent(
-        'ObservationRecorded',
-        {
-          observationId,
-          observedAt: '2026-05-01T09:30:00.000Z',
-          position: { lat: 45, lon: 7 },
-          locationId: null,
-          visitId: null,
-          notes: 'nested too deep',
-          attributes: tooDeep(),
-        },
-        tenantId,
-      ),
-    ],
-    'no_stream',
-  );
+  const { observationId, stream, event } = anObservationRecorded(tenantId, {
+    notes: 'nested too deep',
+    attributes: tooDeep(),
+  });
+  const result = await server.stores.eventStore.appendToStream(stream, [event], 'no_stream');
   return { observationId, position: result.lastPosition };
 };
 
