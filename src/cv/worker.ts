@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { schedule as cronSchedule, type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import type { PendingCvJob } from '../../projections/cv-jobs.js';
 import { eventMetadata, handleCommand, type CommandContext } from '../core/command-handler.js';
@@ -9,6 +8,7 @@ import { streamName } from '../core/streams.js';
 import type { ConsumerOutcome, EventStore, PersistentEvent } from '../eventstore/port.js';
 import type { Supervised } from '../core/supervisor.js';
 import { superviseGroup } from '../eventstore/supervised-group.js';
+import { everySecond } from '../core/sweeper.js';
 import type { BlobStore } from '../media/blob-store.js';
 import { decodeQueue, type DecodeQueue } from '../media/decode-queue.js';
 import { defaultDecodeLimits, overBudget, type DecodeLimits } from '../media/header.js';
@@ -147,8 +147,6 @@ export const cvWorker = (deps: CvWorkerDeps) => {
   /** Cuts the runs still in progress when a stop's deadline passes (see stop). */
   let interrupting = new AbortController();
   let subscription: Supervised | null = null;
-  let sweep: ScheduledTask | null = null;
-  let sweeping: Promise<void> | null = null;
 
   const track = (task: Promise<void>) => {
     tasks.add(task);
@@ -363,6 +361,11 @@ export const cvWorker = (deps: CvWorkerDeps) => {
     }
   };
 
+  const sweeper = everySecond(sweepStale, {
+    paused: () => stopping.signal.aborted,
+    onError: (error) => logger.error({ err: error }, 'CV job sweep failed'),
+  });
+
   return {
     instance,
     /** Runs one sweep now (tests). */
@@ -376,13 +379,7 @@ export const cvWorker = (deps: CvWorkerDeps) => {
         onRequested,
         { logger },
       );
-      sweep = cronSchedule('* * * * * *', async () => {
-        if (sweeping || stopping.signal.aborted) return;
-        sweeping = sweepStale()
-          .catch((error: unknown) => logger.error({ err: error }, 'CV job sweep failed'))
-          .finally(() => (sweeping = null));
-        await sweeping;
-      });
+      sweeper.start();
     },
     consumers: () => (subscription ? [subscription.status()] : []),
     /**
@@ -392,8 +389,7 @@ export const cvWorker = (deps: CvWorkerDeps) => {
     stop: async ({ deadlineMs = 0 }: { deadlineMs?: number } = {}) => {
       stopping.abort();
       const deadline = setTimeout(() => interrupting.abort(), deadlineMs);
-      await sweep?.destroy();
-      await sweeping;
+      await sweeper.stop();
       await subscription?.stop();
       await Promise.all([...tasks]);
       clearTimeout(deadline);

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as pause } from 'node:timers/promises';
-import { schedule as cronSchedule, type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import { retryOnConflict } from '../auth/conflicts.js';
 import { handleCommand, readAggregate, type CommandContext } from '../core/command-handler.js';
@@ -16,6 +15,7 @@ import { tenantDecider } from '../tenants/tenant.js';
 import { tenantStream } from '../tenants/load.js';
 import type { Supervised } from '../core/supervisor.js';
 import { superviseGroup } from '../eventstore/supervised-group.js';
+import { everySecond } from '../core/sweeper.js';
 import { ownerLacksScope } from './creator.js';
 import { keyedLimiter } from './limiter.js';
 import type { Delivery, Outcome } from './delivery.js';
@@ -86,8 +86,6 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
   const limiter = keyedLimiter(settings.concurrency, settings.perSubscription);
   const queued = new Set<string>();
   let consumers: Supervised[] = [];
-  let sweep: ScheduledTask | null = null;
-  let sweeping: Promise<void> | null = null;
   /** Attempts waiting in this process for their due time, at most `lookAheadMs` ahead. */
   const dueTimers = new Map<string, NodeJS.Timeout>();
   /** Aborts the notifier's wait between retries, so stopping never waits for a back-off. New per start. */
@@ -376,13 +374,10 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     }
   };
 
-  const runSweep = async () => {
-    if (sweeping || stopping.signal.aborted) return;
-    sweeping = sweepDue()
-      .catch((error: unknown) => logger.error({ err: error }, 'webhook sweep failed'))
-      .finally(() => (sweeping = null));
-    await sweeping;
-  };
+  const sweeper = everySecond(sweepDue, {
+    paused: () => stopping.signal.aborted,
+    onError: (error) => logger.error({ err: error }, 'webhook sweep failed'),
+  });
 
   return {
     schedule,
@@ -406,8 +401,8 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
           { logger },
         ),
       ];
-      sweep = cronSchedule('* * * * * *', runSweep);
-      void runSweep();
+      sweeper.start();
+      void sweeper.runOnce();
     },
     consumers: () => consumers.map((consumer) => consumer.status()),
     /**
@@ -417,9 +412,8 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     stop: async ({ deadlineMs }: { deadlineMs?: number } = {}) => {
       stopping.abort();
       const cut = deadlineMs === undefined ? null : setTimeout(() => interrupting.abort(), deadlineMs);
-      await sweep?.destroy();
-      // destroy() does not wait for a sweep in flight, which could still kick attempts.
-      await sweeping;
+      // A sweep in flight could still kick attempts: wait for it.
+      await sweeper.stop();
       for (const timer of dueTimers.values()) clearTimeout(timer);
       dueTimers.clear();
       await Promise.all(consumers.map((consumer) => consumer.stop()));
