@@ -59,6 +59,13 @@ export interface Config {
   auditDigestSchedule: string;
   /** Cross-cutting HTTP behaviour: see docs/api.md#cross-cutting-behaviour. */
   http: HttpSettings;
+  /**
+   * GET /metrics (METRICS): `platform` serves it on the API's port to the platform key, `port` serves it
+   * without a credential on a separate listener (METRICS_PORT, on HOST), `off` serves it nowhere.
+   */
+  metrics: { mode: MetricsMode; port: number };
+  /** OpenTelemetry: traces are exported over OTLP/HTTP only when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  otel: { endpoint: string | null };
   cv: {
     /** The longest a job may run before it fails with `timeout` (CV_JOB_TIMEOUT). */
     jobTimeoutMs: number;
@@ -92,6 +99,8 @@ export class ConfigError extends Error {}
 
 export const roles = ['all', 'api', 'worker'] as const;
 export type Role = (typeof roles)[number];
+export const metricsModes = ['platform', 'port', 'off'] as const;
+export type MetricsMode = (typeof metricsModes)[number];
 
 const read = <T>(
   env: NodeJS.ProcessEnv,
@@ -323,6 +332,23 @@ export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
       'a cron expression such as "0 * * * *"',
     ),
     http: httpSettings(env),
+    metrics: {
+      mode: read(
+        env,
+        'METRICS',
+        'platform',
+        (s) => metricsModes.find((mode) => mode === s),
+        `one of ${metricsModes.join(', ')}`,
+      ),
+      port: read(
+        env,
+        'METRICS_PORT',
+        '9464',
+        (s) => (/^\d+$/.test(s) && Number(s) > 0 && Number(s) < 65536 ? Number(s) : undefined),
+        'a TCP port',
+      ),
+    },
+    otel: { endpoint: optionalUrl(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http', 'https']) },
     cv: {
       jobTimeoutMs: read(
         env,
