@@ -1,4 +1,5 @@
 import autocannon, { type Options, type Result } from 'autocannon';
+import { randomBytes } from 'node:crypto';
 import { platformAdminKey, provision } from './provision.js';
 import {
   cpuProfileArgs,
@@ -11,7 +12,11 @@ import {
   type Child,
 } from './processes.js';
 
-/** Phase 1: the service's create and list endpoints under autocannon, against a bare Koa echo server. */
+/**
+ * Phase 1: the service's create and list endpoints under autocannon, each against the same endpoint of the
+ * CRUD peer (bench/crud-peer.ts: Koa, SQLite, the same validation, key check, durability and list query,
+ * without event sourcing); a bare Koa echo server is the ceiling, shown without a target.
+ */
 
 export interface HttpFigures {
   requestsPerSecond: number;
@@ -32,6 +37,10 @@ export interface HttpResults {
   create: HttpFigures;
   list: HttpFigures;
   observationsBeforeList: number;
+  /** The CRUD peer's insert and list: the baselines of create and list. */
+  peerCreate: HttpFigures;
+  peerList: HttpFigures;
+  peerObservationsBeforeList: number;
   tenantId: string;
   /** Whether the load carried an API key (a service with authentication). */
   authenticated: boolean;
@@ -106,6 +115,52 @@ export const waitProjected = async (url: string, headers: Record<string, string>
   throw new Error(`the observations projection did not reach position ${position}`);
 };
 
+/**
+ * Creates under load (warm-up, then measured), then tops the store up to at least 5,000 observations, so
+ * that the list that follows pages through a store of some size. Returns the measured run and the count.
+ */
+const createLoad = async (createOptions: Options, warmupS: number, durationS: number) => {
+  const warmup = warmupS > 0 ? await cannon({ ...createOptions, duration: warmupS }) : null;
+  const create = await cannon({ ...createOptions, duration: durationS });
+  let observations = (warmup?.['2xx'] ?? 0) + create['2xx'];
+  if (observations < 5000)
+    observations += (await cannon({ ...createOptions, amount: Math.max(connections, 5000 - observations) }))[
+      '2xx'
+    ];
+  return { create, observations };
+};
+
+/** The CRUD peer on a fresh directory: its create, then its list of 50, as the service's are measured. */
+const runPeer = async (warmupS: number, durationS: number) => {
+  const dataDir = tempDir('crud-peer');
+  const tenantId = 't_peer';
+  const apiKey = randomBytes(32).toString('base64url');
+  const peer = await startServer('bench/crud-peer.ts', 'crud-peer', {
+    DATA_DIR: dataDir,
+    PEER_TENANT: tenantId,
+    PEER_API_KEY: apiKey,
+    CURSOR_SECRET: randomBytes(32).toString('base64url'),
+  });
+  try {
+    const url = `${peer.base}/v1/tenants/${tenantId}/observations`;
+    const headers = { 'x-api-key': apiKey };
+    const { create, observations } = await createLoad(
+      { url, method: 'POST', headers: { ...headers, ...json }, body: observationBody },
+      warmupS,
+      durationS,
+    );
+    const list = await measure({ url: `${url}?limit=50`, headers }, warmupS, durationS);
+    return { create, list, observations };
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\nCRUD peer output:\n${peer.child.output()}`, {
+      cause: error,
+    });
+  } finally {
+    await stopChild(peer.child);
+    removeTempDir(dataDir);
+  }
+};
+
 export const runHttp = async ({
   durationS,
   warmupS,
@@ -124,6 +179,7 @@ export const runHttp = async ({
   } finally {
     await stopChild(echoServer.child);
   }
+  const peer = await runPeer(warmupS, durationS);
 
   const dataDir = tempDir('service');
   const adminKey = platformAdminKey();
@@ -139,20 +195,11 @@ export const runHttp = async ({
     const url = `${service.base}/v1/tenants/${principal.tenantId}/observations`;
     // Fails fast on a 401/403/404 instead of measuring how quickly the service refuses.
     await waitProjected(url, principal.headers);
-    const createOptions: Options = {
-      url,
-      method: 'POST',
-      headers: { ...principal.headers, ...json },
-      body: observationBody,
-    };
-    const warmup = warmupS > 0 ? await cannon({ ...createOptions, duration: warmupS }) : null;
-    const create = await cannon({ ...createOptions, duration: durationS });
-    // The warm-up's creations count too; top up to a few thousand if the machine was slow.
-    let observations = (warmup?.['2xx'] ?? 0) + create['2xx'];
-    if (observations < 5000)
-      observations += (
-        await cannon({ ...createOptions, amount: Math.max(connections, 5000 - observations) })
-      )['2xx'];
+    const { create, observations } = await createLoad(
+      { url, method: 'POST', headers: { ...principal.headers, ...json }, body: observationBody },
+      warmupS,
+      durationS,
+    );
     await waitProjected(url, principal.headers);
 
     const list = await measure({ url: `${url}?limit=50`, headers: principal.headers }, warmupS, durationS);
@@ -163,6 +210,9 @@ export const runHttp = async ({
       create: figures(create),
       list: figures(list),
       observationsBeforeList: observations,
+      peerCreate: figures(peer.create),
+      peerList: figures(peer.list),
+      peerObservationsBeforeList: peer.observations,
       tenantId: principal.tenantId,
       authenticated: Object.keys(principal.headers).length > 0,
     };

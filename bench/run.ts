@@ -151,6 +151,8 @@ const main = async (): Promise<void> => {
         ...http,
         createPerEcho: http.create.requestsPerSecond / http.echo.requestsPerSecond,
         listPerEcho: http.list.requestsPerSecond / http.echo.requestsPerSecond,
+        createPerPeer: http.create.requestsPerSecond / http.peerCreate.requestsPerSecond,
+        listPerPeer: http.list.requestsPerSecond / http.peerList.requestsPerSecond,
       },
       append: {
         ...append,

@@ -25,21 +25,24 @@ export const targetChecks = ({ http, catchUp, million, auth, webhooks, cv, rebui
     ...(http
       ? [
           check(
-            'create req/s ÷ echo req/s',
-            http.create.requestsPerSecond / http.echo.requestsPerSecond,
+            'create req/s ÷ CRUD peer insert req/s',
+            http.create.requestsPerSecond / http.peerCreate.requestsPerSecond,
             '>=',
-            0.35,
+            0.6,
           ),
           check(
-            'list req/s ÷ echo req/s',
-            http.list.requestsPerSecond / http.echo.requestsPerSecond,
+            'list req/s ÷ CRUD peer list req/s',
+            http.list.requestsPerSecond / http.peerList.requestsPerSecond,
             '>=',
-            0.4,
+            0.8,
           ),
-          check('create p99', http.create.p99Ms, '<', 25, ' ms'),
+          check(`create p99 at ${http.connections} connections`, http.create.p99Ms, '<=', 15, ' ms'),
           check(
             'HTTP errors + timeouts + non-2xx (sanity)',
-            [http.echo, http.create, http.list].reduce((n, f) => n + f.errors + f.timeouts + f.non2xx, 0),
+            [http.echo, http.peerCreate, http.peerList, http.create, http.list].reduce(
+              (n, f) => n + f.errors + f.timeouts + f.non2xx,
+              0,
+            ),
             '=',
             0,
           ),
@@ -127,14 +130,20 @@ export const summary = (
       'HTTP load as',
       http.authenticated ? `API key of tenant ${http.tenantId}` : `open tenant ${http.tenantId}`,
     );
-    for (const [name, f] of [
-      ['POST /echo', http.echo],
-      ['POST observations', http.create],
-      ['GET observations', http.list],
+    for (const [name, f, peer] of [
+      ['POST /echo (ceiling)', http.echo, null],
+      ['CRUD peer POST', http.peerCreate, null],
+      ['CRUD peer GET ?limit=50', http.peerList, null],
+      ['POST observations', http.create, http.peerCreate],
+      ['GET observations', http.list, http.peerList],
     ] as const) {
+      const ratios = peer
+        ? ` (${(f.requestsPerSecond / peer.requestsPerSecond).toFixed(2)} of peer, ` +
+          `${(f.requestsPerSecond / http.echo.requestsPerSecond).toFixed(2)} of echo)`
+        : '';
       row(
         name,
-        `${f0(f.requestsPerSecond)} req/s  p50 ${f.p50Ms.toFixed(1)} ms  p99 ${f.p99Ms.toFixed(1)} ms  max ${f.maxMs.toFixed(0)} ms  ` +
+        `${f0(f.requestsPerSecond)} req/s${ratios}  p50 ${f.p50Ms.toFixed(1)} ms  p99 ${f.p99Ms.toFixed(1)} ms  max ${f.maxMs.toFixed(0)} ms  ` +
           `errors ${f.errors}  timeouts ${f.timeouts}  non-2xx ${f.non2xx}`,
       );
     }
