@@ -5,6 +5,7 @@ import { PreconditionFailedError, VersionConflictError } from './errors.js';
 import type { EventMetadata, NewEvent, RecordedEvent } from './events.js';
 import { NO_STREAM } from './events.js';
 import { currentSchemaVersion } from './upcasting.js';
+import { activeTraceparent, inSpan, tracingOn } from '../observability/tracing.js';
 
 /** Who and what caused a command: becomes the metadata of every event it produces. */
 export interface CommandContext {
@@ -28,15 +29,23 @@ export interface CommandResult<State, Event extends DomainEvent> {
 /** New events are written at the current version of their type (see src/core/upcasting.ts). */
 export const schemaVersionOf = (type: string): number => currentSchemaVersion(type);
 
-/** The metadata a command's context gives each event it writes. */
-export const eventMetadata = (context: CommandContext, type: string): EventMetadata => ({
-  tenantId: context.tenantId,
-  actor: context.actor,
-  correlationId: context.correlationId,
-  causationId: context.causationId,
-  occurredAt: context.now.toISOString(),
-  schemaVersion: schemaVersionOf(type),
-});
+/**
+ * The metadata a command's context gives each event it writes, with the traceparent of the span writing it
+ * when traces are on (the key is left out otherwise, so untraced events keep their shape).
+ */
+export const eventMetadata = (context: CommandContext, type: string): EventMetadata => {
+  const metadata: EventMetadata = {
+    tenantId: context.tenantId,
+    actor: context.actor,
+    correlationId: context.correlationId,
+    causationId: context.causationId,
+    occurredAt: context.now.toISOString(),
+    schemaVersion: schemaVersionOf(type),
+  };
+  const traceparent = activeTraceparent();
+  if (traceparent) metadata.traceparent = traceparent;
+  return metadata;
+};
 
 /** Trusts the store: the events in an aggregate's stream were written by this aggregate's decider. */
 export const toEnvelope = <Event extends DomainEvent>(event: RecordedEvent): Envelope<Event> =>
@@ -50,8 +59,35 @@ export const toEnvelope = <Event extends DomainEvent>(event: RecordedEvent): Env
 /**
  * Reads the stream, folds it, decides, and appends with the version it read. When the client sent
  * If-Match, a stale version is a 412 before and after deciding; otherwise a race lost is a 409.
+ * With traces on, all of it is the span `command <type>`, whose traceparent the appended events carry.
  */
-export const handleCommand = async <State, Command, Event extends DomainEvent>(
+export const handleCommand = <State, Command, Event extends DomainEvent>(
+  eventStore: EventStore,
+  decider: Decider<State, Command, Event>,
+  streamName: string,
+  command: Command,
+  context: CommandContext,
+  ifMatch?: number,
+): Promise<CommandResult<State, Event>> => {
+  if (!tracingOn()) return decideAndAppend(eventStore, decider, streamName, command, context, ifMatch);
+  const type = (command as { type?: unknown }).type;
+  const name = typeof type === 'string' ? type : 'unnamed';
+  return inSpan(
+    `command ${name}`,
+    { attributes: { 'command.type': name, 'event_store.stream': streamName } },
+    async (span) => {
+      const result = await decideAndAppend(eventStore, decider, streamName, command, context, ifMatch);
+      span?.setAttributes({
+        'event_store.events_appended': result.events.length,
+        'event_store.stream_version': result.version,
+        ...(result.position === null ? {} : { 'event_store.position': result.position }),
+      });
+      return result;
+    },
+  );
+};
+
+const decideAndAppend = async <State, Command, Event extends DomainEvent>(
   eventStore: EventStore,
   decider: Decider<State, Command, Event>,
   streamName: string,

@@ -10,6 +10,11 @@ export interface EventMetadata {
   /** ISO 8601 UTC time the fact happened, taken from the injected clock. */
   occurredAt: string;
   schemaVersion: number;
+  /**
+   * W3C traceparent of the span that wrote the event, when traces were on: consumers continue that trace,
+   * in this process or another. Absent on events written without tracing, and on every older event.
+   */
+  traceparent?: string;
 }
 
 export interface NewEvent<Type extends string = string, Data = unknown> {
