@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { supervise, type Supervised } from '../core/supervisor.js';
+import { tracedHandler } from '../observability/tracing.js';
 import type { EventStore, PersistentHandler, PersistentSubscriptionSettings } from './port.js';
 
 /**
@@ -17,7 +18,8 @@ export const superviseGroup = (
     group,
     async () => {
       await eventStore.ensurePersistentSubscription(group, settings);
-      return eventStore.subscribePersistent(group, handler);
+      // Each delivery continues the trace of the event delivered (src/observability/tracing.ts).
+      return eventStore.subscribePersistent(group, tracedHandler(group, handler));
     },
     { logger },
   );

@@ -13,7 +13,7 @@ import {
 } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { RecordedEvent } from '../core/events.js';
-import type { EventStore } from '../eventstore/port.js';
+import type { EventStore, PersistentHandler } from '../eventstore/port.js';
 
 /**
  * Traces through @opentelemetry/api only. The SDK is loaded, and a tracer kept here, only when an OTLP
@@ -225,3 +225,35 @@ export const inStreamSpan = async <T>(
   const event = at === 'first' ? events[0] : events.at(-1);
   return inSpan(name, { ...request, parent: event?.metadata.traceparent ?? null }, work);
 };
+
+/**
+ * A persistent consumer's handler whose every delivery is the CONSUMER span `consume <group>`, in the trace
+ * of the event delivered (a new trace for an event that carries none). A nack is the span's error.
+ */
+export const tracedHandler =
+  (group: string, handler: PersistentHandler): PersistentHandler =>
+  (delivery) =>
+    tracer
+      ? inSpan(
+          `consume ${group}`,
+          {
+            kind: SpanKind.CONSUMER,
+            parent: delivery.event.metadata.traceparent ?? null,
+            attributes: {
+              'consumer.group': group,
+              'consumer.retry_count': delivery.retryCount,
+              ...eventAttributes(delivery.event),
+            },
+          },
+          async (span) => {
+            const outcome = await handler(delivery);
+            if (outcome.kind === 'nack') {
+              span?.setStatus({
+                code: SpanStatusCode.ERROR,
+                message: `${outcome.action}: ${outcome.reason}`,
+              });
+            }
+            return outcome;
+          },
+        )
+      : handler(delivery);

@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
+import { activeSpan, activeTraceparent, SpanStatusCode } from '../observability/tracing.js';
 import { hostNotAllowed, isForbiddenAddress } from './ssrf.js';
 import type { Outcome } from './delivery.js';
 
@@ -61,11 +62,30 @@ export const webhookSender = (settings: SenderSettings) => {
   /**
    * One POST. `signal` cuts it short (the worker stopping at its deadline): then it rejects with
    * AttemptAbortedError instead of answering an outcome, because the receiver did not fail.
+   * With traces on, it sends the `traceparent` of the attempt's span, and records the outcome on that span.
    */
   const send = async (
     url: string,
     body: string,
     headers: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<Outcome> => {
+    const outcome = await post(url, body, headers, activeTraceparent(), signal);
+    const span = activeSpan();
+    if (span) {
+      span.setAttribute('http.request.method', 'POST');
+      if (URL.canParse(url)) span.setAttribute('server.address', new URL(url).hostname);
+      if (outcome.statusCode !== null) span.setAttribute('http.response.status_code', outcome.statusCode);
+      if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error ?? 'failed' });
+    }
+    return outcome;
+  };
+
+  const post = async (
+    url: string,
+    body: string,
+    headers: Record<string, string>,
+    traceparent: string | undefined,
     signal?: AbortSignal,
   ): Promise<Outcome> => {
     if (signal?.aborted) throw new AttemptAbortedError('the attempt was cut before it started');
@@ -82,6 +102,7 @@ export const webhookSender = (settings: SenderSettings) => {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'observation-service-webhooks/1',
+          ...(traceparent ? { traceparent } : {}),
           ...headers,
         },
         dispatcher: agent,
