@@ -17,6 +17,15 @@ export default tseslint.config(
     },
   },
   {
+    // bin/ and scripts/ are plain JS that node runs as they are, outside the TypeScript project.
+    files: ['bin/*.js', 'scripts/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: { console: 'readonly', process: 'readonly', URL: 'readonly' },
+    },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unused-expressions': 'off',

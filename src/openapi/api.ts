@@ -1,5 +1,7 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import { contentSecurityPolicy } from '../http/security-headers.js';
 import { openApiDocument } from './document.js';
@@ -10,10 +12,27 @@ export interface OpenApiApiDeps {
   publicUrl: string;
 }
 
-const require = createRequire(import.meta.url);
-/** Redoc's standalone bundle, from the installed package: the page loads nothing from elsewhere. */
-const redocBundle = require.resolve('redoc/bundles/redoc.standalone.js');
-const redocVersion = (require('redoc/package.json') as { version: string }).version;
+/** Where `npm run build` (scripts/copy-redoc.js) puts Redoc's bundle, beside the compiled dist/src/. */
+const builtAssets = new URL('../../assets/', import.meta.url);
+
+/**
+ * Redoc's standalone bundle, served by the service itself: the page loads nothing from elsewhere. The
+ * compiled service (the image) reads the copy the build made, since redoc is a development dependency;
+ * the source run through tsx (`npm start`) reads the installed package.
+ */
+const locateRedoc = (): { file: string; version: string } => {
+  const manifest = new URL('redoc.json', builtAssets);
+  if (existsSync(manifest)) {
+    const { version } = JSON.parse(readFileSync(manifest, 'utf8')) as { version: string };
+    return { file: fileURLToPath(new URL('redoc.standalone.js', builtAssets)), version };
+  }
+  const require = createRequire(import.meta.url);
+  return {
+    file: require.resolve('redoc/bundles/redoc.standalone.js'),
+    version: (require('redoc/package.json') as { version: string }).version,
+  };
+};
+const redoc = locateRedoc();
 
 /**
  * The page's own policy: its script and the document from this origin, Redoc's inline styles, and the
@@ -69,8 +88,8 @@ export const openApiApi = (deps: OpenApiApiDeps): Router => {
   });
 
   router.get(docsAssetPath, async (ctx) => {
-    bundle ??= readFile(redocBundle);
-    const etag = `"redoc-${redocVersion}"`;
+    bundle ??= readFile(redoc.file);
+    const etag = `"redoc-${redoc.version}"`;
     ctx.set('ETag', etag);
     ctx.set('Cache-Control', 'public, max-age=86400');
     if (ctx.get('If-None-Match') === etag) {
