@@ -3,6 +3,7 @@ import { constants } from 'node:os';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from './config.js';
 import { startService } from './service.js';
+import { configurationForLog, settingWarnings } from './settings-startup.js';
 
 /**
  * Starts the service from the environment. On SIGTERM or SIGINT it shuts down in order, within
@@ -14,6 +15,9 @@ import { startService } from './service.js';
 const main = async (): Promise<void> => {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel });
+  // Before any store opens: the names this process ignores, and the settings it runs with.
+  for (const warning of settingWarnings(process.env)) logger.warn(warning);
+  logger.info({ settings: configurationForLog(process.env, config) }, 'configuration');
   const service = await startService(config, logger);
   const handle = service.app.callback();
   /** Responses not yet finished: a drain asks their clients to close the connection. */
@@ -94,6 +98,12 @@ const main = async (): Promise<void> => {
 };
 
 main().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? `configuration error: ${error.message}` : error);
-  process.exit(error instanceof ConfigError ? 2 : 1);
+  if (!(error instanceof ConfigError)) {
+    console.error(error);
+    process.exit(1);
+  }
+  console.error(`configuration error: ${error.message}`);
+  // A misspelt name is often why a setting is missing or has its default.
+  for (const warning of settingWarnings(process.env)) console.error(`warning: ${warning}`);
+  process.exit(2);
 });

@@ -376,7 +376,7 @@ export const settings = {
   }),
   MAIL_FROM: declare('MAIL_FROM')({
     default: 'Observation service <no-reply@localhost>',
-    expected: 'a sender such as Ops <ops@example.com>',
+    expected: 'a sender such as `Ops <ops@example.com>`',
     description: 'the `From` of notification e-mails',
     parse: (s) => (s.includes('@') ? s : undefined),
   }),
