@@ -37,6 +37,9 @@ import { cvApi } from './cv/api.js';
 import type { ModelRegistry } from './cv/models/registry.js';
 import { historyApi } from './history/api.js';
 import { openApiApi } from './openapi/api.js';
+import type { MetricsMode } from './config.js';
+import type { Metrics } from './observability/metrics.js';
+import { httpTiming, metricsRoute } from './observability/metrics-http.js';
 
 export interface AppDeps {
   eventStore: EventStore;
@@ -84,6 +87,8 @@ export interface AppDeps {
   };
   /** What readiness reports besides the stores: the consumers, the drain, the storage (src/http/health.ts). */
   health: HealthSources;
+  /** Request timing, and GET /metrics on this port when METRICS=platform (src/observability/metrics-http.ts). */
+  metrics?: { instruments: Metrics; mode: MetricsMode };
 }
 
 const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
@@ -142,6 +147,7 @@ export const createApp = (deps: AppDeps): Koa => {
   });
 
   app.use(requestContext(deps.logger));
+  if (deps.metrics) app.use(httpTiming(deps.metrics.instruments));
   // Cross-cutting behaviour (docs/api.md#cross-cutting-behaviour): security headers and CORS on every
   // response, errors included; then the rate limit, whose own refusals the outer problem middleware
   // renders. The inner one renders route errors, and the Idempotency-Key refusals of the routes.
@@ -152,6 +158,7 @@ export const createApp = (deps: AppDeps): Koa => {
     app.use(rateLimit({ policy: deps.http.rateLimit, auth: deps.auth, clock: deps.clock }));
   }
   app.use(problemMiddleware(deps.logger, { onStoreFailure }));
+  if (deps.metrics) app.use(metricsRoute(deps.metrics.mode, deps.metrics.instruments, deps.auth));
   app.use(root.routes());
   app.use(root.allowedMethods());
   return app;

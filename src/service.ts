@@ -28,6 +28,11 @@ import { directoryWriteProbe } from './http/health.js';
 import type { ConsumerStatus } from './core/supervisor.js';
 import type { EventStore } from './eventstore/port.js';
 import { workerDuties, type Duty } from './duties.js';
+import { createMetrics, type Metrics } from './observability/metrics.js';
+import { instrumentEventStore } from './observability/metrics-eventstore.js';
+import { startMetricsListener } from './observability/metrics-http.js';
+import { serviceProbes, pendingCvJobs } from './observability/metrics-service.js';
+import { cvMetrics, webhookMetrics } from './observability/metrics-workers.js';
 
 export interface Service {
   app: Koa;
@@ -46,6 +51,10 @@ export interface Service {
    */
   beginDrain: (options?: { deadlineMs?: number }) => void;
   draining: () => boolean;
+  /** This service's Prometheus registry and instruments (docs/operations.md#metrics). */
+  metrics: Metrics;
+  /** The port of the METRICS=port listener; null in the other modes. */
+  metricsPort: number | null;
   /** Drains (unless begun), then stops every consumer and closes the stores. */
   stop: (options?: { deadlineMs?: number }) => Promise<void>;
 }
@@ -108,7 +117,13 @@ export const startService = async (
   { clock = systemClock, authenticator: authenticatorOverride, wrapEventStore }: ServiceOptions = {},
 ): Promise<Service> => {
   const opened = await openStores(config);
-  const stores = wrapEventStore ? { ...opened, eventStore: wrapEventStore(opened.eventStore) } : opened;
+  const metrics = createMetrics();
+  // Appends and consumer groups are measured at the port, in one place, whatever the adapter.
+  const measured = instrumentEventStore(
+    wrapEventStore ? wrapEventStore(opened.eventStore) : opened.eventStore,
+    metrics,
+  );
+  const stores = { ...opened, eventStore: measured.eventStore };
   // Failed-authentication counters, shared with every process on the same DATA_DIR or MongoDB.
   const failureStore = await openFailureStore(config);
   // Every read model the service keeps: the registry in projections/index.ts, which the CLI rebuilds too.
@@ -144,6 +159,7 @@ export const startService = async (
     clock,
     logger,
     deliveriesCollection: deliveriesProjection.collection.name,
+    observer: webhookMetrics(metrics),
     settings: {
       retryDelaysMs: config.webhooks.retryDelaysMs,
       timeoutMs: config.webhooks.timeoutMs,
@@ -165,6 +181,7 @@ export const startService = async (
     clock,
     logger,
     pendingCollection: pendingCvJobsProjection.collection.name,
+    observer: cvMetrics(metrics),
     settings: {
       ...defaultCvWorkerSettings,
       jobTimeoutMs: config.cv.jobTimeoutMs,
@@ -196,6 +213,13 @@ export const startService = async (
   // Every process follows the revocations; the worker duties' consumers are this process's only if it works.
   const consumers = () => [revoked.status(), ...(config.role === 'api' ? [] : duties.consumers())];
   const ids = (prefix: string) => newId(prefix, clock());
+  metrics.observe({
+    consumers,
+    probes: () => [...serviceProbes(runners, revoked), ...measured.probes()],
+    eventStore: stores.eventStore,
+    outboxDepth: () => mailer.outboxDepth?.() ?? Promise.resolve(null),
+    cvJobs: () => pendingCvJobs(stores.readModels, pendingCvJobsProjection.collection.name),
+  });
 
   const app = createApp({
     ...stores,
@@ -246,7 +270,12 @@ export const startService = async (
       draining: () => drained !== null,
       writeProbe: directoryWriteProbe(config.dataDir),
     },
+    metrics: { instruments: metrics, mode: config.metrics.mode },
   });
+  const metricsListener =
+    config.metrics.mode === 'port'
+      ? await startMetricsListener({ host: config.host, port: config.metrics.port }, metrics, logger)
+      : null;
 
   const beginDrain = ({ deadlineMs }: { deadlineMs?: number } = {}) => {
     if (drained) return;
@@ -264,8 +293,11 @@ export const startService = async (
     consumers,
     beginDrain,
     draining: () => drained !== null,
+    metrics,
+    metricsPort: metricsListener?.port ?? null,
     stop: async (options = {}) => {
       beginDrain(options);
+      await metricsListener?.close();
       await drained;
       await duties.stop();
       await sender.close();

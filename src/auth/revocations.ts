@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { RecordedEvent } from '../core/events.js';
-import type { EventStore } from '../eventstore/port.js';
+import type { EventFilter, EventStore } from '../eventstore/port.js';
 import { notRunning, supervise, type ConsumerStatus, type Supervised } from '../core/supervisor.js';
 
 /** The events after which a credential must stop working, and the id each one ends. */
@@ -17,6 +17,9 @@ export interface Revocations {
   stop(): Promise<void>;
   isRevoked(ids: readonly string[]): boolean;
   status(): ConsumerStatus;
+  /** The event types it follows and the last position it read: what the metrics compute its lag from. */
+  readonly filter: EventFilter;
+  checkpoint(): number;
 }
 
 const consumerName = 'revocations';
@@ -61,5 +64,7 @@ export const revocations = (eventStore: EventStore, logger: Logger): Revocations
     stop: async () => subscription?.stop(),
     status: () => subscription?.status() ?? notRunning(consumerName),
     isRevoked: (ids) => ids.some((id) => revoked.has(id)),
+    filter,
+    checkpoint: () => after,
   };
 };

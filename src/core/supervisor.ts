@@ -79,7 +79,17 @@ export const supervise = (
     status.state = 'retrying';
     status.lastError = error instanceof Error ? error.message : String(error);
     status.lastErrorAt = new Date().toISOString();
-    logger.error({ err: error, consumer: name, retryInMs: delayMs }, 'consumer failed; restarting');
+    // One line per restart, with stable fields (docs/operations.md#logs); `restarts` counts this one.
+    logger.warn(
+      {
+        consumer: name,
+        restarts: status.restarts + 1,
+        error: status.lastError,
+        retryInMs: delayMs,
+        err: error,
+      },
+      'consumer failed; restarting',
+    );
     timer = setTimeout(() => {
       timer = null;
       status.restarts += 1;

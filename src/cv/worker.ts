@@ -33,6 +33,12 @@ export interface CvWorkerSettings {
 
 export const defaultCvWorkerSettings = { staleMarginMs: 10_000, maxAttempts: 3 } as const;
 
+/** What the worker reports besides its events: the metrics count it (src/observability). */
+export interface CvObserver {
+  /** One run: `outcome` is `completed`, the failure's code, or `interrupted` (it runs again later). */
+  finished(run: { model: string; outcome: string; seconds: number }): void;
+}
+
 export interface CvWorkerDeps {
   eventStore: EventStore;
   readModels: ReadModelStore;
@@ -47,6 +53,7 @@ export interface CvWorkerDeps {
   decodes?: DecodeQueue;
   /** The decode budget (MEDIA_MAX_PIXELS, MEDIA_MAX_DECODED_BYTES); the defaults when not given. */
   decodeLimits?: DecodeLimits;
+  observer?: CvObserver;
 }
 
 /** The consumer group of the job requests: with several instances, they share the requests. */
@@ -253,6 +260,11 @@ export const cvWorker = (deps: CvWorkerDeps) => {
       if (cut.aborted || error instanceof InfrastructureFailure) {
         // Left running: once its start is stale, the sweep (here or on another instance) runs it again.
         logger.warn({ err: error, jobId: job.id, attempt }, 'CV job interrupted; it will run again');
+        deps.observer?.finished({
+          model: job.model,
+          outcome: 'interrupted',
+          seconds: (Date.now() - started) / 1000,
+        });
         return;
       }
       const failure =
@@ -268,6 +280,11 @@ export const cvWorker = (deps: CvWorkerDeps) => {
       { jobId: job.id, model: job.model, attempt, outcome: command.type, ms: Date.now() - started },
       'CV job finished',
     );
+    deps.observer?.finished({
+      model: job.model,
+      outcome: command.type === 'CompleteJob' ? 'completed' : command.error.code,
+      seconds: (Date.now() - started) / 1000,
+    });
     await record(claimed, command);
   };
 

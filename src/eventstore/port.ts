@@ -123,6 +123,11 @@ export interface EventStore {
   /** Joins a consumer group. The store keeps the group's checkpoint, retry counts and parked events. */
   subscribePersistent(group: string, handler: PersistentHandler): Subscription;
   listParked(group: string): Promise<ParkedEvent[]>;
+  /**
+   * The group's stored checkpoint, for its lag in the metrics; null when the group does not exist. Optional:
+   * EventStoreDB keeps it as a commit position, not ours, so there the metrics use what this process handled.
+   */
+  groupCheckpoint?(group: string): Promise<number | null>;
   /** Delivers the group's parked events again. */
   replayParked(group: string): Promise<void>;
   /**

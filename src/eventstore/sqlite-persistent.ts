@@ -50,7 +50,7 @@ interface GroupRow {
 
 type PersistentPart = Pick<
   EventStore,
-  'ensurePersistentSubscription' | 'subscribePersistent' | 'listParked' | 'replayParked'
+  'ensurePersistentSubscription' | 'subscribePersistent' | 'listParked' | 'replayParked' | 'groupCheckpoint'
 >;
 
 /**
@@ -232,6 +232,9 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
         })),
       );
     },
+
+    groupCheckpoint: (group) =>
+      Promise.resolve((sql.group.get(group) as GroupRow | undefined)?.checkpoint ?? null),
 
     replayParked: (group) => {
       sql.markReplay.run(group);

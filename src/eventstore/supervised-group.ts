@@ -1,7 +1,33 @@
 import type { Logger } from 'pino';
+import { isStoreFailure } from '../core/store-failures.js';
 import { supervise, type Supervised } from '../core/supervisor.js';
 import { tracedHandler } from '../observability/tracing.js';
 import type { EventStore, PersistentHandler, PersistentSubscriptionSettings } from './port.js';
+
+/**
+ * Logs each event the group is about to park: a nack with `park`, or one more failure past its retries
+ * (a throw counts as a nack with retry; a store failure fails the consumer instead, parks nothing).
+ */
+const loggingParked =
+  (group: string, maxRetryCount: number, handler: PersistentHandler, logger: Logger): PersistentHandler =>
+  async (delivery) => {
+    const { event, retryCount } = delivery;
+    const parked = (error: string) =>
+      logger.warn(
+        { group, eventId: event.id, position: event.position, error, retryCount },
+        'consumer group parked an event',
+      );
+    try {
+      const outcome = await handler(delivery);
+      if (outcome.kind === 'nack' && (outcome.action === 'park' || retryCount >= maxRetryCount)) {
+        parked(outcome.reason);
+      }
+      return outcome;
+    } catch (error) {
+      if (!isStoreFailure(error) && retryCount >= maxRetryCount) parked((error as Error).message);
+      throw error;
+    }
+  };
 
 /**
  * A consumer of a persistent subscription under a supervisor: each start ensures the group, then joins it,
@@ -19,7 +45,10 @@ export const superviseGroup = (
     async () => {
       await eventStore.ensurePersistentSubscription(group, settings);
       // Each delivery continues the trace of the event delivered (src/observability/tracing.ts).
-      return eventStore.subscribePersistent(group, tracedHandler(group, handler));
+      return eventStore.subscribePersistent(
+        group,
+        tracedHandler(group, loggingParked(group, settings.maxRetryCount, handler, logger)),
+      );
     },
     { logger },
   );

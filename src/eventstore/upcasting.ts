@@ -37,6 +37,7 @@ export const withUpcasting = (
   listParked: async (group) =>
     (await store.listParked(group)).map((parked) => ({ ...parked, event: upcast(parked.event) })),
   replayParked: (group) => store.replayParked(group),
+  ...(store.groupCheckpoint ? { groupCheckpoint: store.groupCheckpoint.bind(store) } : {}),
   acquireLease: (name, owner, ttlMs) => store.acquireLease(name, owner, ttlMs),
   releaseLease: (name, owner) => store.releaseLease(name, owner),
   ping: () => store.ping(),

@@ -1,4 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
@@ -12,6 +13,8 @@ export interface Mail {
 export interface Mailer {
   readonly kind: 'smtp' | 'outbox';
   send(mail: Mail): Promise<{ messageId: string }>;
+  /** Messages written to the outbox and still there (the outbox mailer only): a metric. */
+  outboxDepth?(): Promise<number>;
   close(): void;
 }
 
@@ -48,6 +51,13 @@ export const outboxMailer = (dataDir: string, from: string, logger: Logger): Mai
       writeFileSync(file, info.message as Buffer, { mode: 0o600 });
       logger.info({ to: mail.to, subject: mail.subject, file }, 'mail written to the outbox');
       return { messageId: info.messageId };
+    },
+    outboxDepth: async () => {
+      const files = await readdir(outbox).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return [];
+        throw error;
+      });
+      return files.filter((name) => name.endsWith('.eml')).length;
     },
     close: () => transport.close(),
   };

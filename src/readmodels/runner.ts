@@ -174,12 +174,14 @@ export const projectionRunner = <D>(
   };
 
   const park: OnPoison = async (event, error) => {
-    logger.error(
+    logger.warn(
       {
-        err: error,
         projection: projection.name,
+        eventId: event.id,
         position: event.position,
+        error: errorText(error),
         tenantId: event.metadata.tenantId,
+        err: error,
       },
       'projection cannot apply this event; parked it and going on',
     );

@@ -35,6 +35,22 @@ export interface WebhookSettings {
   perSubscription: number;
 }
 
+/** Why the service disabled a subscription: bounded, so it can be a metric's label. */
+export type DisableReason = 'retries_exhausted' | 'owner_lacks_scope';
+
+/** What the worker reports besides its events and logs: the metrics count it (src/observability). */
+export interface WebhookObserver {
+  /** An attempt's recorded outcome; `occurredAt` is the domain fact's, for the latency to a 2xx. */
+  attempted(attempt: {
+    ok: boolean;
+    retrying: boolean;
+    exhausted: boolean;
+    manual: boolean;
+    occurredAt: string;
+  }): void;
+  disabled(reason: DisableReason): void;
+}
+
 export interface WebhookWorkerDeps {
   eventStore: EventStore;
   readModels: ReadModelStore;
@@ -45,6 +61,7 @@ export interface WebhookWorkerDeps {
   logger: Logger;
   settings: WebhookSettings;
   deliveriesCollection: string;
+  observer?: WebhookObserver;
 }
 
 export const projectorGroup = 'webhook-projector';
@@ -125,9 +142,10 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
    */
   const disable = async (
     delivery: Delivery,
+    cause: DisableReason,
     reason = `Delivery ${delivery.deliveryId} of ${delivery.eventType} ${delivery.eventId} failed ${delivery.attempts + 1} times`,
   ) => {
-    await retryOnConflict(() =>
+    const result = await retryOnConflict(() =>
       handleCommand(
         eventStore,
         webhooksDecider,
@@ -136,6 +154,13 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
         systemContext(delivery.tenantId, deps.clock(), delivery.deliveryId),
       ),
     );
+    // Already disabled (by a user, or by another instance): not this one's to report.
+    if (result.events.length === 0) return;
+    logger.error(
+      { subscriptionId: delivery.webhookId, deliveryId: delivery.deliveryId, cause, reason },
+      'webhook subscription disabled',
+    );
+    deps.observer?.disabled(cause);
   };
 
   /**
@@ -205,7 +230,7 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     // the subscription is disabled with the reason, as after failed deliveries, and the e-mail follows.
     const lacking = await ownerLacksScope(eventStore, tenantId, entry.owner, delivery.eventType);
     if (lacking) {
-      await disable(delivery, lacking);
+      await disable(delivery, 'owner_lacks_scope', lacking);
       await handleCommand(
         eventStore,
         deliveryDecider,
@@ -245,12 +270,45 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
       { type: 'RecordOutcome', outcome, now: deps.clock(), retryDelaysMs: settings.retryDelaysMs },
       context(),
     );
-    if (recorded.events.some((event) => event.type === 'DeliveryRetriesExhausted')) {
-      await disable(delivery);
-    }
+    const exhausted = recorded.events.some((event) => event.type === 'DeliveryRetriesExhausted');
+    reportAttempt(delivery, outcome, recorded.events, exhausted);
+    if (exhausted) await disable(delivery, 'retries_exhausted');
     if (recorded.state.status === 'present' && recorded.state.delivery.status === 'scheduled') {
       kickWhenDue(recorded.state.delivery);
     }
+  };
+
+  /** Every failed attempt is a warn line with stable fields (docs/operations.md#logs); all are counted. */
+  const reportAttempt = (
+    delivery: Delivery,
+    outcome: Outcome,
+    recorded: readonly { type: string; data: unknown }[],
+    exhausted: boolean,
+  ) => {
+    const attempted = recorded.find((event) => event.type === 'DeliveryAttempted')?.data as
+      { attempt: number; nextAttemptAt: string | null } | undefined;
+    const nextAttemptAt = attempted?.nextAttemptAt ?? null;
+    if (!outcome.ok) {
+      logger.warn(
+        {
+          subscriptionId: delivery.webhookId,
+          deliveryId: delivery.deliveryId,
+          eventType: delivery.eventType,
+          attempt: attempted?.attempt ?? delivery.attempts + 1,
+          status: outcome.statusCode,
+          error: outcome.error,
+          nextAttemptAt,
+        },
+        'webhook attempt failed',
+      );
+    }
+    deps.observer?.attempted({
+      ok: outcome.ok,
+      retrying: nextAttemptAt !== null,
+      exhausted,
+      manual: delivery.manual,
+      occurredAt: delivery.payload.timestamp,
+    });
   };
 
   /** Queues an attempt unless this instance already has one queued or running for the delivery. */
@@ -262,7 +320,9 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     limiter
       // An attempt still waiting for a slot when the stop begins never starts.
       .run(webhookId, async () => (stopping.signal.aborted ? undefined : attempt(tenantId, deliveryId)))
-      .catch((error: unknown) => logger.error({ err: error, deliveryId }, 'webhook attempt failed'))
+      .catch((error: unknown) =>
+        logger.error({ err: error, subscriptionId: webhookId, deliveryId }, 'webhook attempt could not run'),
+      )
       .finally(() => queued.delete(deliveryId));
   };
 

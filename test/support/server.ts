@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { startService, type Service, type ServiceOptions } from '../../src/service.js';
 import type { Stores } from '../../src/stores.js';
@@ -24,7 +24,11 @@ export interface TestServer {
  */
 export const startTestServer = async (
   env: Record<string, string> = {},
-  { dataDir, options }: { dataDir?: string; options?: ServiceOptions } = {},
+  {
+    dataDir,
+    options,
+    logger = pino({ level: 'silent' }),
+  }: { dataDir?: string; options?: ServiceOptions; logger?: Logger } = {},
 ): Promise<TestServer> => {
   const { dir, remove } = dataDir ? { dir: dataDir, remove: () => undefined } : tempDir();
   // Timeouts are checked this often: tests of HTTP_HEADERS_TIMEOUT / HTTP_REQUEST_TIMEOUT use short ones.
@@ -42,7 +46,7 @@ export const startTestServer = async (
   server.headersTimeout = config.http.headersTimeoutMs;
   server.requestTimeout = config.http.requestTimeoutMs;
   server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
-  const service = await startService(config, pino({ level: 'silent' }), options);
+  const service = await startService(config, logger, options);
   const handle = service.app.callback();
   server.on('request', (req, res) => void handle(req, res));
   return {
