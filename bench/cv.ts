@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { builtinModels } from '../src/cv/models/registry.js';
 import { testImage } from '../test/support/images.js';
 import { json, startServer } from './http.js';
 import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
@@ -15,6 +16,10 @@ import { latencyFigures, type LatencyFigures } from './stats.js';
  * - Time to start on an idle service: `samples` jobs submitted one at a time (each waits for the one before
  *   to finish), alternating the two models; CvJobStarted occurredAt − CvJobRequested occurredAt, i.e. the
  *   job's startedAt − createdAt. Those are whole milliseconds.
+ * - The machinery's cost (issue 13): each model's `run` called `loopRuns` times in a plain loop in this
+ *   process, one at a time (the service runs built-in models one at a time too: they hold a slot of the
+ *   decode queue, MEDIA_DECODE_CONCURRENCY 1), on the same bytes, while the service is idle. `run` takes the
+ *   stored bytes and decodes them itself, once, as it does inside a job. Target: service jobs/s ≥ 0.7 of it.
  */
 
 export interface CvModelThroughput {
@@ -28,10 +33,21 @@ export interface CvModelThroughput {
   meanRunMs: number;
 }
 
+/** A model's `run` in a plain loop: the baseline of its jobs/s. */
+export interface CvModelLoop {
+  model: string;
+  runs: number;
+  seconds: number;
+  runsPerSecond: number;
+}
+
 export interface CvResults {
   image: { width: number; height: number; bytes: number };
   concurrency: number;
   throughput: CvModelThroughput[];
+  loop: CvModelLoop[];
+  /** Service jobs/s ÷ plain-loop runs/s, per model. */
+  overhead: { model: string; ratio: number }[];
   startLatency: LatencyFigures & { samples: number };
 }
 
@@ -47,10 +63,27 @@ interface Job {
 const models = ['image-quality', 'object-proposals'] as const;
 const concurrency = 4;
 
+/** Each built-in model's `run` on the image, `runs` times one after another, after 3 unmeasured runs. */
+const plainLoop = async (image: Buffer, runs: number): Promise<CvModelLoop[]> => {
+  const loops: CvModelLoop[] = [];
+  for (const name of models) {
+    const model = builtinModels.find((m) => m.name === name);
+    if (!model) throw new Error(`no built-in model ${name}`);
+    const signal = new AbortController().signal;
+    for (let i = 0; i < 3; i += 1) await model.run(image, signal);
+    const started = performance.now();
+    for (let i = 0; i < runs; i += 1) await model.run(image, signal);
+    const seconds = (performance.now() - started) / 1000;
+    loops.push({ model: name, runs, seconds, runsPerSecond: runs / seconds });
+  }
+  return loops;
+};
+
 export const runCv = async ({
   jobs = 100,
   samples = 100,
-}: { jobs?: number; samples?: number } = {}): Promise<CvResults> => {
+  loopRuns = 100,
+}: { jobs?: number; samples?: number; loopRuns?: number } = {}): Promise<CvResults> => {
   const dataDir = tempDir('cv');
   const adminKey = platformAdminKey();
   let service: { child: Child; base: string } | null = null;
@@ -150,10 +183,17 @@ export const runCv = async ({
           Math.max(1, ran.length),
       });
     }
+    // The service is idle now: every job has finished.
+    const loop = await plainLoop(image, loopRuns);
     return {
       image: { width, height, bytes: image.length },
       concurrency,
       throughput,
+      loop,
+      overhead: throughput.map((t) => ({
+        model: t.model,
+        ratio: t.jobsPerSecond / loop.find((l) => l.model === t.model)!.runsPerSecond,
+      })),
       startLatency: { ...latencyFigures(startMs), samples: startMs.length },
     };
   } catch (error) {

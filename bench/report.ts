@@ -6,9 +6,11 @@ import * as prettier from 'prettier';
 import type { RebuildPhaseResults } from './audit.js';
 import type { AuthResults } from './auth.js';
 import type { CvResults } from './cv.js';
+import type { GrowthResults } from './growth.js';
 import type { HttpResults } from './http.js';
 import type { MillionResults } from './million.js';
 import { projectRoot } from './processes.js';
+import type { ScaleoutResults } from './scaleout.js';
 import type { AppendResults, CatchUpResults } from './store.js';
 import type { WebhookResults } from './webhooks.js';
 
@@ -44,9 +46,11 @@ export interface Results {
     createPerPeer: number;
     listPerPeer: number;
   };
+  scaleout: ScaleoutResults;
   append: AppendResults & { batchedPerUnbatched: number };
   catchUp: CatchUpResults & { projectionPerRawRead: number };
   million: MillionResults;
+  growth: GrowthResults;
   auth: AuthResults;
   webhooks: WebhookResults;
   cv: CvResults;
@@ -109,8 +113,85 @@ const ms = (n: number) => `${dec(n, 1)} ms`;
 const table = (head: string[], rows: string[][]): string =>
   [head, head.map(() => '---'), ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
 
+const scaleoutTable = (s: ScaleoutResults): string => {
+  const row = (name: string, f: ScaleoutResults['one']['create'], ratio: string) => [
+    name,
+    `${int(f.requestsPerSecond)} (${f.perProcess.map(int).join(' + ')})`,
+    ratio,
+    ms(f.p50Ms),
+    ms(f.p99Ms),
+    `${f.errors} / ${f.timeouts} / ${f.non2xx}`,
+  ];
+  const r = s.readYourWrites;
+  return [
+    table(
+      [
+        `Scale-out: \`ROLE=api\` processes + one \`ROLE=worker\` on one \`DATA_DIR\`, ${s.connections} connections in all`,
+        'req/s (per process)',
+        '2 ÷ 1',
+        'p50',
+        'p99 (largest)',
+        'errors / timeouts / non-2xx',
+      ],
+      [
+        row('`POST …/observations`, 1 API process', s.one.create, '—'),
+        row('`POST …/observations`, 2 API processes', s.two.create, dec(s.createRatio, 2)),
+        row('`GET …/observations?limit=50`, 1 API process', s.one.list, '—'),
+        row('`GET …/observations?limit=50`, 2 API processes', s.two.list, dec(s.listRatio, 2)),
+      ],
+    ),
+    `Read-your-writes across processes: ${int(r.checks)} creations, alternately on A and B, each followed by a ` +
+      `list with \`minPosition\` on the other: ${r.violations} violations, ${r.unavailable} answered 503, ` +
+      `${r.otherFailures} other failures; that list took p50 ${ms(r.listLatency.p50Ms)}, p99 ${ms(r.listLatency.p99Ms)}.`,
+  ].join('\n\n');
+};
+
+const growthTables = (g: GrowthResults): string => {
+  const sizes = g.sizes.map((size) => `${int(size.observations)} observations`);
+  const largest = g.sizes.at(-1)!;
+  return [
+    table(
+      [`Growth: one tenant, lists at ${g.listConnections} connections (p50 / p99, req/s)`, ...sizes],
+      [
+        [
+          'Seed; projection catch-up',
+          ...g.sizes.map((s) => `${dec(s.seedSeconds, 1)} s; ${dec(s.catchUpSeconds, 1)} s`),
+        ],
+        ...largest.lists.map((list, i) => [
+          `\`?${list.query}\``,
+          ...g.sizes.map((size) => {
+            const l = size.lists[i]!;
+            return `${ms(l.p50Ms)} / ${ms(l.p99Ms)}, ${int(l.requestsPerSecond)}`;
+          }),
+        ]),
+      ],
+    ),
+    table(
+      ['Growth: `POST …/observations` at 50 connections, another tenant', 'req/s', 'p50', 'p99'],
+      [
+        [
+          'Store as provisioned (empty)',
+          int(g.createEmpty.requestsPerSecond),
+          ms(g.createEmpty.p50Ms),
+          ms(g.createEmpty.p99Ms),
+        ],
+        [
+          `Store holding ${int(g.createFullStoreEvents)} events (${dec(g.createRatio, 2)} of empty)`,
+          int(g.createFull.requestsPerSecond),
+          ms(g.createFull.p50Ms),
+          ms(g.createFull.p99Ms),
+        ],
+      ],
+    ),
+    `\`EXPLAIN QUERY PLAN\` of each list's SQL at ${int(largest.observations)} observations:`,
+    '```text\n' +
+      largest.plans.map((p) => `-- ${p.name}\n${p.sql}\n${p.plan.join('\n')}`).join('\n\n') +
+      '\n```',
+  ].join('\n\n');
+};
+
 export const renderMarkdown = (r: Results): string => {
-  const { http, append, catchUp, million, auth, webhooks, cv, rebuild } = r;
+  const { http, scaleout, append, catchUp, million, growth, auth, webhooks, cv, rebuild } = r;
   const httpRow = (name: string, f: HttpResults['echo'], ratio: string) => [
     name,
     int(f.requestsPerSecond),
@@ -152,6 +233,7 @@ export const renderMarkdown = (r: Results): string => {
         ),
       ],
     ),
+    scaleoutTable(scaleout),
     table(
       ['Embedded store', 'Figure'],
       [
@@ -191,6 +273,7 @@ export const renderMarkdown = (r: Results): string => {
         ],
       ],
     ),
+    growthTables(growth),
     table(
       [
         `Authentication: \`GET …/observations?limit=50\` (${int(auth.observations)} stored)`,
@@ -235,13 +318,17 @@ export const renderMarkdown = (r: Results): string => {
     table(
       [
         `CV, built-in models (${cv.image.width} × ${cv.image.height} JPEG of ${int(cv.image.bytes)} bytes, CV_CONCURRENCY ${cv.concurrency})`,
-        'Figure (no target)',
+        'Figure',
       ],
       [
-        ...cv.throughput.map((t) => [
+        ...cv.throughput.map((t, i) => [
           `\`${t.model}\`, ${int(t.jobs)} jobs submitted back to back`,
           `${dec(t.jobsPerSecond, 1)} jobs/s (${dec(t.seconds, 1)} s; one run ${ms(t.meanRunMs)} on average; ` +
-            `${t.failed} failed)`,
+            `${t.failed} failed; ${dec(cv.overhead[i]!.ratio, 2)} of the plain loop)`,
+        ]),
+        ...cv.loop.map((l) => [
+          `\`${l.model}\`'s \`run\` in a plain loop, ${int(l.runs)} runs one at a time (baseline)`,
+          `${dec(l.runsPerSecond, 1)} runs/s (${dec(l.seconds, 1)} s)`,
         ]),
         [
           `Requested → started, ${cv.startLatency.samples} jobs one at a time on an idle service`,

@@ -6,6 +6,8 @@ import { reportImages, runImages } from './images.js';
 import { millionCatchUp, type MillionResults } from './million.js';
 import { cleanupSync } from './processes.js';
 import { loadAverage, machine, source, writeReports, type Results } from './report.js';
+import { plansText, runGrowth, type GrowthResults } from './growth.js';
+import { runScaleout, type ScaleoutResults } from './scaleout.js';
 import { runSoak, type SoakResults } from './soak.js';
 import { soakText, writeSoakReports } from './soak-report.js';
 import { summary, targetChecks } from './summary.js';
@@ -14,8 +16,8 @@ import { runWebhooks, type WebhookResults } from './webhooks.js';
 
 /**
  * `npm run bench`: every phase in one run, each against its own baseline, then the ratios against their
- * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,append,catchup,
- * million,auth,webhooks,cv,rebuild,soak (all by default), or the same names as arguments
+ * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,scaleout,append,
+ * catchup,million,growth,auth,webhooks,cv,images,rebuild,soak (all by default), or the same names as arguments
  * (`npm run bench -- soak`), runs a subset, and only a full run rewrites docs/bench/latest.json and
  * docs/benchmarks.md. The endurance phase (`soak`) writes its own docs/bench/soak.json and its part of
  * docs/benchmarks.md when it ran for its full length (see bench/soak-report.ts).
@@ -43,16 +45,26 @@ const settings = {
   webhookLatencySamples: numberFromEnv('BENCH_WEBHOOK_SAMPLES', 200),
   cvJobs: numberFromEnv('BENCH_CV_JOBS', 300),
   cvLatencySamples: numberFromEnv('BENCH_CV_SAMPLES', 100),
+  cvLoopRuns: numberFromEnv('BENCH_CV_LOOP', 100),
+  scaleoutChecks: numberFromEnv('BENCH_SCALEOUT_CHECKS', 400),
   soakS: numberFromEnv('BENCH_SOAK_S', 600),
   soakRate: numberFromEnv('BENCH_SOAK_RATE', 40),
   soakTenants: numberFromEnv('BENCH_SOAK_TENANTS', 4),
   soakDrainS: numberFromEnv('BENCH_SOAK_DRAIN_S', 60),
 };
+/** BENCH_GROWTH_SIZES: the observation counts of the `growth` phase, smallest first. */
+const growthSizes = (process.env.BENCH_GROWTH_SIZES || '10000,100000,1000000').split(',').map((raw) => {
+  const size = Number(raw.trim());
+  if (!Number.isInteger(size) || size < 1) throw new Error(`BENCH_GROWTH_SIZES: ${raw} is not a count`);
+  return size;
+});
 const allPhases = [
   'http',
+  'scaleout',
   'append',
   'catchup',
   'million',
+  'growth',
   'auth',
   'webhooks',
   'cv',
@@ -82,6 +94,13 @@ const main = async (): Promise<void> => {
   const loadBefore = loadAverage();
   const measured = source();
   const http: HttpResults | null = await phase('http', () => runHttp(settings));
+  const scaleout: ScaleoutResults | null = await phase('scaleout', () =>
+    runScaleout({
+      durationS: settings.durationS,
+      warmupS: settings.warmupS,
+      checks: settings.scaleoutChecks,
+    }),
+  );
   const append: AppendResults | null = await phase('append', () =>
     appendThroughput(settings.appendEvents, settings.appendBatch),
   );
@@ -91,6 +110,10 @@ const main = async (): Promise<void> => {
   const million: MillionResults | null = await phase('million', () =>
     millionCatchUp(settings.millionEvents, settings.eventsPerStream),
   );
+  const growth: GrowthResults | null = await phase('growth', () =>
+    runGrowth({ sizes: growthSizes, durationS: settings.durationS, warmupS: settings.warmupS }),
+  );
+  if (growth) console.log(`\n${plansText(growth)}\n`);
 
   const auth: AuthResults | null = await phase('auth', () =>
     runAuth({
@@ -103,7 +126,7 @@ const main = async (): Promise<void> => {
     runWebhooks({ deliveries: settings.webhookDeliveries, samples: settings.webhookLatencySamples }),
   );
   const cv: CvResults | null = await phase('cv', () =>
-    runCv({ jobs: settings.cvJobs, samples: settings.cvLatencySamples }),
+    runCv({ jobs: settings.cvJobs, samples: settings.cvLatencySamples, loopRuns: settings.cvLoopRuns }),
   );
   const images = await phase('images', () => runImages({ durationS: numberFromEnv('BENCH_IMAGES_S', 20) }));
   if (images) for (const file of reportImages(images)) log(`wrote ${file}`);
@@ -127,16 +150,18 @@ const main = async (): Promise<void> => {
     for (const file of await writeSoakReports(report)) log(`wrote ${file}`);
   }
 
-  const parts = { http, append, catchUp, million, auth, webhooks, cv, rebuild };
+  const parts = { http, scaleout, append, catchUp, million, growth, auth, webhooks, cv, rebuild };
   const checks = [...targetChecks(parts), ...(soak?.checks ?? [])];
   console.log(`\n${summary(parts, checks)}\n`);
 
   const totalSeconds = (performance.now() - started) / 1000;
   if (
     http &&
+    scaleout &&
     append &&
     catchUp &&
     million &&
+    growth &&
     auth &&
     webhooks &&
     cv &&
@@ -162,7 +187,9 @@ const main = async (): Promise<void> => {
         ...catchUp,
         projectionPerRawRead: catchUp.projectionEventsPerSecond / catchUp.rawReadEventsPerSecond,
       },
+      scaleout,
       million,
+      growth,
       auth,
       webhooks,
       cv,

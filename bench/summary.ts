@@ -1,9 +1,11 @@
 import type { RebuildPhaseResults } from './audit.js';
 import type { AuthResults } from './auth.js';
 import type { CvResults } from './cv.js';
+import type { GrowthResults } from './growth.js';
 import type { HttpResults } from './http.js';
 import type { MillionResults } from './million.js';
 import { check, renderText, type Check } from './report.js';
+import type { ScaleoutResults } from './scaleout.js';
 import type { AppendResults, CatchUpResults } from './store.js';
 import type { WebhookResults } from './webhooks.js';
 
@@ -11,16 +13,73 @@ import type { WebhookResults } from './webhooks.js';
 
 export interface Parts {
   http: HttpResults | null;
+  scaleout: ScaleoutResults | null;
   append: AppendResults | null;
   catchUp: CatchUpResults | null;
   million: MillionResults | null;
+  growth: GrowthResults | null;
   auth: AuthResults | null;
   webhooks: WebhookResults | null;
   cv: CvResults | null;
   rebuild: RebuildPhaseResults | null;
 }
 
-export const targetChecks = ({ http, catchUp, million, auth, webhooks, cv, rebuild }: Parts): Check[] => {
+const scaleoutChecks = (s: ScaleoutResults): Check[] => [
+  check('create req/s, 2 API processes ÷ 1 (+ worker)', s.createRatio, '>=', 1.4),
+  check('list req/s, 2 API processes ÷ 1 (+ worker)', s.listRatio, '>=', 1.4),
+  check(
+    `read-your-writes violations across API processes (${s.readYourWrites.checks} checks)`,
+    s.readYourWrites.violations,
+    '=',
+    0,
+  ),
+  check(
+    'scale-out errors + timeouts + non-2xx + failed checks (sanity)',
+    [s.one.create, s.one.list, s.two.create, s.two.list].reduce(
+      (n, f) => n + f.errors + f.timeouts + f.non2xx,
+      s.readYourWrites.otherFailures,
+    ),
+    '=',
+    0,
+  ),
+];
+
+const growthChecks = (g: GrowthResults): Check[] => {
+  const smallest = g.sizes[0]!.observations.toLocaleString('en-US');
+  const largest = g.sizes.at(-1)!.observations.toLocaleString('en-US');
+  return [
+    ...g.listRatios.map(({ name, ratio }) =>
+      check(`list p99 at ${largest} ÷ at ${smallest} observations: ${name}`, ratio, '<=', 2),
+    ),
+    check(
+      `create req/s with ${g.createFullStoreEvents.toLocaleString('en-US')} events ÷ empty store`,
+      g.createRatio,
+      '>=',
+      0.8,
+    ),
+    check(
+      'growth errors + timeouts + non-2xx (sanity)',
+      g.sizes.reduce(
+        (n, size) => n + size.lists.reduce((m, l) => m + l.failures, 0),
+        [g.createEmpty, g.createFull].reduce((n, f) => n + f.errors + f.timeouts + f.non2xx, 0),
+      ),
+      '=',
+      0,
+    ),
+  ];
+};
+
+export const targetChecks = ({
+  http,
+  scaleout,
+  catchUp,
+  million,
+  growth,
+  auth,
+  webhooks,
+  cv,
+  rebuild,
+}: Parts): Check[] => {
   return [
     ...(http
       ? [
@@ -48,6 +107,7 @@ export const targetChecks = ({ http, catchUp, million, auth, webhooks, cv, rebui
           ),
         ]
       : []),
+    ...(scaleout ? scaleoutChecks(scaleout) : []),
     ...(catchUp
       ? [
           check(
@@ -69,6 +129,7 @@ export const targetChecks = ({ http, catchUp, million, auth, webhooks, cv, rebui
           ),
         ]
       : []),
+    ...(growth ? growthChecks(growth) : []),
     ...(auth
       ? [
           check('API-key list req/s ÷ unauthenticated', auth.apiKeyPerOpen, '>=', 0.85),
@@ -91,9 +152,11 @@ export const targetChecks = ({ http, catchUp, million, auth, webhooks, cv, rebui
           check('webhook duplicate deliveries (sanity)', webhooks.duplicates, '=', 0),
         ]
       : []),
-    // CV has no ratio target: only that every job of the run completed.
     ...(cv
       ? [
+          ...cv.overhead.map(({ model, ratio }) =>
+            check(`cv ${model} jobs/s ÷ plain loop`, ratio, '>=', 0.7),
+          ),
           check(
             'CV jobs failed (sanity)',
             cv.throughput.reduce((n, t) => n + t.failed + (t.jobs - t.completed - t.failed), 0),
@@ -119,7 +182,7 @@ export const targetChecks = ({ http, catchUp, million, auth, webhooks, cv, rebui
 };
 
 export const summary = (
-  { http, append, catchUp, million, auth, webhooks, cv, rebuild }: Parts,
+  { http, scaleout, append, catchUp, million, growth, auth, webhooks, cv, rebuild }: Parts,
   checks: readonly Check[],
 ): string => {
   const text: string[][] = [['figure', 'value']];
@@ -147,6 +210,27 @@ export const summary = (
           `errors ${f.errors}  timeouts ${f.timeouts}  non-2xx ${f.non2xx}`,
       );
     }
+  }
+  const ms = (n: number) => `${n.toFixed(1)} ms`;
+  if (scaleout) {
+    for (const [name, f] of [
+      ['scale-out create, 1 API', scaleout.one.create],
+      ['scale-out create, 2 API', scaleout.two.create],
+      ['scale-out list, 1 API', scaleout.one.list],
+      ['scale-out list, 2 API', scaleout.two.list],
+    ] as const) {
+      row(
+        name,
+        `${f0(f.requestsPerSecond)} req/s (${f.perProcess.map(f0).join(' + ')})  p50 ${ms(f.p50Ms)}  p99 ${ms(f.p99Ms)}  ` +
+          `errors ${f.errors}  timeouts ${f.timeouts}  non-2xx ${f.non2xx}`,
+      );
+    }
+    const r = scaleout.readYourWrites;
+    row(
+      'read-your-writes A→B, B→A',
+      `${r.checks} checks  violations ${r.violations}  503 ${r.unavailable}  other ${r.otherFailures}  ` +
+        `list p50 ${ms(r.listLatency.p50Ms)}  p99 ${ms(r.listLatency.p99Ms)}`,
+    );
   }
   if (append) {
     row('append 1/call', `${f0(append.unbatchedEventsPerSecond)} events/s`);
@@ -178,7 +262,25 @@ export const summary = (
         `maxRSS ${million.maxRssMb.toFixed(0)}, /proc ${million.parentSampledRssMb?.toFixed(0) ?? 'n/a'}, start ${million.startRssMb.toFixed(0)})`,
     );
   }
-  const ms = (n: number) => `${n.toFixed(1)} ms`;
+  if (growth) {
+    for (const size of growth.sizes) {
+      const n = f0(size.observations);
+      row(
+        `growth ${n}: seed, catch-up`,
+        `${size.seedSeconds.toFixed(1)} s, ${size.catchUpSeconds.toFixed(1)} s (${f0(size.events)} events)`,
+      );
+      for (const list of size.lists)
+        row(
+          `growth ${n}: ${list.name}`,
+          `${f0(list.requestsPerSecond)} req/s  p50 ${ms(list.p50Ms)}  p99 ${ms(list.p99Ms)}  failures ${list.failures}`,
+        );
+    }
+    for (const [name, f] of [
+      ['growth create, empty store', growth.createEmpty],
+      [`growth create, ${f0(growth.createFullStoreEvents)} events`, growth.createFull],
+    ] as const)
+      row(name, `${f0(f.requestsPerSecond)} req/s  p50 ${ms(f.p50Ms)}  p99 ${ms(f.p99Ms)}`);
+  }
   if (auth) {
     for (const [name, f, ratio] of [
       ['list, no auth (before)', auth.open, null],
@@ -211,6 +313,11 @@ export const summary = (
         `${t.jobsPerSecond.toFixed(1)} jobs/s  ${t.seconds.toFixed(1)} s  run ${ms(t.meanRunMs)}  failed ${t.failed}`,
       );
     }
+    for (const l of cv.loop)
+      row(
+        `cv ${l.model}, plain loop`,
+        `${l.runsPerSecond.toFixed(1)} runs/s  (${l.runs} in ${l.seconds.toFixed(1)} s)`,
+      );
     const l = cv.startLatency;
     row('cv requested → started', `p50 ${ms(l.p50Ms)}  p99 ${ms(l.p99Ms)}  max ${ms(l.maxMs)}`);
   }

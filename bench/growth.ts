@@ -1,0 +1,332 @@
+import Database from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { observationsProjection, observationsQuery } from '../projections/observations.js';
+import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
+import { parseBbox } from '../src/observations/codecs.js';
+import type { ListQuery } from '../src/readmodels/port.js';
+import { openSqliteReadModels } from '../src/readmodels/sqlite.js';
+import { observationStream } from './events.js';
+import { figures, json, measure, observationBody, startServer, type HttpFigures } from './http.js';
+import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
+import { platformAdminKey, provision, type BenchPrincipal } from './provision.js';
+
+/**
+ * The `growth` phase (issue 13): what a list and a create cost as one tenant's data grows.
+ * - One DATA_DIR; the service (src/main.ts, ROLE=all) is stopped while `ObservationRecorded` events of one
+ *   tenant (bench/events.ts: one a second of observedAt, positions spread over 1° × 0.78°) are appended
+ *   straight to its event store, 500 appends in flight, up to each size of `sizes` in turn; on restart the
+ *   projection catches up (timed, until a list with `minPosition` = the store's head answers 200).
+ * - At each size, with autocannon at `listConnections` connections: the first page of 50 (newest
+ *   observedAt first); a page of 50 half-way down the list (its cursor found by paging there 200 at a time);
+ *   a bbox + time-range filter (the same hour of observations and the same box at every size, so the same
+ *   matches); and a sort on createdAt. The `EXPLAIN QUERY PLAN` of each list's SQL, as the read model store
+ *   prepares it (captured from better-sqlite3 in this process, against the same file), is kept beside them.
+ * - Creates at 50 connections in a second tenant: once on the store as provisioned (empty), once at the end
+ *   on the store holding the largest size. Targets: each list's p99 at the largest size within 2× of the
+ *   smallest; create at the largest within 20 % of empty.
+ */
+
+export interface GrowthList {
+  name: string;
+  /** The query string after /observations. */
+  query: string;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  failures: number;
+}
+
+export interface QueryPlan {
+  name: string;
+  sql: string;
+  plan: string[];
+}
+
+export interface GrowthSize {
+  observations: number;
+  /** The event store's head once seeded. */
+  events: number;
+  seedSeconds: number;
+  catchUpSeconds: number;
+  /** Requests of 200 it took to page half-way down for the deep cursor. */
+  pagesToMiddle: number;
+  lists: GrowthList[];
+  plans: QueryPlan[];
+}
+
+export interface GrowthResults {
+  listConnections: number;
+  durationS: number;
+  sizes: GrowthSize[];
+  createEmpty: HttpFigures;
+  createFull: HttpFigures;
+  /** Events in the store when createFull ran. */
+  createFullStoreEvents: number;
+  /** createFull ÷ createEmpty req/s. */
+  createRatio: number;
+  /** Each list's p99 at the largest size ÷ at the smallest. */
+  listRatios: { name: string; ratio: number }[];
+}
+
+const listConnections = 10;
+const base = Date.parse('2025-04-01T06:00:00.000Z');
+/** An hour of observations (bench/events.ts: observation i is observed at base + i s − 60 s) in every size. */
+const hour = { from: new Date(base + 3600_000).toISOString(), to: new Date(base + 7200_000).toISOString() };
+const bbox = '-1.3,51.2,-1.1,51.3';
+
+const listVariants = [
+  { name: 'first page', params: {} },
+  { name: 'deep page (half-way)', params: {} },
+  { name: 'bbox + time range', params: { bbox, observedFrom: hour.from, observedTo: hour.to } },
+  { name: 'sort=createdAt', params: { sort: 'createdAt' } },
+] as const satisfies readonly { name: string; params: Record<string, string> }[];
+
+/** Appends observation streams `from`…`to - 1` of the tenant, 500 appends in flight (they share commits). */
+const seedObservations = async (eventsFile: string, tenantId: string, from: number, to: number) => {
+  const store = openSqliteEventStore(eventsFile);
+  try {
+    const started = performance.now();
+    for (let i = from; i < to;) {
+      const appends: Promise<unknown>[] = [];
+      for (; appends.length < 500 && i < to; i += 1) {
+        const { stream, events } = observationStream(i, 1, tenantId);
+        appends.push(store.appendToStream(stream, events, 'no_stream'));
+      }
+      await Promise.all(appends);
+    }
+    return { seconds: (performance.now() - started) / 1000, head: await store.headPosition() };
+  } finally {
+    await store.close();
+  }
+};
+
+const getJson = async (url: string, headers: Record<string, string>) => {
+  const response = await fetch(url, { headers });
+  return { status: response.status, text: await response.text() };
+};
+
+/** Polls a list with minPosition until the projection has caught up with `head`. */
+const waitCaughtUp = async (url: string, headers: Record<string, string>, head: number) => {
+  const deadline = Date.now() + 30 * 60_000;
+  while (Date.now() < deadline) {
+    const { status, text } = await getJson(`${url}?limit=1&minPosition=${head}`, headers);
+    if (status === 200) return;
+    if (status !== 503) throw new Error(`GET ${url} answered ${status}: ${text}`);
+  }
+  throw new Error(`the observations projection did not reach ${head} within 30 minutes`);
+};
+
+/** Pages 200 at a time until half the observations are behind; returns the cursor there. */
+const cursorHalfWay = async (url: string, headers: Record<string, string>, observations: number) => {
+  let cursor: string | null = null;
+  let seen = 0;
+  let pages = 0;
+  while (seen < observations / 2) {
+    const { status, text } = await getJson(
+      `${url}?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      headers,
+    );
+    if (status !== 200) throw new Error(`paging answered ${status}: ${text}`);
+    const page = JSON.parse(text) as { data: unknown[]; nextCursor: string | null };
+    seen += page.data.length;
+    pages += 1;
+    if (!page.nextCursor) throw new Error(`the list ended after ${seen} of ${observations} observations`);
+    cursor = page.nextCursor;
+  }
+  return { cursor: cursor!, pages };
+};
+
+/**
+ * The SQL and parameters the read model store runs for each list, captured by wrapping better-sqlite3's
+ * prepare while the store lists, then `EXPLAIN QUERY PLAN` of each on a connection of its own.
+ */
+const queryPlans = async (readModelsFile: string, tenantId: string): Promise<QueryPlan[]> => {
+  const captured: { sql: string; params: unknown[] }[] = [];
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- put back below, and called with its `this`
+  const prepare = Database.prototype.prepare;
+  Database.prototype.prepare = function (this: Database.Database, sql: string) {
+    const statement = prepare.call(this, sql);
+    if (/^\s*SELECT doc AS json/.test(sql)) {
+      const all = statement.all.bind(statement) as (...params: unknown[]) => unknown[];
+      statement.all = (...params: unknown[]) => {
+        captured.push({ sql, params });
+        return all(...params);
+      };
+    }
+    return statement;
+  } as typeof prepare;
+  const readModels = openSqliteReadModels(readModelsFile);
+  const plans: QueryPlan[] = [];
+  try {
+    await readModels.ensureCollection(observationsProjection.collection);
+    for (const variant of listVariants) {
+      const { bbox: box, ...rest }: Record<string, string | undefined> = variant.params;
+      const parsed = box === undefined ? undefined : parseBbox(box);
+      const params = { ...rest, ...(parsed ? { bbox: parsed } : {}) };
+      const query: ListQuery = { ...observationsQuery(tenantId, params), limit: 51 };
+      // The plan does not depend on the cursor's values, only on there being one.
+      if (variant.name.startsWith('deep')) query.after = { value: hour.to, id: 'o_' };
+      captured.length = 0;
+      await readModels.listJson(observationsProjection.collection.name, query);
+      const [run] = captured;
+      if (!run) throw new Error(`no list query was captured for ${variant.name}`);
+      plans.push({ name: variant.name, sql: run.sql.replace(/\s+/g, ' ').trim(), plan: [] });
+      const explain = new Database(readModelsFile, { readonly: true });
+      try {
+        const rows = explain.prepare(`EXPLAIN QUERY PLAN ${run.sql}`).all(...run.params) as {
+          id: number;
+          parent: number;
+          detail: string;
+        }[];
+        const depth = new Map<number, number>([[0, 0]]);
+        for (const row of rows) {
+          const level = (depth.get(row.parent) ?? 0) + 1;
+          depth.set(row.id, level);
+          plans.at(-1)!.plan.push(`${'  '.repeat(level - 1)}${row.detail}`);
+        }
+      } finally {
+        explain.close();
+      }
+    }
+  } finally {
+    Database.prototype.prepare = prepare;
+    await readModels.close();
+  }
+  return plans;
+};
+
+const measureLists = async (
+  url: string,
+  headers: Record<string, string>,
+  deepCursor: string,
+  warmupS: number,
+  durationS: number,
+): Promise<GrowthList[]> => {
+  const lists: GrowthList[] = [];
+  for (const variant of listVariants) {
+    const query = new URLSearchParams({ limit: '50', ...variant.params });
+    if (variant.name.startsWith('deep')) query.set('cursor', deepCursor);
+    const f = figures(
+      await measure(
+        { url: `${url}?${query.toString()}`, headers, connections: listConnections },
+        warmupS,
+        durationS,
+      ),
+    );
+    lists.push({
+      name: variant.name,
+      query: variant.name.startsWith('deep')
+        ? 'limit=50&cursor=<half-way>'
+        : decodeURIComponent(query.toString()),
+      requestsPerSecond: f.requestsPerSecond,
+      p50Ms: f.p50Ms,
+      p99Ms: f.p99Ms,
+      failures: f.errors + f.timeouts + f.non2xx,
+    });
+  }
+  return lists;
+};
+
+export const runGrowth = async ({
+  sizes,
+  durationS,
+  warmupS,
+}: {
+  sizes: readonly number[];
+  durationS: number;
+  warmupS: number;
+}): Promise<GrowthResults> => {
+  const dataDir = tempDir('growth');
+  const adminKey = platformAdminKey();
+  const env = {
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    PLATFORM_ADMIN_KEY: adminKey,
+    RATE_LIMIT: 'off',
+    CURSOR_SECRET: randomBytes(32).toString('base64url'),
+  };
+  /** The service now running, if any: it is stopped while events are seeded. */
+  const running: { service: { child: Child; base: string } | null } = { service: null };
+  const start = async () => (running.service = await startServer('src/main.ts', 'growth', env));
+  const stop = async () => {
+    if (running.service) await stopChild(running.service.child);
+    running.service = null;
+  };
+  try {
+    const started = await start();
+    const lister: BenchPrincipal = await provision(started.base, adminKey);
+    const creator: BenchPrincipal = await provision(started.base, adminKey);
+    const create = async () => {
+      const url = `${running.service!.base}/v1/tenants/${creator.tenantId}/observations`;
+      const options = {
+        url,
+        method: 'POST',
+        headers: { ...creator.headers, ...json },
+        body: observationBody,
+      };
+      return figures(await measure(options, warmupS, durationS));
+    };
+    const createEmpty = await create();
+
+    const results: GrowthSize[] = [];
+    let seeded = 0;
+    for (const size of [...sizes].sort((a, b) => a - b)) {
+      await stop();
+      const seed = await seedObservations(join(dataDir, 'events.db'), lister.tenantId, seeded, size);
+      seeded = size;
+      const { base } = await start();
+      const url = `${base}/v1/tenants/${lister.tenantId}/observations`;
+      const catchUpStarted = performance.now();
+      await waitCaughtUp(url, lister.headers, seed.head);
+      const catchUpSeconds = (performance.now() - catchUpStarted) / 1000;
+      const { cursor, pages } = await cursorHalfWay(url, lister.headers, size);
+      results.push({
+        observations: size,
+        events: seed.head,
+        seedSeconds: seed.seconds,
+        catchUpSeconds,
+        pagesToMiddle: pages,
+        lists: await measureLists(url, lister.headers, cursor, warmupS, durationS),
+        plans: await queryPlans(join(dataDir, 'readmodels.db'), lister.tenantId),
+      });
+    }
+    const createFull = await create();
+    const [smallest, largest] = [results[0]!, results.at(-1)!];
+    return {
+      listConnections,
+      durationS,
+      sizes: results,
+      createEmpty,
+      createFull,
+      createFullStoreEvents: largest.events,
+      createRatio: createFull.requestsPerSecond / createEmpty.requestsPerSecond,
+      listRatios: largest.lists.map((list, i) => ({
+        name: list.name,
+        ratio: list.p99Ms / Math.max(1, smallest.lists[i]!.p99Ms),
+      })),
+    };
+  } catch (error) {
+    throw new Error(
+      `${(error as Error).message}\nservice output:\n${running.service?.child.output() ?? ''}`,
+      {
+        cause: error,
+      },
+    );
+  } finally {
+    await stop();
+    removeTempDir(dataDir);
+  }
+};
+
+/** The query plans at each size, for stdout. */
+export const plansText = (results: GrowthResults): string =>
+  results.sizes
+    .map(
+      (size) =>
+        `EXPLAIN QUERY PLAN at ${size.observations.toLocaleString('en-US')} observations:\n` +
+        size.plans
+          .map((p) => `  -- ${p.name}\n  ${p.sql}\n${p.plan.map((l) => `    ${l}`).join('\n')}`)
+          .join('\n'),
+    )
+    .join('\n');
