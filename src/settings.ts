@@ -475,7 +475,9 @@ const parsed = <T>(setting: Setting<T>, text: string): T => {
   try {
     value = setting.parse(text);
   } catch (error) {
-    throw invalid(setting, text, `${(error as Error).message}; expected ${setting.expected}`);
+    // Newer Node.js quotes the JSON around a syntax error: a URL's password could be in it.
+    const reason = redactCredentials((error as Error).message);
+    throw invalid(setting, text, `${reason}; expected ${setting.expected}`);
   }
   if (value === undefined) throw invalid(setting, text, `expected ${setting.expected}`);
   return value;
