@@ -28,6 +28,7 @@ import { directoryWriteProbe } from './http/health.js';
 import type { ConsumerStatus } from './core/supervisor.js';
 import type { EventStore } from './eventstore/port.js';
 import { workerDuties, type Duty } from './duties.js';
+import { startTracing } from './observability/tracing.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { instrumentEventStore } from './observability/metrics-eventstore.js';
 import { startMetricsListener } from './observability/metrics-http.js';
@@ -116,6 +117,8 @@ export const startService = async (
   logger: Logger,
   { clock = systemClock, authenticator: authenticatorOverride, wrapEventStore }: ServiceOptions = {},
 ): Promise<Service> => {
+  // First, so that everything started below is traced (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
+  const tracing = await startTracing(config.otel, logger);
   const opened = await openStores(config);
   const metrics = createMetrics();
   // Appends and consumer groups are measured at the port, in one place, whatever the adapter.
@@ -306,6 +309,8 @@ export const startService = async (
       await revoked.stop();
       await failureStore.close();
       await stores.close();
+      // Last: flushes the spans of the shutdown too.
+      await tracing.shutdown();
     },
   };
 };

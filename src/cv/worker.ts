@@ -9,6 +9,7 @@ import type { ConsumerOutcome, EventStore, PersistentEvent } from '../eventstore
 import type { Supervised } from '../core/supervisor.js';
 import { superviseGroup } from '../eventstore/supervised-group.js';
 import { everySecond } from '../core/sweeper.js';
+import { inStreamSpan } from '../observability/tracing.js';
 import type { BlobStore } from '../media/blob-store.js';
 import { decodeQueue, type DecodeQueue } from '../media/decode-queue.js';
 import { defaultDecodeLimits, overBudget, type DecodeLimits } from '../media/header.js';
@@ -288,6 +289,21 @@ export const cvWorker = (deps: CvWorkerDeps) => {
     await record(claimed, command);
   };
 
+  /** With traces on, a run is the span `cv job`, in the trace of the job's request (CvJobRequested). */
+  const tracedRun = (claimed: Claimed) =>
+    inStreamSpan(
+      'cv job',
+      { eventStore, stream: claimed.stream, at: 'first' },
+      {
+        attributes: {
+          'cv.job_id': claimed.job.id,
+          'cv.model': claimed.job.model,
+          'cv.attempt': claimed.job.attempts,
+        },
+      },
+      () => run(claimed),
+    );
+
   /** Claims and runs a job found by the sweep, unless this instance is already on it. */
   const kick = (tenantId: string, jobId: string) => {
     const stream = streamName('cvjob', tenantId, jobId);
@@ -303,7 +319,7 @@ export const cvWorker = (deps: CvWorkerDeps) => {
         }
         try {
           const claimed = await claim(tenantId, jobId, jobId);
-          if (claimed) await run(claimed);
+          if (claimed) await tracedRun(claimed);
         } catch (error) {
           logger.error({ err: error, jobId }, 'CV job run failed');
         } finally {
@@ -350,7 +366,7 @@ export const cvWorker = (deps: CvWorkerDeps) => {
     }
     const job = claimed;
     track(
-      run(job)
+      tracedRun(job)
         .catch((error: unknown) => logger.error({ err: error, jobId }, 'CV job run failed'))
         .finally(() => {
           inFlight.delete(stream);

@@ -71,10 +71,11 @@ export const tracesUrl = (endpoint: string): string => `${endpoint.replace(/\/+$
  * without the setting never loads the SDK.
  */
 export const startTracing = async (
-  settings: { endpoint: string | null; serviceName: string },
+  settings: { endpoint: string | null; serviceName?: string },
   logger: Logger,
 ): Promise<Tracing> => {
   if (!settings.endpoint) return off;
+  const serviceName = settings.serviceName ?? 'observation-service';
   const [{ NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] =
     await Promise.all([
       import('@opentelemetry/sdk-trace-node'),
@@ -83,10 +84,10 @@ export const startTracing = async (
     ]);
   const url = tracesUrl(settings.endpoint);
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': settings.serviceName }),
+    resource: resourceFromAttributes({ 'service.name': serviceName }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))],
   });
-  logger.info({ url, serviceName: settings.serviceName }, 'traces exported over OTLP/HTTP');
+  logger.info({ url, serviceName }, 'traces exported over OTLP/HTTP');
   return useTracerProvider(provider);
 };
 

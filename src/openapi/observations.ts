@@ -117,7 +117,14 @@ export const observationSchemas: Record<string, Schema> = {
       occurredAt: dateTime(),
       schemaVersion: integer(1),
     },
-    {},
+    {
+      traceparent: string({
+        pattern: '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$',
+        description:
+          'W3C traceparent of the span that wrote the event; only on events written while traces were on',
+        examples: ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'],
+      }),
+    },
     { description: "An event's envelope metadata" },
   ),
   HistoryEvent: object(

@@ -12,6 +12,7 @@ import {
 } from '../core/supervisor.js';
 import { errorText, failureVerdict, parkAndRecord, parkedRecord, storeAnswers } from './parking.js';
 import { isStoreFailure } from '../core/store-failures.js';
+import { inEventSpans } from '../observability/tracing.js';
 import { CollectionSwappedError, type DocumentChange, type ReadModelStore } from './port.js';
 import type { Projection } from './projection.js';
 
@@ -200,7 +201,10 @@ export const projectionRunner = <D>(
         batchSize: deps.batchSize ?? 500,
       },
       async (events, lastPosition) => {
-        await commitBatch(projection, readModels, events, lastPosition, park);
+        // With traces on, each traced event of the batch gets its span `project <name>` in its own trace.
+        await inEventSpans(`project ${projection.name}`, events, { 'projection.name': projection.name }, () =>
+          commitBatch(projection, readModels, events, lastPosition, park),
+        );
         checkpoint = lastPosition;
         if (lastError !== null) {
           lastError = null;

@@ -16,6 +16,7 @@ import { tenantStream } from '../tenants/load.js';
 import type { Supervised } from '../core/supervisor.js';
 import { superviseGroup } from '../eventstore/supervised-group.js';
 import { everySecond } from '../core/sweeper.js';
+import { inStreamSpan, SpanKind } from '../observability/tracing.js';
 import { ownerLacksScope } from './creator.js';
 import { keyedLimiter } from './limiter.js';
 import type { Delivery, Outcome } from './delivery.js';
@@ -311,6 +312,15 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     });
   };
 
+  /** With traces on, an attempt is the CLIENT span `webhook attempt`, in the trace of what made it due. */
+  const tracedAttempt = (tenantId: string, deliveryId: string, webhookId: string) =>
+    inStreamSpan(
+      'webhook attempt',
+      { eventStore, stream: streamName('delivery', tenantId, deliveryId), at: 'last' },
+      { kind: SpanKind.CLIENT, attributes: { 'webhook.id': webhookId, 'webhook.delivery_id': deliveryId } },
+      () => attempt(tenantId, deliveryId),
+    );
+
   /** Queues an attempt unless this instance already has one queued or running for the delivery. */
   const kick = (tenantId: string, deliveryId: string, webhookId: string) => {
     // Once stopping, start nothing: the stores are about to close, and what is due stays due in them for
@@ -319,7 +329,9 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     queued.add(deliveryId);
     limiter
       // An attempt still waiting for a slot when the stop begins never starts.
-      .run(webhookId, async () => (stopping.signal.aborted ? undefined : attempt(tenantId, deliveryId)))
+      .run(webhookId, async () =>
+        stopping.signal.aborted ? undefined : tracedAttempt(tenantId, deliveryId, webhookId),
+      )
       .catch((error: unknown) =>
         logger.error({ err: error, subscriptionId: webhookId, deliveryId }, 'webhook attempt could not run'),
       )
