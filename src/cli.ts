@@ -42,7 +42,7 @@ import type { Tenant } from './tenants/tenant.js';
  * The operator's command line: the same stores and the same commands as the API, offline.
  * Exit codes: 0 done, 1 failed, 2 bad usage or input, 130 interrupted (Ctrl-C during a rebuild or build).
  */
-const usage = `Usage: npm run cli -- <command> [options]
+const usage = `Usage: obs <command> [options]
 
 Commands:
   tenant create --name <name> --email <address>   create a tenant; prints its first admin API key, once
@@ -705,7 +705,7 @@ const main = async (argv: string[]): Promise<number> => {
     return help && args.length === 0 ? 0 : 2;
   }
   if (help) {
-    console.log(`Usage: npm run cli -- ${command.help}`);
+    console.log(`Usage: obs ${command.help}`);
     return 0;
   }
   // Hashes and sealed secrets are redacted from every JSON output, as the history API redacts them.

@@ -101,7 +101,7 @@ export const loadKeyring = (file: string, { create }: { create: boolean }): Keyr
   if (!existsSync(file)) {
     if (!create)
       throw new Error(
-        `SIGNING_KEYS_FILE ${file} does not exist; create it with "npm run cli -- keys rotate"`,
+        `SIGNING_KEYS_FILE ${file} does not exist; create it with "obs keys rotate"`,
       );
     rotateKeys(file);
   }

@@ -71,7 +71,7 @@ describe('the command line', () => {
     expect(bad.stderr).to.match(/--email: must be an e-mail address/);
     const unknown = await cli(dir, 'tenant', 'explode');
     expect(unknown.code).to.equal(2);
-    expect(unknown.stdout).to.match(/Usage: npm run cli/);
+    expect(unknown.stdout).to.match(/Usage: obs /);
   });
 
   it('shows help for every command', async () => {
@@ -84,7 +84,7 @@ describe('the command line', () => {
     ]) {
       const help = await cli(dir, ...command, '--help');
       expect(help.code).to.equal(0);
-      expect(help.stdout).to.include(`npm run cli -- ${command.join(' ')}`);
+      expect(help.stdout).to.include(`Usage: obs ${command.join(' ')}`);
     }
   });
 
