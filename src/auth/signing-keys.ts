@@ -100,9 +100,7 @@ export const keyringOf = (keys: readonly SigningKey[]): Keyring => {
 export const loadKeyring = (file: string, { create }: { create: boolean }): Keyring => {
   if (!existsSync(file)) {
     if (!create)
-      throw new Error(
-        `SIGNING_KEYS_FILE ${file} does not exist; create it with "obs keys rotate"`,
-      );
+      throw new Error(`SIGNING_KEYS_FILE ${file} does not exist; create it with "obs keys rotate"`);
     rotateKeys(file);
   }
   return keyringOf(readKeys(file));
