@@ -112,6 +112,10 @@ describe('the settings', () => {
       ]);
     });
 
+    it('are declared under their own names', () => {
+      for (const [key, setting] of Object.entries(settings)) expect(setting.name).to.equal(key);
+    });
+
     it('are all declared, and every declared setting is read', () => {
       const read = new Map<string, string>();
       for (const file of sourceFiles()) {
