@@ -181,6 +181,16 @@ const mediaDecode = (env: Environment): DecodeLimits & DecodeQueueSettings => {
   };
 };
 
+/** METRICS=port opens a second listener on HOST: it cannot share the API's port. */
+const metricsSettings = (env: Environment, apiPort: number): Config['metrics'] => {
+  const mode = readSetting(env, S.METRICS);
+  const port = readSetting(env, S.METRICS_PORT);
+  if (mode === 'port' && port === apiPort) {
+    throw new ConfigError(`METRICS_PORT=${port} is the API's PORT: METRICS=port needs a port of its own`);
+  }
+  return { mode, port };
+};
+
 /**
  * The whole configuration, every setting checked: a ConfigError names the first setting that is not valid
  * and what it expects, before anything starts.
@@ -229,7 +239,7 @@ export const loadConfig = (env: Environment = process.env): Config => {
     mailFrom: readSetting(env, S.MAIL_FROM),
     auditDigestSchedule: readSetting(env, S.AUDIT_DIGEST_SCHEDULE),
     http: httpSettings(env),
-    metrics: { mode: readSetting(env, S.METRICS), port: readSetting(env, S.METRICS_PORT) },
+    metrics: metricsSettings(env, port),
     otel: {
       endpoint: readOptionalSetting(env, S.OTEL_EXPORTER_OTLP_ENDPOINT),
       serviceName: readSetting(env, S.OTEL_SERVICE_NAME),

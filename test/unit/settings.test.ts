@@ -175,6 +175,16 @@ describe('the settings', () => {
       expect(message).not.to.include('hunter2secret');
     });
 
+    it('refuses a metrics listener on the API port', () => {
+      expect(configError({ METRICS: 'port', PORT: '9464' })).to.equal(
+        "METRICS_PORT=9464 is the API's PORT: METRICS=port needs a port of its own",
+      );
+      expect(loadConfig({ METRICS: 'platform', PORT: '9464' }).metrics).to.deep.equal({
+        mode: 'platform',
+        port: 9464,
+      });
+    });
+
     it('takes a blank value for unset, as compose files pass unset variables', () => {
       const config = loadConfig({ PORT: '  ', LOG_LEVEL: '', EVENTSTORE_URL: '' });
       expect([config.port, config.logLevel, config.eventStoreUrl]).to.deep.equal([3000, 'info', null]);
