@@ -55,7 +55,11 @@ export const filterClause = (filter: EventFilter = {}): { sql: string; params: u
   const parts: string[] = [];
   const params: unknown[] = [];
   if (filter.eventTypes) {
-    parts.push(`event_type IN (${filter.eventTypes.map(() => '?').join(', ') || 'NULL'})`);
+    // Several types: the unary plus keeps SQLite off events_by_type, which cannot give them in position
+    // order (it sorted every matching event after the checkpoint for each page); the rowid range scan
+    // reads a page in order. One type reads that index in order, which is best for a rare type.
+    const typeColumn = filter.eventTypes.length > 1 ? '+event_type' : 'event_type';
+    parts.push(`${typeColumn} IN (${filter.eventTypes.map(() => '?').join(', ') || 'NULL'})`);
     params.push(...filter.eventTypes);
   }
   if (filter.streamPrefixes) {

@@ -15,6 +15,7 @@ import { isStoreFailure } from '../core/store-failures.js';
 import { inEventSpans } from '../observability/tracing.js';
 import { CollectionSwappedError, type DocumentChange, type ReadModelStore } from './port.js';
 import type { Projection } from './projection.js';
+import { collectionIndexes } from './deferred-indexes.js';
 
 interface Working<D> {
   tenantId: string;
@@ -168,6 +169,7 @@ export const projectionRunner = <D>(
   let parked = 0;
   let parkedReadAt = 0;
   let supervised: Supervised | null = null;
+  const indexes = collectionIndexes(projection.collection, deps);
 
   const refreshParked = async () => {
     parkedReadAt = Date.now();
@@ -205,6 +207,8 @@ export const projectionRunner = <D>(
         await inEventSpans(`project ${projection.name}`, events, { 'projection.name': projection.name }, () =>
           commitBatch(projection, readModels, events, lastPosition, park),
         );
+        // A page short of the batch size is the end of the store: indexes left out for the catch-up come now.
+        if (events.length < (deps.batchSize ?? 500)) await indexes.caughtUp();
         checkpoint = lastPosition;
         if (lastError !== null) {
           lastError = null;
@@ -257,9 +261,9 @@ export const projectionRunner = <D>(
   return {
     name: projection.name,
     start: async () => {
-      await readModels.ensureCollection(projection.collection);
       const state = await readModels.getProjectionState(projection.name);
       checkpoint = state.checkpoint;
+      await indexes.ensure(checkpoint);
       await refreshParked();
       supervised = supervise(projection.name, run, {
         logger,
