@@ -60,7 +60,7 @@ export const useTracerProvider = (provider: TracerProviderLike): Tracing => {
   };
 };
 
-const off: Tracing = { shutdown: async () => undefined };
+const off: Tracing = { shutdown: () => Promise.resolve() };
 
 /** The OTLP/HTTP traces URL of a base endpoint, as the OTLP exporter specification derives it. */
 export const tracesUrl = (endpoint: string): string => `${endpoint.replace(/\/+$/, '')}/v1/traces`;

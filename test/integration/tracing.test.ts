@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
@@ -88,7 +90,7 @@ describe('traces', () => {
       exporter.getFinishedSpans().filter((span) => span.spanContext().traceId === traceId);
     /** The one finished span of the trace that matches, once it has ended. */
     const span = (traceId: string, what: string, match: (span: ReadableSpan) => boolean) =>
-      eventually(async () => spansOf(traceId).find(match), 10_000, what);
+      eventually(() => Promise.resolve(spansOf(traceId).find(match)), 10_000, what);
     const parentOf = (child: ReadableSpan) => child.parentSpanContext?.spanId;
 
     it('follows a request from HTTP through the command, the projections and the webhook to the receiver', async () => {
@@ -142,7 +144,7 @@ describe('traces', () => {
       expect(attempt.attributes['http.response.status_code']).to.equal(204);
 
       const received = await eventually(
-        async () => tenant.receiver.received.find((r) => r.body?.data?.observationId === id),
+        () => Promise.resolve(tenant.receiver.received.find((r) => r.body?.data?.observationId === id)),
         10_000,
         'the delivery of this observation',
       );
@@ -237,6 +239,44 @@ describe('traces', () => {
     });
   });
 
+  describe('with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
+    it('loads the SDK, exports the spans over OTLP/HTTP under OTEL_SERVICE_NAME, and flushes them on stop', async () => {
+      const bodies: { path: string; body: string }[] = [];
+      const collector = createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (chunk: Buffer) => chunks.push(chunk));
+        req.on('end', () => {
+          bodies.push({ path: req.url ?? '', body: Buffer.concat(chunks).toString('utf8') });
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        });
+      });
+      await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+      const { port } = collector.address() as AddressInfo;
+      try {
+        const server = await startTestServer({
+          ...env,
+          OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}/`,
+          OTEL_SERVICE_NAME: 'obs-trace-test',
+        });
+        const caller = callerTrace();
+        try {
+          expect(tracingOn()).to.equal(true);
+          const live = await request(`${server.url}/health/live`, {
+            headers: { traceparent: caller.traceparent },
+          });
+          expect(live.status).to.equal(200);
+        } finally {
+          await server.close();
+        }
+        expect(tracingOn()).to.equal(false);
+        const exported = bodies.filter((b) => b.path === '/v1/traces').map((b) => b.body);
+        expect(exported.join('\n')).to.include(caller.traceId).and.include('obs-trace-test');
+      } finally {
+        await new Promise((resolve) => collector.close(resolve));
+      }
+    });
+  });
+
   describe('without the SDK', () => {
     let server: TestServer;
     let tenant: Awaited<ReturnType<typeof setUp>>;
@@ -260,7 +300,10 @@ describe('traces', () => {
       expect(event.metadata).to.not.have.property('traceparent');
 
       const delivered = await eventually(
-        async () => receiver.received.find((r) => r.body?.data?.observationId === id && r.status === 204),
+        () =>
+          Promise.resolve(
+            receiver.received.find((r) => r.body?.data?.observationId === id && r.status === 204),
+          ),
         10_000,
         'the delivery',
       );
