@@ -271,6 +271,34 @@ export const openEventStoreDb = (connectionString: string): Promise<EventStore> 
       return { events, lastPosition, isEnd: true };
     },
 
+    readTenantByStream: async function* (tenantId, { pageSize = 1000 } = {}) {
+      // EventStoreDB has no index by tenant and stream name: one scan of `$all` finds the tenant's streams,
+      // whose names are then held, sorted, while each stream is read in version order (its memory grows
+      // with the tenant's streams, names only). Positions on stream reads need a server from 22.6 on.
+      const streams = new Set<string>();
+      const scan = client.readAll({ direction: FORWARDS, fromPosition: START });
+      try {
+        for await (const { event } of scan) {
+          const recorded = event && toRecorded(event);
+          if (recorded && matches({ tenantId }, recorded)) streams.add(recorded.streamName);
+        }
+      } finally {
+        await scan.cancel();
+      }
+      let page: RecordedEvent[] = [];
+      for (const name of [...streams].sort()) {
+        for (const { event } of await readResolved(name, { direction: FORWARDS, fromRevision: START })) {
+          const recorded = event && toRecorded(event);
+          if (!recorded || !matches({ tenantId }, recorded)) continue;
+          page.push(recorded);
+          if (page.length < pageSize) continue;
+          yield page;
+          page = [];
+        }
+      }
+      if (page.length > 0) yield page;
+    },
+
     headPosition: async () => {
       // The newest event of ours: the tail of `$all` is often a server event (e.g. a subscription checkpoint).
       const read = client.readAll({ direction: BACKWARDS, fromPosition: END });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { EventMetadata } from '../core/events.js';
 
 /**
@@ -7,12 +7,26 @@ import type { EventMetadata } from '../core/events.js';
  * canonical JSON (keys sorted at every level), so it does not depend on how a backend orders keys.
  */
 export const canonicalJson = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  // Loops and one string instead of entries, filter, map and join: it runs once per event on every append
+  // and every verified event, and this form costs half as much for the same output.
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let index = 0; index < value.length; index += 1) {
+      // As join() did: an element JSON has no text for (undefined, a function) leaves its slot empty.
+      const item = canonicalJson(value[index]) as string | undefined;
+      text += `${index === 0 ? '' : ','}${item ?? ''}`;
+    }
+    return `${text}]`;
+  }
   if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, item]) => item !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
+    const record = value as Record<string, unknown>;
+    let text = '{';
+    for (const key of Object.keys(record).sort()) {
+      const item = record[key];
+      if (item === undefined) continue;
+      text += `${text.length === 1 ? '' : ','}${JSON.stringify(key)}:${canonicalJson(item)}`;
+    }
+    return `${text}}`;
   }
   return JSON.stringify(value);
 };
@@ -30,16 +44,16 @@ export interface ChainedContent {
 }
 
 export const eventHash = (previousHash: string, event: ChainedContent): string =>
-  createHash('sha256')
-    .update(
-      canonicalJson({
-        previousHash,
-        streamName: event.streamName,
-        streamVersion: event.streamVersion,
-        id: event.id,
-        type: event.type,
-        data: event.data,
-        metadata: event.metadata,
-      }),
-    )
-    .digest('hex');
+  // One-shot hash (Node 20.12 on): a few times cheaper than a Hash object for input this short.
+  hash(
+    'sha256',
+    canonicalJson({
+      previousHash,
+      streamName: event.streamName,
+      streamVersion: event.streamVersion,
+      id: event.id,
+      type: event.type,
+      data: event.data,
+      metadata: event.metadata,
+    }),
+  );

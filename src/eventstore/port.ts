@@ -111,6 +111,12 @@ export interface EventStore {
     options?: { fromVersion?: number; maxCount?: number; raw?: boolean },
   ): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<ReadAllPage>;
+  /**
+   * One tenant's events exactly as stored (never upcast), stream by stream in stream-name order (code-unit
+   * order, as `<` compares), each stream in version order, in pages of up to `pageSize`. What `audit verify`
+   * reads: with one stream at a time in hand it needs no memory of the others.
+   */
+  readTenantByStream(tenantId: string, options?: { pageSize?: number }): AsyncIterable<RecordedEvent[]>;
   /** Position of the newest event in the store, 0 when empty. */
   headPosition(): Promise<number>;
   /**

@@ -28,6 +28,8 @@ export const withUpcasting = (
     const page = await store.readAll(options);
     return isRaw(options) ? page : { ...page, events: page.events.map(upcast) };
   },
+  // Always as stored: it is only for hash verification.
+  readTenantByStream: (tenantId, options) => store.readTenantByStream(tenantId, options),
   headPosition: () => store.headPosition(),
   subscribe: (options, handler) =>
     store.subscribe(options, (events, lastPosition) => handler(events.map(upcast), lastPosition)),

@@ -163,6 +163,28 @@ export const eventStoreContract = (
       expect(second.lastPosition).to.be.at.least(second.events[0]?.position ?? Infinity);
     });
 
+    it('reads one tenant stream by stream, in name then version order, as stored, in pages', async () => {
+      const other = uniqueTenant();
+      await store.appendToStream(stream('beta', '1'), [anEvent('BetaMade', { i: 1 }, tenant)], 'no_stream');
+      await store.appendToStream(`alpha-${other}_1`, [anEvent('AlphaMade', { i: 0 }, other)], 'no_stream');
+      await store.appendToStream(stream('alpha', '2'), [anEvent('AlphaMade', { i: 2 }, tenant)], 'no_stream');
+      await store.appendToStream(stream('beta', '1'), [anEvent('BetaChanged', { i: 3 }, tenant)], 0);
+      await store.appendToStream(stream('alpha', '1'), [anEvent('AlphaMade', { i: 4 }, tenant)], 'no_stream');
+      const pages: RecordedEvent[][] = [];
+      for await (const page of store.readTenantByStream(tenant, { pageSize: 2 })) pages.push(page);
+      expect(pages.map((page) => page.length)).to.deep.equal([2, 2]);
+      const events = pages.flat();
+      expect(events.map((e) => [e.streamName, e.streamVersion, e.data])).to.deep.equal([
+        [stream('alpha', '1'), 0, { i: 4 }],
+        [stream('alpha', '2'), 0, { i: 2 }],
+        [stream('beta', '1'), 0, { i: 1 }],
+        [stream('beta', '1'), 1, { i: 3 }],
+      ]);
+      const inCommitOrder = (await store.readAll({ filter: { tenantId: tenant }, raw: true })).events;
+      const byId = new Map(inCommitOrder.map((e) => [e.id, e]));
+      for (const event of events) expect(event).to.deep.equal(byId.get(event.id));
+    });
+
     it('knows its head position', async () => {
       await seed();
       const page = await store.readAll({ filter: { tenantId: tenant } });
