@@ -33,6 +33,8 @@ export const observationsProjection: Projection<Observation> = aggregateProjecti
   },
   decider: observationDecider,
   eventTypes: observationEventTypes,
+  // The first event of every observation stream: the fold starts the document afresh.
+  creates: ['ObservationRecorded'],
   key: (event) => ({ tenantId: event.metadata.tenantId, id: event.data.observationId }),
   toState: (doc: Observation | null): ObservationState =>
     doc ? { status: 'recorded', observation: doc } : { status: 'absent' },

@@ -13,6 +13,8 @@ export const aggregateProjection = <State, Event extends DomainEvent, Doc>(optio
   collection: CollectionSpec;
   decider: Pick<Decider<State, never, Event>, 'evolve'>;
   eventTypes: readonly Event['type'][];
+  /** The events whose evolve ignores the state before them (see Projection.creates). */
+  creates?: readonly Event['type'][];
   key: (event: RecordedEvent<Event['type'], Event['data']>) => DocumentKey;
   toState: (doc: Doc | null) => State;
   toDoc: (state: State) => Doc | null;
@@ -20,6 +22,7 @@ export const aggregateProjection = <State, Event extends DomainEvent, Doc>(optio
   name: options.name,
   collection: options.collection,
   eventTypes: options.eventTypes,
+  ...(options.creates ? { creates: options.creates } : {}),
   documentKey: (event) => options.key(event),
   evolve: (doc, event) =>
     options.toDoc(options.decider.evolve(options.toState(doc), toEnvelope<Event>(event))),

@@ -10,6 +10,12 @@ export interface Projection<D> {
   collection: CollectionSpec;
   /** The event types it reads; 'all' for every event (the stream heads of the audit digests). */
   eventTypes: readonly string[] | 'all';
+  /**
+   * Event types that begin a document: their fold ignores the document before them (the first event of a
+   * stream, such as ObservationRecorded). A batch whose first event for a document is one of these does not
+   * read that document from the store first; a stored one that is newer still wins by its position.
+   */
+  creates?: readonly string[];
   documentKey(event: RecordedEvent): DocumentKey | null;
   evolve(doc: D | null, event: RecordedEvent): D | null;
 }

@@ -23,6 +23,8 @@ interface Working<D> {
   doc: D | null;
   position: number;
   changed: boolean;
+  /** Its first event in the batch begins the document (Projection.creates): nothing to read first. */
+  fresh: boolean;
 }
 
 /**
@@ -43,12 +45,13 @@ export const applyBatch = async <D>(
     const mapKey = `${key.tenantId}\u0000${key.id}`;
     let entry = working.get(mapKey);
     if (!entry) {
-      entry = { tenantId: key.tenantId, id: key.id, doc: null, position: 0, changed: false };
+      const fresh = projection.creates?.includes(event.type) ?? false;
+      entry = { tenantId: key.tenantId, id: key.id, doc: null, position: 0, changed: false, fresh };
       working.set(mapKey, entry);
     }
     touched.push({ event, entry });
   }
-  const entries = [...working.values()];
+  const entries = [...working.values()].filter((entry) => !entry.fresh);
   const stored = await readModels.getMany<D>(projection.collection.name, entries);
   entries.forEach((entry, index) => {
     entry.doc = stored[index]?.doc ?? null;

@@ -9,7 +9,7 @@ import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { bulkCatchUpEvents, collectionIndexes } from '../../src/readmodels/deferred-indexes.js';
 import type { ReadModelStore } from '../../src/readmodels/port.js';
-import { projectionRunner } from '../../src/readmodels/runner.js';
+import { applyBatch, projectionRunner } from '../../src/readmodels/runner.js';
 import { openSqliteReadModels } from '../../src/readmodels/sqlite.js';
 import { anEvent, anObservationRecorded, uniqueTenant } from '../support/events.js';
 
@@ -112,6 +112,28 @@ describe('Projection catch-up from nothing', function () {
       expect(listed).to.have.length(count);
       expect(new Set(listed.map((observation) => observation.notes)).size).to.equal(count);
       expect(listed.every((observation) => observation.notes.startsWith('u'))).to.equal(true);
+    });
+  });
+
+  describe('when a batch begins a document it does not read first', () => {
+    it('never puts an older state over a newer stored one on redelivery', async () => {
+      const { event, stream, observationId } = anObservationRecorded(tenantId, { notes: 'first' });
+      const update = (notes: string) =>
+        anEvent('ObservationUpdated', { observationId, changes: { notes } }, tenantId);
+      await eventStore.appendToStream(stream, [event, update('second'), update('third')], 'no_stream');
+      const all = (await eventStore.readAll({})).events;
+      const project = async (events: typeof all) =>
+        readModels.commit(
+          observationsProjection.name,
+          await applyBatch(observationsProjection, readModels, events),
+          events.at(-1)!.position,
+        );
+      await readModels.ensureCollection(observationsProjection.collection);
+      await project(all);
+      await project(all.slice(0, 2));
+      const stored = await readModels.get<{ notes: string }>('observations', { tenantId, id: observationId });
+      expect(stored?.doc.notes).to.equal('third');
+      expect(stored?.position).to.equal(all[2]!.position);
     });
   });
 });
