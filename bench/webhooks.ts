@@ -83,6 +83,42 @@ const receiverClient = (base: string) => {
   };
 };
 
+/** The consumers' lag lines of a scrape (docs/operations.md#metrics): events and seconds behind. */
+const lagLines = (text: string) =>
+  text.split('\n').filter((line) => /^obs_consumer_lag_(events|seconds)\{/.test(line));
+
+const totalLag = (lines: readonly string[]) =>
+  lines
+    .filter((line) => line.startsWith('obs_consumer_lag_events'))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+
+/**
+ * Scrapes GET /metrics (the platform key, METRICS=platform) every 250 ms until stopped, and keeps the
+ * scrape with the most events behind: what `curl /metrics` shows while the service works off a backlog.
+ */
+const watchLag = (base: string, key: string) => {
+  let running = true;
+  let peak: string[] = [];
+  let last: string[] = [];
+  const watching = (async () => {
+    while (running) {
+      const response = await fetch(`${base}/metrics`, { headers: { 'x-api-key': key } }).catch(() => null);
+      if (response?.status === 200) {
+        last = lagLines(await response.text());
+        if (totalLag(last) > totalLag(peak)) peak = last;
+      } else await response?.body?.cancel();
+      await sleep(250);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await watching;
+      return { peak, last };
+    },
+  };
+};
+
 /** Deliveries per second over the receiver's span from the first arrival to the last. */
 const rate = (arrivals: readonly Arrival[]) => {
   const times = arrivals.map((a) => a.at);
@@ -202,8 +238,20 @@ export const runWebhooks = async ({
     }
     await hooks.reset();
     service = await start('src/main.ts', 'webhooks-backlog', env);
+    const lag = watchLag(service.base, adminKey);
     await hooks.waitFor(deliveries, Math.max(120_000, deliveries * 50), 'backlog');
     await sleep(500); // anything delivered twice would arrive now
+    const lagSeen = await lag.stop();
+    console.log(
+      [
+        `webhooks: consumer lag from GET /metrics while the ${deliveries}-event backlog was worked off (most behind;`,
+        "  lag in seconds counts from each event's occurredAt, and this backlog's events are dated 2025):",
+        ...lagSeen.peak.map((line) => `  ${line}`),
+        'and at the end:',
+        ...lagSeen.last.filter((line) => !line.endsWith(' 0')).map((line) => `  ${line}`),
+        lagSeen.last.every((line) => line.endsWith(' 0')) ? '  every consumer at 0' : '',
+      ].join('\n'),
+    );
     const delivered = await hooks.arrivals();
     await stopChild(service.child);
     const ids = new Set(delivered.map((a) => a.headers['webhook-id']));
