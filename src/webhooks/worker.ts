@@ -188,7 +188,10 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
       await notifyDisabled(tenantId, webhookId, entry.subscription.url, reason);
       return { kind: 'ack' };
     } catch (error) {
-      logger.warn({ err: error, webhookId, retryCount }, 'webhook disable e-mail not sent; will retry');
+      logger.warn(
+        { err: error, subscriptionId: webhookId, retryCount },
+        'webhook disable e-mail not sent; will retry',
+      );
       await pause(notifyBackoffMs(retryCount), undefined, { signal: stopping.signal }).catch(() => undefined);
       return { kind: 'nack', action: 'retry', reason: (error as Error).message };
     }
