@@ -15,9 +15,13 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-# Compiles src/ and projections/ into dist/ and copies Redoc's bundle into dist/assets; then removes the
+# Compiles src/ and projections/ into dist/ and copies Redoc's bundle into dist/assets; proves that the
+# better-sqlite3 binary survives the garbage collection of its statements on this Node.js (one compiled
+# here against Node 24.19+ headers would not: scripts/check-sqlite-finalizers.js); then removes the
 # development dependencies (tsx, typescript, redoc, the type packages) from node_modules.
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+RUN npm run build \
+  && node scripts/check-sqlite-finalizers.js \
+  && npm prune --omit=dev --no-audit --no-fund
 
 # Runtime stage: the same base image, so the native modules built above load as they are.
 FROM node:24-bookworm-slim
