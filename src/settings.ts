@@ -186,7 +186,7 @@ export const settings = {
   SIGNING_KEYS_FILE: declare('SIGNING_KEYS_FILE')({
     default: null,
     defaultShown: '`DATA_DIR/signing-keys.json`, created in development',
-    expected: 'the path of a keyring made by `npm run cli -- keys rotate`',
+    expected: 'the path of a keyring made by `obs keys rotate`',
     description: 'the ES256 keys that sign access tokens; every instance reads the same file',
     requiredInProduction: true,
     parse: text,
