@@ -5,7 +5,7 @@ import { consumerSnapshot, type ConsumerProbe, type ConsumerReading } from './me
 
 /**
  * The service's Prometheus metrics, in a registry of its own: tests start many services in one process,
- * and each must count only its own work. Every label has a bounded set of values (route templates, status
+ * and each must count only its own work (the process defaults, which are the process's, are shared). Every label has a bounded set of values (route templates, status
  * classes, consumer and model names, outcomes): tenant ids are never labels, there is no bound on them.
  * docs/operations.md#metrics lists every metric.
  */
@@ -32,12 +32,27 @@ const deliveryBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800,
 const cvBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const appendBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
+let processDefaults: Registry | null = null;
+
+/**
+ * prom-client's process defaults (CPU, memory, heap, event-loop lag, GC) belong to the process, whatever
+ * number of services it runs: collected once, into a registry every service's exposition includes. Each
+ * collection starts an event-loop monitor and a GC observer that nothing stops, so one per service would
+ * pile up in a test run that starts hundreds.
+ */
+const processRegistry = (): Registry => {
+  if (!processDefaults) {
+    processDefaults = new Registry();
+    collectDefaultMetrics({ register: processDefaults });
+  }
+  return processDefaults;
+};
+
 /** `2xx` for 204, `5xx` for 503: the status as a bounded label. */
 export const statusClass = (status: number): string => `${Math.floor(status / 100)}xx`;
 
 export const createMetrics = () => {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
   const registers = [registry];
   let sources: MetricsSources | null = null;
   const snapshot = consumerSnapshot(() => sources);
@@ -203,8 +218,13 @@ export const createMetrics = () => {
     observe: (given: MetricsSources) => {
       sources = given;
     },
-    /** The exposition: Prometheus text format, and its content type. */
-    scrape: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
+    /** This service's metrics and the process defaults: what GET /metrics shows. */
+    exposition: () => Registry.merge([processRegistry(), registry]),
+    /** The exposition in the Prometheus text format, and its content type. */
+    scrape: async () => {
+      const exposed = Registry.merge([processRegistry(), registry]);
+      return { contentType: exposed.contentType, body: await exposed.metrics() };
+    },
   };
 };
 

@@ -33,7 +33,7 @@ const section = (title: string) => {
 describe('the metrics documentation', () => {
   let registered: string[];
   before(async () => {
-    registered = (await createMetrics().registry.getMetricsAsJSON()).map((metric) => metric.name);
+    registered = (await createMetrics().exposition().getMetricsAsJSON()).map((metric) => metric.name);
   });
 
   it('lists every metric of the service in the table of docs/operations.md#metrics, and no other', () => {
