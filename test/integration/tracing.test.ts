@@ -7,6 +7,8 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { expect } from 'chai';
 import type { RecordedEvent } from '../../src/core/events.js';
 import { streamName } from '../../src/core/streams.js';
+import { verifyTenant } from '../../src/audit/verify.js';
+import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
 import { tracingOn, useTracerProvider, type Tracing } from '../../src/observability/tracing.js';
 import { deliveryIdFor } from '../../src/webhooks/delivery.js';
 import { cvTenant } from '../support/cv.js';
@@ -236,6 +238,18 @@ describe('traces', () => {
       >[0];
       const v = openApiValidator(document);
       expect(v.errorsOf(v.schema('HistoryEvent'), traced)).to.deep.equal([]);
+    });
+
+    it('chains the traceparent into the event hash, and the whole history of the tenant verifies', async () => {
+      const caller = callerTrace();
+      const { id } = await tenant.observe({ traceparent: caller.traceparent });
+      const stream = streamName('observation', tenant.tenantId, id);
+      const [stored] = await server.stores.eventStore.readStream(stream, { raw: true });
+      expect(stored?.metadata.traceparent).to.match(new RegExp(`^00-${caller.traceId}-`));
+      const { traceparent: _dropped, ...untraced } = stored!.metadata;
+      expect(eventHash(genesisHash, stored!)).to.equal(stored!.hash);
+      expect(eventHash(genesisHash, { ...stored!, metadata: untraced })).to.not.equal(stored!.hash);
+      expect((await verifyTenant(server.stores.eventStore, tenant.tenantId)).broken).to.equal(null);
     });
   });
 
