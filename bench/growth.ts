@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { observationsProjection, observationsQuery } from '../projections/observations.js';
 import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
@@ -132,6 +133,31 @@ const waitConsumersIdle = async (base: string) => {
     unchanged = now === last ? unchanged + 1 : 0;
     last = now;
     await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+};
+
+/** CPU seconds the process has used (Linux /proc); null where that cannot be read. */
+const cpuSeconds = (pid: number): number | null => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * Consumers without a lag to report (the consumer groups settling the seeded events) may still be busy:
+ * waits until the service uses under 5 % of a core for two seconds in a row (at most 10 minutes).
+ */
+const waitQuiet = async (pid: number) => {
+  const deadline = Date.now() + 10 * 60_000;
+  for (let quiet = 0; quiet < 2 && Date.now() < deadline;) {
+    const before = cpuSeconds(pid);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const after = cpuSeconds(pid);
+    if (before === null || after === null) return;
+    quiet = after - before < 0.05 ? quiet + 1 : 0;
   }
 };
 
@@ -340,6 +366,7 @@ export const runGrowth = async ({
       await waitCaughtUp(url, lister.headers, seed.head);
       const catchUpSeconds = (performance.now() - catchUpStarted) / 1000;
       await waitConsumersIdle(base);
+      await waitQuiet(running.service!.child.process.pid!);
       const cursor = await cursorHalfWay(
         join(dataDir, 'readmodels.db'),
         lister.tenantId,
