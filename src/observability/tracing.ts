@@ -8,12 +8,14 @@ import {
   type Attributes,
   type Context,
   type Span,
-  type SpanContext,
   type Tracer,
 } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { RecordedEvent } from '../core/events.js';
 import type { EventStore, PersistentHandler } from '../eventstore/port.js';
+import { formatTraceparent, parseTraceparent } from './traceparent.js';
+
+export { formatTraceparent, parseTraceparent, type TraceParent } from './traceparent.js';
 
 /**
  * Traces through @opentelemetry/api only. The SDK is loaded, and a tracer kept here, only when an OTLP
@@ -90,32 +92,6 @@ export const startTracing = async (
   logger.info({ url, serviceName }, 'traces exported over OTLP/HTTP');
   return useTracerProvider(provider);
 };
-
-// W3C Trace Context (https://www.w3.org/TR/trace-context/#traceparent-header): lowercase hex only.
-const traceparentPattern = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
-const zeros = /^0+$/;
-
-export interface TraceParent {
-  traceId: string;
-  spanId: string;
-  traceFlags: number;
-}
-
-/**
- * A `traceparent` header, or null when it is invalid and must be ignored: version ff, a version 00 header
- * with anything after the flags, a header of a later version not cut at a dash, or all-zero ids.
- */
-export const parseTraceparent = (header: string | undefined): TraceParent | null => {
-  if (!header) return null;
-  const [, version, traceId, spanId, flags, rest] = traceparentPattern.exec(header) ?? [];
-  if (!version || !traceId || !spanId || !flags) return null;
-  if (version === 'ff' || (version === '00' && rest !== undefined)) return null;
-  if (zeros.test(traceId) || zeros.test(spanId)) return null;
-  return { traceId, spanId, traceFlags: parseInt(flags, 16) };
-};
-
-export const formatTraceparent = ({ traceId, spanId, traceFlags }: SpanContext | TraceParent): string =>
-  `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 
 /** The context of a remote parent named by a traceparent; the root context (a new trace) without one. */
 const contextOf = (traceparent: string | null | undefined): Context => {
