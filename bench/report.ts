@@ -158,7 +158,7 @@ const growthTables = (g: GrowthResults): string => {
           ...g.sizes.map((s) => `${dec(s.seedSeconds, 1)} s; ${dec(s.catchUpSeconds, 1)} s`),
         ],
         ...largest.lists.map((list, i) => [
-          `\`?${list.query}\``,
+          `${list.name}: \`?${list.query}\``,
           ...g.sizes.map((size) => {
             const l = size.lists[i]!;
             return `${ms(l.p50Ms)} / ${ms(l.p99Ms)}, ${int(l.requestsPerSecond)}`;

@@ -39,7 +39,7 @@ const settings = {
   catchUpEvents: numberFromEnv('BENCH_CATCHUP_EVENTS', 200_000),
   millionEvents: numberFromEnv('BENCH_MILLION', 1_000_000),
   eventsPerStream: numberFromEnv('BENCH_PER_STREAM', 2),
-  timeoutMin: numberFromEnv('BENCH_TIMEOUT_MIN', 45),
+  timeoutMin: numberFromEnv('BENCH_TIMEOUT_MIN', 90),
   authObservations: numberFromEnv('BENCH_AUTH_OBSERVATIONS', 5000),
   webhookDeliveries: numberFromEnv('BENCH_WEBHOOKS', 3000),
   webhookLatencySamples: numberFromEnv('BENCH_WEBHOOK_SAMPLES', 200),
