@@ -158,7 +158,7 @@ const listSql = (tenantId: string, params: t.TypeOf<typeof ListObservationsQuery
   const sort = params.sort ?? '-observedAt';
   const desc = sort.startsWith('-');
   const column = sortColumns[sort.replace(/^-/, '')]!;
-  const queryKey = JSON.stringify([tenantId, where, sort]);
+  const queryKey = JSON.stringify([tenantId, where, values, sort]);
   if (params.cursor) {
     let after: { value: unknown; id: string };
     try {

@@ -118,5 +118,12 @@ describe('the CRUD peer of the benchmark', function () {
       { headers },
     );
     expect(elsewhere.status).to.equal(400);
+    const from = (minute: number) => new Date(Date.UTC(2026, 4, 1, 9, minute)).toISOString();
+    const filtered = await request(`${peer.observations}?limit=2&observedFrom=${from(0)}`, { headers });
+    const otherValue = await request(
+      `${peer.observations}?limit=2&observedFrom=${from(1)}&cursor=${encodeURIComponent(filtered.body.nextCursor as string)}`,
+      { headers },
+    );
+    expect(otherValue.status).to.equal(400);
   });
 });
