@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { diskFullOn } from '../support/faults.js';
+import { freePort } from '../support/process.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 import { eventually, sleep } from '../support/wait.js';
@@ -161,6 +162,57 @@ describe('the log line and metrics of a consumer restart', function () {
       });
       expect(after).to.match(/^obs_consumer_restarts_total\{consumer="webhook-projector"\} [1-9]\d*$/m);
       expect(after).to.match(/^obs_consumer_lag_seconds\{consumer="webhook-projector"\} 0$/m);
+    } finally {
+      await receiver.close();
+      await server.close();
+    }
+  });
+});
+
+describe('the log line and metrics of a consumer group retrying an event', function () {
+  this.timeout(30_000);
+
+  it('writes a warn when the disable e-mail is not sent, and counts the retry of the notifier', async () => {
+    const { lines, logger } = capture();
+    // A mail server that refuses every connection: nothing listens on the port.
+    const server = await startTestServer(
+      {
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+        WEBHOOK_RETRY_SCHEDULE: '100ms',
+        WEBHOOK_TIMEOUT: '500ms',
+        SMTP_URL: `smtp://127.0.0.1:${await freePort()}`,
+      },
+      { logger },
+    );
+    const receiver = await startReceiver(secret, () => 500);
+    try {
+      const tenant = await withTenant(server, 'mailless');
+      const key = await tenant.key(['webhooks:manage', 'observations:read', 'observations:write']);
+      const api = (path: string, body: unknown) =>
+        request(`${server.url}/v1/tenants/${tenant.tenantId}${path}`, {
+          method: 'POST',
+          body,
+          headers: { 'X-API-Key': key },
+        });
+      const webhook = await api('/webhooks', { url: receiver.url, events: ['observation.created'], secret });
+      expect(webhook.status).to.equal(201);
+      expect((await api('/observations', { observedAt: '2026-05-01T09:30:00Z' })).status).to.equal(201);
+      const unsent = await eventually(() =>
+        Promise.resolve(lines.find((line) => line.msg === 'webhook disable e-mail not sent; will retry')),
+      );
+      expect(unsent.level).to.equal(warn);
+      expect(unsent).to.include({ subscriptionId: webhook.body.id as string, retryCount: 0 });
+      const retries = await eventually(async () => {
+        const text = await (
+          await fetch(`${server.url}/metrics`, { headers: { 'X-API-Key': server.platformAdminKey } })
+        ).text();
+        const count = Number(
+          /^obs_consumer_retries_total\{consumer="webhook-disable-notifier"\} (\d+)$/m.exec(text)?.[1] ?? 0,
+        );
+        return count > 0 ? count : undefined;
+      });
+      expect(retries).to.be.at.least(1);
     } finally {
       await receiver.close();
       await server.close();
