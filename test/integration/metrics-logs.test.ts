@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { diskFullOn } from '../support/faults.js';
+import { anObservationRecorded } from '../support/events.js';
 import { freePort } from '../support/process.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
@@ -215,6 +216,47 @@ describe('the log line and metrics of a consumer group retrying an event', funct
       expect(retries).to.be.at.least(1);
     } finally {
       await receiver.close();
+      await server.close();
+    }
+  });
+});
+
+describe('the log line and metrics of a parked event', function () {
+  this.timeout(30_000);
+
+  it('writes a warn with the projection, the event and the error, and shows the parked event', async () => {
+    const { lines, logger } = capture();
+    const server = await startTestServer({}, { logger });
+    try {
+      const tenant = await withTenant(server, 'poisoned');
+      // Attributes nested 1,000 levels deep: more than the read model's JSON accepts.
+      let attributes: Record<string, unknown> = { leaf: true };
+      for (let depth = 1; depth < 1000; depth += 1) attributes = { nested: attributes };
+      const { stream, event } = anObservationRecorded(tenant.tenantId, { attributes });
+      const { lastPosition } = await server.stores.eventStore.appendToStream(stream, [event], 'no_stream');
+      const parked = await eventually(() =>
+        Promise.resolve(
+          lines.find(
+            (line) =>
+              line.msg === 'projection cannot apply this event; parked it and going on' &&
+              line.projection === 'observations',
+          ),
+        ),
+      );
+      expect(parked.level).to.equal(warn);
+      expect(parked).to.include({ projection: 'observations', eventId: event.id, position: lastPosition });
+      expect(parked.error).to.be.a('string').and.not.equal('');
+      const text = await eventually(async () => {
+        const scraped = await (
+          await fetch(`${server.url}/metrics`, { headers: { 'X-API-Key': server.platformAdminKey } })
+        ).text();
+        return /^obs_consumer_parked_events\{consumer="observations"\} 1$/m.test(scraped)
+          ? scraped
+          : undefined;
+      });
+      // Parked, the projection goes on: nothing of it waits.
+      expect(text).to.match(/^obs_consumer_lag_events\{consumer="observations"\} 0$/m);
+    } finally {
       await server.close();
     }
   });
