@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ConsumerState, ConsumerStatus } from '../core/supervisor.js';
-import type { EventFilter, EventStore } from '../eventstore/port.js';
+import type { EventStore } from '../eventstore/port.js';
 import { consumerSnapshot, type ConsumerProbe, type ConsumerReading } from './metrics-consumers.js';
 
 /**
@@ -229,4 +229,3 @@ export const createMetrics = () => {
 };
 
 export type Metrics = ReturnType<typeof createMetrics>;
-export type { ConsumerProbe, EventFilter };
