@@ -337,6 +337,26 @@ export const eventStoreContract = (
       expect(second.deliveries.map((d) => d.event.type)).to.deep.equal(['B']);
       await second.subscription.stop();
     });
+
+    it('answers the group checkpoint in store positions, where the adapter keeps one (for the lag metrics)', async function () {
+      if (!store.groupCheckpoint) return this.skip();
+      const group = groupName();
+      expect(await store.groupCheckpoint(group)).to.equal(null);
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'start',
+        maxRetryCount: 1,
+        filter: { tenantId: tenant },
+      });
+      const { lastPosition } = await store.appendToStream(
+        stream('thing', 'q'),
+        [anEvent('A', {}, tenant)],
+        'no_stream',
+      );
+      const consumer = consume(group, () => ack);
+      await eventually(() => consumer.deliveries.length === 1);
+      await consumer.subscription.stop();
+      expect(await store.groupCheckpoint(group)).to.equal(lastPosition);
+    });
   });
 
   describe('wake-ups are only hints', () => {
