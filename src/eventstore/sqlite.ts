@@ -11,7 +11,7 @@ import { persistentSubscriptions } from './sqlite-persistent.js';
 import { AppendSignal, defaultPollMs } from './append-signal.js';
 import { sqliteLeases } from './sqlite-leases.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
-import { eventHash, genesisHash } from './hash-chain.js';
+import { chainEvent, eventHash, genesisHash } from './hash-chain.js';
 
 /**
  * The embedded event store: one SQLite file in WAL mode. The `position` column is the global commit
@@ -186,15 +186,17 @@ export const openSqliteEventStore = (
       let lastPosition = 0;
       for (const event of events) {
         version += 1;
-        previousHash = eventHash(previousHash, { ...event, streamName, streamVersion: version });
+        // Stored as canonical JSON, the form the hash covers: verifying it back is then cheap.
+        const chained = chainEvent(previousHash, { ...event, streamName, streamVersion: version });
+        previousHash = chained.hash;
         const result = insertEvent.run(
           event.id,
           streamName,
           version,
           event.type,
           event.metadata.tenantId,
-          JSON.stringify(event.data),
-          JSON.stringify(event.metadata),
+          chained.data,
+          chained.metadata,
           previousHash,
         );
         lastPosition = Number(result.lastInsertRowid);

@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import { merkleBuilder, merkleLeaf, merkleRoot, type StreamHead } from '../../src/audit/merkle.js';
-import { canonicalJson } from '../../src/eventstore/hash-chain.js';
+import { createHash } from 'node:crypto';
+import type { EventMetadata } from '../../src/core/events.js';
+import {
+  canonicalJson,
+  chainEvent,
+  eventHash,
+  type ChainedContent,
+} from '../../src/eventstore/hash-chain.js';
 
 /** The canonical JSON every stored hash was taken over, as first written: its output must never change. */
 const canonicalJsonAsFirstWritten = (value: unknown): string => {
@@ -31,6 +38,81 @@ describe('the hashes behind audit verify', () => {
         { nested: { deeper: { deepest: [{ k: 'v' }, 'w', 7] } }, dropped: undefined },
       ];
       for (const value of values) expect(canonicalJson(value)).to.equal(canonicalJsonAsFirstWritten(value));
+    });
+  });
+
+  describe('an event hash', () => {
+    const hashAsFirstWritten = (previousHash: string, event: ChainedContent) =>
+      createHash('sha256')
+        .update(
+          canonicalJsonAsFirstWritten({
+            previousHash,
+            streamName: event.streamName,
+            streamVersion: event.streamVersion,
+            id: event.id,
+            type: event.type,
+            data: event.data,
+            metadata: event.metadata,
+          }),
+        )
+        .digest('hex');
+    const metadata = { tenantId: 't_1', actor: 'test', occurredAt: '2026-05-01T00:00:00Z' } as EventMetadata;
+    const contents: ChainedContent[] = [
+      {
+        streamName: 's-t_1_a',
+        streamVersion: 0,
+        id: 'e1',
+        type: 'A',
+        data: { b: 1, a: { d: [1, { f: 2, e: 3 }] } },
+        metadata,
+      },
+      {
+        streamName: 's-t_1_a',
+        streamVersion: 1,
+        id: 'e2',
+        type: 'B',
+        data: { a: 1, b: [null, 'x'] },
+        metadata,
+      },
+      {
+        streamName: 's-t_1_a',
+        streamVersion: 2,
+        id: 'e3',
+        type: 'C',
+        data: { at: new Date(0), list: [1, undefined] },
+        metadata,
+      },
+      {
+        streamName: 's-t_1_a',
+        streamVersion: 3,
+        id: 'e4',
+        type: 'D',
+        data: { gone: undefined, fn: () => 1 },
+        metadata,
+      },
+      { streamName: 's-t_1_a', streamVersion: 4, id: 'e5', type: 'E', data: undefined, metadata },
+      { streamName: 's-t_1_a', streamVersion: 5, id: 'e6', type: 'F', data: [{ '10': 1, '9': 2 }], metadata },
+    ];
+
+    it('is what it always was, whatever the content', () => {
+      for (const content of contents) {
+        expect(eventHash('prev', content), content.id).to.equal(hashAsFirstWritten('prev', content));
+        expect(chainEvent('prev', content).hash, content.id).to.equal(hashAsFirstWritten('prev', content));
+      }
+    });
+
+    it('is stored with data and metadata in canonical form when that only reorders keys, and as written otherwise', () => {
+      const [reordered, sorted, withDate] = contents.map((content) => chainEvent('', content));
+      expect(reordered!.data).to.equal('{"a":{"d":[1,{"e":3,"f":2}]},"b":1}');
+      expect(reordered!.metadata).to.equal(canonicalJson(metadata));
+      expect(sorted!.data).to.equal('{"a":1,"b":[null,"x"]}');
+      expect(withDate!.data).to.equal(JSON.stringify(contents[2]!.data));
+      const readBack = {
+        ...contents[0]!,
+        data: JSON.parse(reordered!.data),
+        metadata: JSON.parse(reordered!.metadata),
+      };
+      expect(eventHash('', readBack)).to.equal(reordered!.hash);
     });
   });
 
