@@ -284,6 +284,46 @@ export const openSqliteEventStore = (
     },
   );
 
+  /**
+   * Where a tenant's streams are in the (stream_name, stream_version) index: its names are
+   * `<category>-<tenantId>_<id>` (src/core/streams.ts), so one range per category, found by skipping from
+   * one category to the next (a handful of index seeks). Used only when the ranges hold exactly as many
+   * events as the tenant has (two counts over covering indexes); otherwise the whole index, every tenant's
+   * streams, so that an event under an unexpected name is still read.
+   */
+  const tenantStreamRanges = (tenantId: string): { from: string; below?: string }[] => {
+    const first = prepare(
+      'SELECT stream_name FROM events WHERE stream_name >= ? ORDER BY stream_name LIMIT 1',
+    );
+    const ranges: { from: string; below: string }[] = [];
+    for (let from = ''; ;) {
+      const row = first.get(from) as { stream_name: string } | undefined;
+      if (!row) break;
+      const dash = row.stream_name.indexOf('-');
+      if (dash < 0) {
+        from = `${row.stream_name}\u0000`;
+        continue;
+      }
+      const category = row.stream_name.slice(0, dash);
+      // '`' and '.' are the characters just after '_' and '-': past the tenant's names, past the category's.
+      ranges.push({ from: `${category}-${tenantId}_`, below: `${category}-${tenantId}\`` });
+      from = `${category}.`;
+    }
+    const count = (sql: string, ...params: string[]) => (prepare(sql).get(...params) as { n: number }).n;
+    const inRanges = ranges.reduce(
+      (sum, range) =>
+        sum +
+        count(
+          'SELECT count(*) AS n FROM events WHERE stream_name >= ? AND stream_name < ?',
+          range.from,
+          range.below,
+        ),
+      0,
+    );
+    const tenants = count('SELECT count(*) AS n FROM events WHERE tenant_id = ?', tenantId);
+    return inRanges === tenants ? ranges : [{ from: '' }];
+  };
+
   const source = { readAll: readAllNow, head: headPositionNow, signal, pollMs };
   const store: EventStore = {
     kind: 'sqlite',
@@ -307,20 +347,22 @@ export const openSqliteEventStore = (
 
     // The (stream_name, stream_version) index in order, each page resumed after the last row of the one
     // before; the unary plus keeps SQLite off the tenant index, which would sort the tenant for every page.
-    // It walks every tenant's streams, so it costs as much as the store, not the tenant.
     readTenantByStream: async function* (tenantId, { pageSize = 1000 } = {}) {
-      const page = prepare(
-        `SELECT * FROM events WHERE (stream_name, stream_version) > (?, ?) AND +tenant_id = ?
-         ORDER BY stream_name, stream_version LIMIT ?`,
-      );
-      for (let after = { streamName: '', version: -1 }; ;) {
-        const rows = page.all(after.streamName, after.version, tenantId, pageSize) as EventRow[];
-        if (rows.length > 0) yield rows.map(toRecordedEvent);
-        const last = rows.at(-1);
-        if (!last || rows.length < pageSize) return;
-        after = { streamName: last.stream_name, version: last.stream_version };
-        // Each page is read synchronously: the rest of the process gets a turn between pages.
-        await new Promise((resolve) => setImmediate(resolve));
+      for (const range of tenantStreamRanges(tenantId)) {
+        const page = prepare(
+          `SELECT * FROM events WHERE (stream_name, stream_version) > (?, ?)${range.below === undefined ? '' : ' AND stream_name < ?'}
+           AND +tenant_id = ? ORDER BY stream_name, stream_version LIMIT ?`,
+        );
+        for (let after = { streamName: range.from, version: -1 }; ;) {
+          const bounds = range.below === undefined ? [] : [range.below];
+          const rows = page.all(after.streamName, after.version, ...bounds, tenantId, pageSize) as EventRow[];
+          if (rows.length > 0) yield rows.map(toRecordedEvent);
+          const last = rows.at(-1);
+          if (!last || rows.length < pageSize) break;
+          after = { streamName: last.stream_name, version: last.stream_version };
+          // Each page is read synchronously: the rest of the process gets a turn between pages.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
       }
     },
 

@@ -185,6 +185,15 @@ export const eventStoreContract = (
       for (const event of events) expect(event).to.deep.equal(byId.get(event.id));
     });
 
+    it('reads a tenant event stored under a name of no tenant too, in its place by name', async () => {
+      await store.appendToStream(stream('alpha', '1'), [anEvent('AlphaMade', { i: 1 }, tenant)], 'no_stream');
+      const odd = `zeta_${tenant}`;
+      await store.appendToStream(odd, [anEvent('Odd', { i: 2 }, tenant)], 'no_stream');
+      const read: RecordedEvent[] = [];
+      for await (const page of store.readTenantByStream(tenant)) read.push(...page);
+      expect(read.map((e) => e.streamName)).to.deep.equal([stream('alpha', '1'), odd]);
+    });
+
     it('knows its head position', async () => {
       await seed();
       const page = await store.readAll({ filter: { tenantId: tenant } });
