@@ -34,8 +34,15 @@ export interface GrowthList {
   /** The query string after /observations. */
   query: string;
   requestsPerSecond: number;
+  /** Requests answered within the measured seconds. */
+  completed: number;
+  /**
+   * With none completed, autocannon reports 0: then p50 and p99 are the measured seconds, a lower bound
+   * (every request took longer), and `lowerBound` says so.
+   */
   p50Ms: number;
   p99Ms: number;
+  lowerBound: boolean;
   failures: number;
 }
 
@@ -304,8 +311,10 @@ const measureLists = async (
         ? 'limit=50&cursor=<half-way>'
         : decodeURIComponent(query.toString()),
       requestsPerSecond: f.requestsPerSecond,
-      p50Ms: f.p50Ms,
-      p99Ms: f.p99Ms,
+      completed: f.completed,
+      p50Ms: f.completed > 0 ? f.p50Ms : durationS * 1000,
+      p99Ms: f.completed > 0 ? f.p99Ms : durationS * 1000,
+      lowerBound: f.completed === 0,
       failures: f.errors + f.timeouts + f.non2xx,
     });
   }

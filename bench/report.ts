@@ -161,7 +161,9 @@ const growthTables = (g: GrowthResults): string => {
           `${list.name}: \`?${list.query}\``,
           ...g.sizes.map((size) => {
             const l = size.lists[i]!;
-            return `${ms(l.p50Ms)} / ${ms(l.p99Ms)}, ${int(l.requestsPerSecond)}`;
+            return l.lowerBound
+              ? `none answered within ${dec(l.p99Ms / 1000, 0)} s`
+              : `${ms(l.p50Ms)} / ${ms(l.p99Ms)}, ${int(l.requestsPerSecond)}`;
           }),
         ]),
       ],

@@ -272,7 +272,8 @@ export const summary = (
       for (const list of size.lists)
         row(
           `growth ${n}: ${list.name}`,
-          `${f0(list.requestsPerSecond)} req/s  p50 ${ms(list.p50Ms)}  p99 ${ms(list.p99Ms)}  failures ${list.failures}`,
+          `${f0(list.requestsPerSecond)} req/s  p50 ${ms(list.p50Ms)}  p99 ${list.lowerBound ? '> ' : ''}${ms(list.p99Ms)}  ` +
+            `completed ${list.completed}  failures ${list.failures}`,
         );
     }
     for (const [name, f] of [
