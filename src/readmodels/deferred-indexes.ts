@@ -7,8 +7,11 @@ export const bulkCatchUpEvents = 10_000;
 export interface CollectionIndexes {
   /** Ensures the collection; without its indexes when the runner starts from nothing on a long backlog. */
   ensure(checkpoint: number): Promise<void>;
-  /** Adds the indexes left out by `ensure`, once the runner has caught up; a no-op otherwise. */
-  caughtUp(): Promise<void>;
+  /**
+   * After each batch: adds the indexes left out by `ensure` once the runner has caught up (a page short of
+   * the batch size, or the head reached: a backlog of whole pages ends on a full one); a no-op otherwise.
+   */
+  afterBatch(events: number, batchSize: number, lastPosition: number): Promise<void>;
 }
 
 /**
@@ -27,8 +30,9 @@ export const collectionIndexes = (
       deferred = checkpoint === 0 && (await deps.eventStore.headPosition()) > bulkCatchUpEvents;
       await deps.readModels.ensureCollection(spec, undefined, deferred ? { indexes: false } : undefined);
     },
-    caughtUp: async () => {
+    afterBatch: async (events, batchSize, lastPosition) => {
       if (!deferred) return;
+      if (events >= batchSize && lastPosition < (await deps.eventStore.headPosition())) return;
       deferred = false;
       await deps.readModels.ensureCollection(spec);
     },

@@ -210,8 +210,7 @@ export const projectionRunner = <D>(
         await inEventSpans(`project ${projection.name}`, events, { 'projection.name': projection.name }, () =>
           commitBatch(projection, readModels, events, lastPosition, park),
         );
-        // A page short of the batch size is the end of the store: indexes left out for the catch-up come now.
-        if (events.length < (deps.batchSize ?? 500)) await indexes.caughtUp();
+        await indexes.afterBatch(events.length, deps.batchSize ?? 500, lastPosition);
         checkpoint = lastPosition;
         if (lastError !== null) {
           lastError = null;

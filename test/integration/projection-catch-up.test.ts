@@ -78,7 +78,9 @@ describe('Projection catch-up from nothing', function () {
       const indexes = collectionIndexes(observationsProjection.collection, { eventStore, readModels });
       await indexes.ensure(0);
       expect(indexesOf(readModelsFile, 'rm_observations')).to.deep.equal([]);
-      await indexes.caughtUp();
+      await indexes.afterBatch(500, 500, 500);
+      expect(indexesOf(readModelsFile, 'rm_observations')).to.deep.equal([]);
+      await indexes.afterBatch(500, 500, await eventStore.headPosition());
       expect(indexesOf(readModelsFile, 'rm_observations')).to.have.length(declaredIndexes);
     });
 
@@ -89,7 +91,8 @@ describe('Projection catch-up from nothing', function () {
     });
 
     it('projects every document, and the caught-up read model has its indexes and answers lists', async () => {
-      const count = bulkCatchUpEvents / 2 + 1;
+      // Whole pages of 500 events: the last one is full, and nothing follows it to say the end was reached.
+      const count = bulkCatchUpEvents / 2 + 250;
       await seedObservations(eventStore, tenantId, count);
       const runner = projectionRunner(observationsProjection, {
         eventStore,
