@@ -175,6 +175,14 @@ export const targetChecks = ({
             300,
             ' MB',
           ),
+          check('audit verify ÷ raw read of the tenant', rebuild.audit.ratio, '>=', 0.5),
+          check(
+            `audit verify peak RSS over ${rebuild.audit.streams.toLocaleString('en-US')} streams`,
+            rebuild.audit.peakRssMb,
+            '<',
+            300,
+            ' MB',
+          ),
           check('audit verify broken links (sanity)', rebuild.audit.intact ? 0 : 1, '=', 0),
         ]
       : []),
