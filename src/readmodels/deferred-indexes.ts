@@ -18,7 +18,8 @@ export interface CollectionIndexes {
  * Indexes for a projection runner's collection. Keeping six secondary indexes up to date took most of a
  * catch-up from position 0 (two thirds of the commit time in the profile); building each index once over
  * the finished table sorts instead, as a rebuild does. Until then a list reads the table without them:
- * slower, but the list is incomplete then anyway, and every answer is the same.
+ * slower, but the list is incomplete then anyway, and every answer is the same. A runner stopped before it
+ * caught up resumes from its checkpoint, and so builds them when it starts again.
  */
 export const collectionIndexes = (
   spec: CollectionSpec,
