@@ -39,7 +39,13 @@ const column = (field: string) => `f_${field}`;
 /** SQL parameters: SQLite has no booleans. */
 const bind = (value: Scalar): string | number => (typeof value === 'boolean' ? Number(value) : value);
 
-const filterSql = (filter: Filter): { sql: string; params: (string | number)[] } => {
+/** A condition of a WHERE clause with its parameters. */
+interface SqlPart {
+  sql: string;
+  params: (string | number)[];
+}
+
+const filterSql = (filter: Filter): SqlPart => {
   switch (filter.op) {
     case 'eq':
       return { sql: `${column(filter.field)} = ?`, params: [bind(filter.value)] };
@@ -74,7 +80,7 @@ const filterSql = (filter: Filter): { sql: string; params: (string | number)[] }
  * Keyset pagination over (sort value, id). SQLite sorts NULL lowest, so in descending order documents
  * without a sort value come after every document that has one.
  */
-const keysetSql = (query: ListQuery): { sql: string; params: (string | number)[] } => {
+const keysetSql = (query: ListQuery): SqlPart => {
   const { after, sort } = query;
   if (!after) return { sql: '', params: [] };
   const field = column(sort.field);
@@ -83,11 +89,18 @@ const keysetSql = (query: ListQuery): { sql: string; params: (string | number)[]
       ? { sql: `(${field} IS NULL AND id < ?)`, params: [after.id] }
       : { sql: `((${field} IS NULL AND id > ?) OR ${field} IS NOT NULL)`, params: [after.id] };
   }
+  // A descending page after a value is followed by the rows without one (NULLs sort last); those are read
+  // by a second query (see `select`), because `… OR field IS NULL` here would keep SQLite from using the
+  // cursor as the bound of its index scan, and a page deep in a large list would cost as much as its depth.
   const value = bind(after.value);
   return sort.direction === 'desc'
-    ? { sql: `((${field}, id) < (?, ?) OR ${field} IS NULL)`, params: [value, after.id] }
+    ? { sql: `(${field}, id) < (?, ?)`, params: [value, after.id] }
     : { sql: `(${field}, id) > (?, ?)`, params: [value, after.id] };
 };
+
+/** A descending page after a non-null value: the rows without a value come after every row with one. */
+const continuesIntoNulls = (query: ListQuery): boolean =>
+  query.sort.direction === 'desc' && query.after !== undefined && query.after.value !== null;
 
 const createTableSql = (spec: CollectionSpec, tableName: string, withIndexes: boolean): string => {
   const generated = Object.entries(spec.fields).map(([name, field]) => {
@@ -239,18 +252,22 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
   });
 
   const select = (collection: string, query: ListQuery): JsonRow[] => {
-    const parts = [...query.filters.map(filterSql), keysetSql(query)].filter((part) => part.sql !== '');
     const direction = query.sort.direction === 'desc' ? 'DESC' : 'ASC';
     const sortColumn = column(query.sort.field);
-    return reading(collection, (tableName) => {
+    const page = (tableName: string, bound: SqlPart, limit: number): JsonRow[] => {
+      const parts = [...query.filters.map(filterSql), bound].filter((part) => part.sql !== '');
       const sql = `SELECT doc AS json, id, ${sortColumn} AS sortValue FROM ${tableName}
       WHERE tenant_id = ? AND doc IS NOT NULL${parts.map((part) => ` AND ${part.sql}`).join('')}
       ORDER BY ${sortColumn} ${direction}, id ${direction} LIMIT ?`;
-      return prepare(sql).all(
-        query.tenantId,
-        ...parts.flatMap((part) => part.params),
-        query.limit,
-      ) as JsonRow[];
+      return prepare(sql).all(query.tenantId, ...parts.flatMap((part) => part.params), limit) as JsonRow[];
+    };
+    return reading(collection, (tableName) => {
+      const rows = page(tableName, keysetSql(query), query.limit);
+      if (rows.length === query.limit || !continuesIntoNulls(query)) return rows;
+      return [
+        ...rows,
+        ...page(tableName, { sql: `${sortColumn} IS NULL`, params: [] }, query.limit - rows.length),
+      ];
     });
   };
 
