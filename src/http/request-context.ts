@@ -35,7 +35,11 @@ const tracedRequest = (ctx: Context, next: Next): Promise<void> =>
     },
     async (span) => {
       const traceId = span?.spanContext().traceId;
-      if (traceId) ctx.state.logger = (ctx.state.logger as Logger).child({ traceId });
+      if (traceId) {
+        ctx.state.logger = (ctx.state.logger as Logger).child({ traceId });
+        // A trace that starts here correlates the request's events too, unless the caller named a correlation.
+        if (ctx.state.correlationId === ctx.state.requestId) ctx.state.correlationId = traceId;
+      }
       try {
         await next();
       } finally {

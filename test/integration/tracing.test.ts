@@ -221,6 +221,13 @@ describe('traces', () => {
       }
     });
 
+    it('correlates a request that starts its trace here by that trace id', async () => {
+      const { event } = await tenant.observe({});
+      const traceId = event.metadata.traceparent?.split('-')[1];
+      expect(traceId).to.match(/^[0-9a-f]{32}$/);
+      expect(event.metadata.correlationId).to.equal(traceId);
+    });
+
     it('shows the traceparent in the event history, as the OpenAPI document describes it', async () => {
       const caller = callerTrace();
       await tenant.observe({ traceparent: caller.traceparent });
