@@ -131,8 +131,13 @@ export const startService = async (
   const failureStore = await openFailureStore(config);
   // Every read model the service keeps: the registry in projections/index.ts, which the CLI rebuilds too.
   const runners = projections.map(({ projection }) => projectionRunner(projection, { ...stores, logger }));
-  // The lists read these collections in every role, also before (or without) a worker in this process.
-  for (const { projection } of projections) await stores.readModels.ensureCollection(projection.collection);
+  // The lists read these collections in every role, also before (or without) a worker in this process. Where
+  // this process may run the projections, their runners add the indexes: at once, or after a catch-up from
+  // nothing over a long backlog, which is faster without them (src/readmodels/deferred-indexes.ts).
+  for (const { projection } of projections)
+    await stores.readModels.ensureCollection(projection.collection, undefined, {
+      indexes: config.role === 'api',
+    });
   const revoked = revocations(stores.eventStore, logger);
   await revoked.start();
   const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
