@@ -37,8 +37,14 @@ declare module 'autocannon' {
     headers?: Record<string, string>;
     body?: string;
     timeout?: number;
+    /** Requests per second across all connections: a steady load rather than as many as possible. */
+    overallRate?: number;
   }
 
-  function autocannon(options: Options, callback: (error: Error | null, result: Result) => void): unknown;
+  export interface Instance {
+    stop(): void;
+  }
+
+  function autocannon(options: Options, callback: (error: Error | null, result: Result) => void): Instance;
   export default autocannon;
 }

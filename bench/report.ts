@@ -306,7 +306,10 @@ export const renderMarkdown = (r: Results): string => {
             `${dec(webhooks.ratio, 2)} of raw; ${webhooks.duplicates} duplicates)`,
         ],
         [
-          `Event \`occurredAt\` → arrival, ${webhooks.latency.samples} creations ${webhooks.latency.intervalMs} ms apart`,
+          `Event \`occurredAt\` → arrival, ${webhooks.latency.samples} creations ${webhooks.latency.intervalMs} ms apart` +
+            (webhooks.latency.createsPerSecond > 0
+              ? `, beside ${int(webhooks.latency.createsPerSecond)} creates/s in another tenant (${webhooks.latency.backgroundErrors} failed)`
+              : ', idle service'),
           `p50 ${ms(webhooks.latency.fromOccurredAt.p50Ms)}, p99 ${ms(webhooks.latency.fromOccurredAt.p99Ms)}, ` +
             `max ${ms(webhooks.latency.fromOccurredAt.maxMs)}`,
         ],

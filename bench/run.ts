@@ -123,7 +123,14 @@ const main = async (): Promise<void> => {
     }),
   );
   const webhooks: WebhookResults | null = await phase('webhooks', () =>
-    runWebhooks({ deliveries: settings.webhookDeliveries, samples: settings.webhookLatencySamples }),
+    runWebhooks({
+      deliveries: settings.webhookDeliveries,
+      samples: settings.webhookLatencySamples,
+      // Commit → first attempt is measured under creates at half the maximum the http phase measured.
+      createsPerSecondUnderLatency: http
+        ? http.create.requestsPerSecond / 2
+        : numberFromEnv('BENCH_WEBHOOK_LOAD', 0),
+    }),
   );
   const cv: CvResults | null = await phase('cv', () =>
     runCv({ jobs: settings.cvJobs, samples: settings.cvLatencySamples, loopRuns: settings.cvLoopRuns }),

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import autocannon, { type Instance, type Result } from 'autocannon';
 import { Agent, request } from 'undici';
 import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
 import { observationStream } from './events.js';
@@ -48,6 +49,9 @@ export interface WebhookResults {
   latency: {
     samples: number;
     intervalMs: number;
+    /** The steady background creates (another tenant) measured while the samples ran; 0 without. */
+    createsPerSecond: number;
+    backgroundErrors: number;
     /** Arrival minus the event's occurredAt: the target's measure. */
     fromOccurredAt: LatencyFigures;
     /** Arrival minus the moment the bench read the 201. */
@@ -145,11 +149,47 @@ const rawPosts = async (url: string, arrivals: readonly Arrival[], concurrency: 
   }
 };
 
+/**
+ * Creates in another tenant (no subscriptions there) at a steady rate until stopped: the load under which the
+ * commit → first attempt latency is measured. They go through the same projector and projections.
+ */
+const steadyCreates = (url: string, headers: Record<string, string>, perSecond: number) => {
+  let instance!: Instance;
+  const result = new Promise<Result>((resolve, reject) => {
+    instance = autocannon(
+      {
+        url,
+        method: 'POST',
+        headers: { ...json, ...headers },
+        body: observationBody,
+        connections: 10,
+        overallRate: perSecond,
+        duration: 3600,
+        timeout: 10,
+      },
+      (error, done) => (error ? reject(error) : resolve(done)),
+    );
+  });
+  return {
+    stop: async () => {
+      instance.stop();
+      return result;
+    },
+  };
+};
+
 export const runWebhooks = async ({
   deliveries = 2000,
   samples = 200,
   intervalMs = 20,
-}: { deliveries?: number; samples?: number; intervalMs?: number } = {}): Promise<WebhookResults> => {
+  createsPerSecondUnderLatency = 0,
+}: {
+  deliveries?: number;
+  samples?: number;
+  intervalMs?: number;
+  /** Background creates while the latency is sampled (half the measured maximum in a full run); 0 for none. */
+  createsPerSecondUnderLatency?: number;
+} = {}): Promise<WebhookResults> => {
   const dataDir = tempDir('webhooks');
   const adminKey = platformAdminKey();
   const env = {
@@ -209,6 +249,17 @@ export const runWebhooks = async ({
     await hooks.waitFor(warmup, 30_000, 'warm-up');
     await sleep(1000);
     await hooks.reset();
+    const loaded =
+      createsPerSecondUnderLatency > 0
+        ? await provision(service.base, adminKey).then((other) =>
+            steadyCreates(
+              `${service!.base}/v1/tenants/${other.tenantId}/observations`,
+              other.headers,
+              Math.round(createsPerSecondUnderLatency),
+            ),
+          )
+        : null;
+    if (loaded) await sleep(1000);
     const answered = new Map<string, number>();
     for (let i = 0; i < samples; i += 1) {
       const { id, answeredAt } = await create(service.base);
@@ -216,6 +267,7 @@ export const runWebhooks = async ({
       await sleep(intervalMs);
     }
     await hooks.waitFor(samples, 60_000, 'latency');
+    const background = await loaded?.stop();
     const fromOccurredAt: number[] = [];
     const fromResponse: number[] = [];
     for (const arrival of await hooks.arrivals()) {
@@ -286,6 +338,8 @@ export const runWebhooks = async ({
       latency: {
         samples: fromOccurredAt.length,
         intervalMs,
+        createsPerSecond: background ? (background.requests.total ?? 0) / background.duration : 0,
+        backgroundErrors: background ? background.errors + background.timeouts + background.non2xx : 0,
         fromOccurredAt: latencyFigures(fromOccurredAt),
         fromResponse: latencyFigures(fromResponse),
       },
