@@ -69,7 +69,8 @@ export interface Config {
   smtpUrl: string | null;
   mailFrom: string;
   /** node-cron expression for the per-tenant audit digests. */
-  auditDigestSchedule: string;
+  /** null: off, digests only from `obs audit digest`. */
+  auditDigestSchedule: string | null;
   /** Cross-cutting HTTP behaviour: see docs/api.md#cross-cutting-behaviour. */
   http: HttpSettings;
   /**

@@ -413,9 +413,10 @@ export const settings = {
 
   AUDIT_DIGEST_SCHEDULE: declare('AUDIT_DIGEST_SCHEDULE')({
     default: '0 * * * *',
-    expected: 'a cron expression such as "0 * * * *"',
-    description: "when the per-tenant audit digests are appended (node-cron, the service's time zone)",
-    parse: (s) => (cronValidate(s) ? s : undefined),
+    expected: 'a cron expression such as "0 * * * *", or off',
+    description:
+      "when the per-tenant audit digests are appended (node-cron, the service's time zone); `off`: only by `obs audit digest`",
+    parse: (s) => (s === 'off' ? null : cronValidate(s) ? s : undefined),
   }),
 
   METRICS: declare('METRICS')({

@@ -80,12 +80,15 @@ export const recordDigest = async (
   return digest;
 };
 
-/** node-cron: a digest for every tenant on the schedule (AUDIT_DIGEST_SCHEDULE, hourly by default). */
+/**
+ * node-cron: a digest for every tenant on the schedule (AUDIT_DIGEST_SCHEDULE, hourly by default; null for
+ * none).
+ */
 export const digestJob = (deps: {
   eventStore: EventStore;
   readModels: ReadModelStore;
   logger: Logger;
-  schedule: string;
+  schedule: string | null;
 }) => {
   let task: ScheduledTask | null = null;
   let running: Promise<void> = Promise.resolve();
@@ -107,6 +110,7 @@ export const digestJob = (deps: {
   return {
     runOnce,
     start: () => {
+      if (deps.schedule === null) return;
       task = cronSchedule(deps.schedule, () => {
         running = running.then(runOnce, runOnce);
         return running;

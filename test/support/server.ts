@@ -41,6 +41,8 @@ export const startTestServer = async (
     PORT: String(port),
     PUBLIC_URL: url,
     CURSOR_SECRET: 'test-secret',
+    // The hourly digest would add a digest to a test that runs across the top of an hour.
+    AUDIT_DIGEST_SCHEDULE: 'off',
     ...env,
   });
   server.headersTimeout = config.http.headersTimeoutMs;

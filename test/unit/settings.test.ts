@@ -133,6 +133,11 @@ describe('the settings', () => {
     });
   });
 
+  it('takes AUDIT_DIGEST_SCHEDULE=off as no schedule, and a cron expression as it is', () => {
+    expect(loadConfig({ AUDIT_DIGEST_SCHEDULE: 'off' }).auditDigestSchedule).to.equal(null);
+    expect(loadConfig({ AUDIT_DIGEST_SCHEDULE: '5 * * * *' }).auditDigestSchedule).to.equal('5 * * * *');
+  });
+
   describe('when a value is not valid', () => {
     for (const [name, value] of [
       ['PORT', 'http'],
