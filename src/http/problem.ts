@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { FieldError } from '../core/errors.js';
 import { DomainError, StoreUnavailableError } from '../core/errors.js';
 
-/** An RFC 9457 problem document. `type` is relative to the service and documented in docs/errors.md. */
+/** An RFC 9457 problem document. `type` is relative to the service and documented in docs/api.md#errors. */
 export interface Problem {
   type: string;
   title: string;

@@ -5,7 +5,7 @@ export const apiContentSecurityPolicy = "default-src 'none'; frame-ancestors 'no
 
 /**
  * Headers every response carries, each only where the route did not set its own: a route that serves a
- * page (the coming docs page) sets its own Content-Security-Policy, with `contentSecurityPolicy()` below,
+ * page (the docs page, /docs) sets its own Content-Security-Policy, with `contentSecurityPolicy()` below,
  * and routes that may be cached (media) set their own Cache-Control. Strict-Transport-Security only when
  * the service is reached over https (PUBLIC_URL), since browsers ignore it over http anyway.
  */
