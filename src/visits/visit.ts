@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 
@@ -66,7 +67,7 @@ export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
         assertEndsAfterStart({ ...visit, ...command.patch });
         const changes = Object.fromEntries(
           Object.entries(command.patch).filter(
-            ([field, value]) => JSON.stringify(visit[field as keyof Visit]) !== JSON.stringify(value),
+            ([field, value]) => !isDeepStrictEqual(visit[field as keyof Visit], value),
           ),
         );
         return Object.keys(changes).length === 0
