@@ -39,7 +39,8 @@ RUN ln -s /app/bin/obs.js /usr/local/bin/obs \
   && mkdir -p /app/data /app/keys \
   && chown node:node /app/data /app/keys
 USER node
-EXPOSE 3000
+# 9464: GET /metrics on its own listener, when METRICS=port.
+EXPOSE 3000 9464
 VOLUME ["/app/data"]
 # Readiness, not liveness: a container whose stores are unreachable reports unhealthy. No curl in a slim
 # image: node's own fetch asks.

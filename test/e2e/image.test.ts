@@ -103,7 +103,8 @@ describe('the Dockerfile, read instruction by instruction', () => {
     expect(check).to.include('process.env.PORT');
     expect(check).to.not.match(/curl|wget/);
     const port = envOf(runtime).PORT;
-    expect(argsOf(runtime, 'EXPOSE')).to.deep.equal([port]);
+    // METRICS_PORT's default too, for METRICS=port.
+    expect(argsOf(runtime, 'EXPOSE')).to.deep.equal([`${port} 9464`]);
   });
 
   it('installs production dependencies only: the build stage prunes the others before the copy', () => {
