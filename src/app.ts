@@ -8,7 +8,7 @@ import type { ClientAttempt, FailureGuard, LoginAttempt } from './auth/rate-limi
 import type { Revocations } from './auth/revocations.js';
 import type { Keyring } from './auth/signing-keys.js';
 import type { TokenSettings } from './auth/tokens.js';
-import type { Clock, IdGenerator } from './core/ids.js';
+import { tenantIdPattern, type Clock, type IdGenerator } from './core/ids.js';
 import { credentialsApi } from './credentials/api.js';
 import type { EventStore } from './eventstore/port.js';
 import type { CursorCodec } from './http/cursor.js';
@@ -90,8 +90,6 @@ export interface AppDeps {
   /** Request timing, and GET /metrics on this port when METRICS=platform (src/observability/metrics-http.ts). */
   metrics?: { instruments: Metrics; mode: MetricsMode };
 }
-
-const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
 
 /**
  * The HTTP application: middleware order is request context, security headers, CORS, problems, rate limit,

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { tenantsProjection } from '../projections/tenants.js';
 import { readKeys, retireKey, rotateKeys } from './auth/signing-keys.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { newId } from './core/ids.js';
+import { newId, tenantIdPattern } from './core/ids.js';
 import { ConflictError, NotFoundError, ValidationError } from './core/errors.js';
 import { CreateTenantBody } from './credentials/codecs.js';
 import { decodeOrThrow } from './http/codec.js';
@@ -81,7 +81,7 @@ class ExitError extends Error {
 }
 
 const requireTenant = (tenant: string | undefined): string => {
-  if (!tenant || !/^t_[0-9a-z]{1,40}$/.test(tenant))
+  if (!tenant || !tenantIdPattern.test(tenant))
     throw new UsageError('--tenant <id> is required, e.g. --tenant t_01m7…');
   return tenant;
 };

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { UnauthorizedError } from '../core/errors.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
+import { tenantIdPattern, type Clock, type IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import { Email } from '../credentials/codecs.js';
 import { sessionDecider } from '../credentials/session.js';
@@ -48,7 +48,6 @@ export const RefreshBody = strictObject('a refresh request', { refreshToken: bou
 
 const loginFailed = () => new UnauthorizedError('The e-mail or the password is wrong');
 const refreshRefused = () => new UnauthorizedError('The refresh token is not valid', 'invalid_token');
-const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;
 
 /**
  * User login and refresh. Login reads the user of the named tenant and e-mail, checks the password with

@@ -1,3 +1,5 @@
+import { tenantIdPattern } from '../core/ids.js';
+
 /**
  * The shapes of the secrets handed to clients. Each names its tenant and id (the lookup part) before the
  * secret, so the service can find the credential's stream without any index:
@@ -6,7 +8,7 @@
  * - refresh token: `ort_<tenantId>.<sessionId>.<secret>`
  */
 const part = {
-  tenant: /^t_[0-9a-z]{1,40}$/,
+  tenant: tenantIdPattern,
   id: /^[a-z]_[0-9a-z]{26}$/,
   secret: /^[A-Za-z0-9_-]{43}$/,
 };

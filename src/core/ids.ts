@@ -25,3 +25,6 @@ export type IdGenerator = (prefix: string) => string;
 export type Clock = () => Date;
 
 export const systemClock: Clock = () => new Date();
+
+/** A tenant id: `t_` and up to 40 lower-case letters and digits (one pattern for the routes, the CLI and the document). */
+export const tenantIdPattern = /^t_[0-9a-z]{1,40}$/;

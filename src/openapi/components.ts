@@ -1,10 +1,11 @@
+import { tenantIdPattern } from '../core/ids.js';
 import { scopes } from '../auth/scopes.js';
 import { externalEventTypes } from '../webhooks/external.js';
 import { arrayOf, enumOf, integer, object, ref, string, type Schema } from './schema.js';
 
 /** Field schemas that requests and responses share. */
 export const fields = {
-  tenantId: string({ pattern: '^t_[0-9a-z]{1,40}$', examples: ['t_01m7xr44nde6cpe35md841agpz'] }),
+  tenantId: string({ pattern: tenantIdPattern.source, examples: ['t_01m7xr44nde6cpe35md841agpz'] }),
   /** ResourceId (src/http/codec.ts): what a body may use to name another resource. */
   resourceId: string({ pattern: '^[A-Za-z0-9_-]{1,64}$' }),
   /** An id the service made: a type prefix, `_`, 26 characters of Crockford base32. */
