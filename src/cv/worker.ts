@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { PendingCvJob } from '../../projections/cv-jobs.js';
-import { eventMetadata, handleCommand, type CommandContext } from '../core/command-handler.js';
-import { ConflictError, NotFoundError, VersionConflictError } from '../core/errors.js';
+import { eventMetadata, handleCommand } from '../core/command-handler.js';
+import { NotFoundError, VersionConflictError } from '../core/errors.js';
+import { lostRace, systemContextOf } from '../core/system-context.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { ConsumerOutcome, EventStore, PersistentEvent } from '../eventstore/port.js';
@@ -60,17 +61,10 @@ export interface CvWorkerDeps {
 /** The consumer group of the job requests: with several instances, they share the requests. */
 export const cvWorkerGroup = 'cv-worker';
 
-const systemContext = (tenantId: string, now: Date, causationId: string | null): CommandContext => ({
-  tenantId,
-  actor: 'system:cv-worker',
-  correlationId: causationId ?? randomUUID(),
-  causationId,
-  now,
-  newEventId: () => randomUUID(),
-});
+const systemContext = systemContextOf('system:cv-worker');
 
-const lostRace = (error: unknown) =>
-  error instanceof ConflictError || error instanceof VersionConflictError || error instanceof NotFoundError;
+/** Another instance claimed or settled the job first, or it is gone. */
+const jobRaceLost = (error: unknown) => lostRace(error) || error instanceof NotFoundError;
 
 /** A failure of this service's own stores while running a job: not the job's fault, so not its outcome. */
 class InfrastructureFailure extends Error {}
@@ -181,7 +175,7 @@ export const cvWorker = (deps: CvWorkerDeps) => {
       if (result.events.at(-1)?.type !== 'CvJobStarted' || result.state.status === 'absent') return null;
       return { stream, job: result.state.job, state: result.state, version: result.version };
     } catch (error) {
-      if (lostRace(error)) return null;
+      if (jobRaceLost(error)) return null;
       throw error;
     }
   };

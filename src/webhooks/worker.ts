@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as pause } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { retryOnConflict } from '../auth/conflicts.js';
-import { handleCommand, readAggregate, type CommandContext } from '../core/command-handler.js';
-import { ConflictError, VersionConflictError } from '../core/errors.js';
+import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { lostRace, systemContextOf } from '../core/system-context.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { RecordedEvent } from '../core/events.js';
@@ -77,16 +77,7 @@ const notifyBackoffMs = (retryCount: number) => Math.min(60_000, 1000 * 2 ** ret
  */
 const lookAheadMs = 2000;
 
-const systemContext = (tenantId: string, now: Date, causationId: string | null): CommandContext => ({
-  tenantId,
-  actor: 'system:webhooks',
-  correlationId: causationId ?? randomUUID(),
-  causationId,
-  now,
-  newEventId: () => randomUUID(),
-});
-
-const lostRace = (error: unknown) => error instanceof ConflictError || error instanceof VersionConflictError;
+const systemContext = systemContextOf('system:webhooks');
 
 /**
  * The webhook side of the service:
