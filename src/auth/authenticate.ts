@@ -15,6 +15,15 @@ import type { Keyring } from './signing-keys.js';
 import type { TokenSettings } from './tokens.js';
 import { verifyAccessToken } from './tokens.js';
 
+declare module 'koa' {
+  /** Set once a request is authenticated (see `authenticate`). */
+  interface DefaultState {
+    principal?: Principal;
+    /** The principal's actor, e.g. `apikey:k_…`: the actor of the events the request writes. */
+    actor?: string;
+  }
+}
+
 export interface AuthenticatorDeps {
   eventStore: EventStore;
   keyring: () => Keyring;

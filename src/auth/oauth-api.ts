@@ -54,7 +54,7 @@ const sendOAuthError = (ctx: Context, error: OAuthError) => {
     type: `/problems/oauth-${error.code.replace(/_/g, '-')}`,
     title: error.description,
     status: error.status,
-    requestId: ctx.state.requestId as string,
+    requestId: ctx.state.requestId,
   };
 };
 

@@ -232,7 +232,7 @@ export const historyApi = (deps: HistoryApiDeps): Router => {
         start,
         head,
         params.limit ?? Number.POSITIVE_INFINITY,
-        ctx.state.logger as Logger,
+        ctx.state.logger,
       );
       ctx.status = 200;
       ctx.type = ndjsonType;

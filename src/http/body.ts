@@ -28,7 +28,7 @@ const utf8 = new TextDecoder('utf-8');
  * (`ctx.state.rawBody`, see ./idempotency.ts) when there is one, otherwise read from the request.
  */
 export const readRawBody = async (ctx: Context, limit: number): Promise<Buffer> => {
-  const buffered = ctx.state.rawBody as Buffer | undefined;
+  const buffered = ctx.state.rawBody;
   if (buffered !== undefined) return withinLimit(buffered, limit);
   return getRawBody(ctx.req, { length: ctx.get('Content-Length') || undefined, limit });
 };
@@ -59,7 +59,7 @@ export const readJsonBody = async (
   if (charset.toLowerCase() !== 'utf-8' && charset.toLowerCase() !== 'utf8') {
     throw new UnsupportedMediaTypeError(`JSON bodies must be UTF-8, not ${charset}`);
   }
-  const buffered = ctx.state.rawBody as Buffer | undefined;
+  const buffered = ctx.state.rawBody;
   const text =
     buffered === undefined
       ? await getRawBody(ctx.req, {

@@ -11,12 +11,12 @@ export const commandContext = (
   ctx: Context,
   deps: { clock: Clock },
   tenantId = pathParam(ctx, 'tenantId'),
-  actor = (ctx.state.actor as string | undefined) ?? 'anonymous',
+  actor = ctx.state.actor ?? 'anonymous',
 ): CommandContext => ({
   tenantId,
   actor,
-  correlationId: ctx.state.correlationId as string,
-  causationId: ctx.state.requestId as string,
+  correlationId: ctx.state.correlationId,
+  causationId: ctx.state.requestId,
   now: deps.clock(),
   newEventId: () => crypto.randomUUID(),
 });

@@ -173,7 +173,7 @@ export const healthApi = (deps: HealthDeps): Router => {
     }
     const detail = result.failed.map(([name, check]) => `${name}: ${check.error ?? 'failed'}`).join('; ');
     if (!deps.health.draining()) {
-      (ctx.state.logger as Logger | undefined)?.warn({ detail }, 'not ready');
+      ctx.state.logger.warn({ detail }, 'not ready');
     }
     // The members of a problem document beside the readiness report, so problem-aware clients read it too.
     ctx.status = 503;

@@ -10,6 +10,13 @@ import { idempotencySeal, type IdempotencySeal } from './idempotency-seal.js';
 import type { IdempotencyId, IdempotencyStore, StoredResponse } from './idempotency-store.js';
 
 /** The Idempotency-Key header is malformed. */
+declare module 'koa' {
+  interface DefaultState {
+    /** The body as read, kept for the idempotency fingerprint (see readBody in body.ts). */
+    rawBody?: Buffer;
+  }
+}
+
 export class InvalidIdempotencyKeyError extends DomainError {
   readonly status = 400;
   readonly slug = 'invalid-idempotency-key';
@@ -136,7 +143,7 @@ const idempotentRoute = (
 ): Middleware => {
   const { store, clock, logger, ttlMs, maxBodyBytes } = options;
   const leaseMs = options.leaseMs ?? 5 * 60_000;
-  const log = (ctx: Context) => (ctx.state.logger as Logger | undefined) ?? logger;
+  const log = (ctx: Context) => ctx.state.logger ?? logger;
 
   const readBody = (ctx: Context): Promise<Buffer> =>
     getRawBody(ctx.req, { length: ctx.get('Content-Length') || undefined, limit: maxBodyBytes });
@@ -151,7 +158,7 @@ const idempotentRoute = (
 
   return async (ctx, next) => {
     const header = ctx.headers['idempotency-key'];
-    const principal = ctx.state.principal as Principal | undefined;
+    const principal = ctx.state.principal;
     if (ctx.method !== route.method || header === undefined || !principal) {
       await next();
       return;

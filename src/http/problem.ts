@@ -94,14 +94,11 @@ export const problemMiddleware =
       problem = toProblem(error);
       const domain = asDomainError(error);
       if (domain instanceof StoreUnavailableError) {
-        ((ctx.state.logger as Logger | undefined) ?? logger).error(
-          { err: error, code: domain.code },
-          'a store refused a write',
-        );
+        (ctx.state.logger ?? logger).error({ err: error, code: domain.code }, 'a store refused a write');
         onStoreFailure?.(domain);
       }
       if (!problem) {
-        ((ctx.state.logger as Logger | undefined) ?? logger).error({ err: error }, 'unhandled error');
+        (ctx.state.logger ?? logger).error({ err: error }, 'unhandled error');
         problem = generic(
           500,
           'internal-error',
@@ -113,6 +110,6 @@ export const problemMiddleware =
     if (problem) {
       ctx.status = problem.status;
       ctx.type = problemContentType;
-      ctx.body = { ...problem, instance: ctx.path, requestId: ctx.state.requestId as string };
+      ctx.body = { ...problem, instance: ctx.path, requestId: ctx.state.requestId };
     }
   };

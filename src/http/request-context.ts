@@ -3,6 +3,17 @@ import type { Context, Middleware, Next } from 'koa';
 import type { Logger } from 'pino';
 import { inSpan, parseTraceparent, SpanKind, SpanStatusCode, tracingOn } from '../observability/tracing.js';
 
+declare module 'koa' {
+  /** What requestContext gives every request, before any other middleware runs. */
+  interface DefaultState {
+    requestId: string;
+    /** The correlation id of the events the request writes (see correlationIdOf). */
+    correlationId: string;
+    /** The request's logger: carries its request id (and trace id). */
+    logger: Logger;
+  }
+}
+
 const acceptableId = /^[A-Za-z0-9._:-]{8,128}$/;
 
 /**
@@ -30,13 +41,13 @@ const tracedRequest = (ctx: Context, next: Next): Promise<void> =>
       attributes: {
         'http.request.method': ctx.method,
         'url.path': ctx.path,
-        'request.id': ctx.state.requestId as string,
+        'request.id': ctx.state.requestId,
       },
     },
     async (span) => {
       const traceId = span?.spanContext().traceId;
       if (traceId) {
-        ctx.state.logger = (ctx.state.logger as Logger).child({ traceId });
+        ctx.state.logger = ctx.state.logger.child({ traceId });
         // A trace that starts here correlates the request's events too, unless the caller named a correlation.
         if (ctx.state.correlationId === ctx.state.requestId) ctx.state.correlationId = traceId;
       }
@@ -70,7 +81,7 @@ export const requestContext =
       await (tracingOn() ? tracedRequest(ctx, next) : next());
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      (ctx.state.logger as Logger).info(
+      ctx.state.logger.info(
         { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 },
         'request',
       );

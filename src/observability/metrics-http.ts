@@ -10,6 +10,13 @@ import { statusClass, type Metrics } from './metrics.js';
 
 export const metricsPath = '/metrics';
 
+declare module 'koa' {
+  interface DefaultState {
+    /** Set by metricsRoute: the request was GET /metrics, which the router does not match. */
+    metricsRoute?: boolean;
+  }
+}
+
 /**
  * Times every request into `obs_http_request_duration_seconds`. Mounted right inside the request context,
  * so the status is the one answered, problems included. The route is koa-router's template
