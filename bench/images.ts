@@ -102,7 +102,7 @@ export const runImages = async ({ durationS }: { durationS: number }): Promise<I
     await postJson(
       `${base}/v1/tenants/${tenantId}/users`,
       { email, password, scopes: ['observations:read'] },
-      { 'x-api-key': tenantAdminKey! },
+      { 'x-api-key': tenantAdminKey },
     );
     const observation = await postJson(
       `${base}/v1/tenants/${tenantId}/observations`,

@@ -1,17 +1,15 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * The tenant and credential the HTTP load runs as. A service with authentication gets a tenant created
- * with the platform admin key (passed to the child as PLATFORM_ADMIN_KEY), then an API key with just the
- * observation scopes; a build whose routes are still open (POST /v1/tenants answers 404 or 405) is used as
- * `t_bench` without credentials.
+ * The tenant and credential the HTTP load runs as: a tenant created with the platform admin key (passed to
+ * the child as PLATFORM_ADMIN_KEY), then an API key with just the observation scopes.
  */
 
 export interface BenchPrincipal {
   tenantId: string;
   headers: Record<string, string>;
-  /** The new tenant's admin API key (scope `admin`); absent for a build without authentication. */
-  tenantAdminKey?: string;
+  /** The new tenant's admin API key (scope `admin`). */
+  tenantAdminKey: string;
 }
 
 export const platformAdminKey = (): string => randomBytes(32).toString('base64url');
@@ -38,7 +36,6 @@ export const provision = async (base: string, adminKey: string): Promise<BenchPr
     name: 'bench',
     notificationEmail: 'bench@example.com',
   });
-  if (tenant.status === 404 || tenant.status === 405) return { tenantId: 't_bench', headers: {} };
   if (tenant.status !== 201) throw new Error(`POST /v1/tenants answered ${tenant.status}: ${tenant.text}`);
   const tenantId = field(tenant.json(), 'id', 'POST /v1/tenants');
   const tenantAdminKey = field(tenant.json(), 'adminApiKey', 'POST /v1/tenants');

@@ -9,9 +9,6 @@
 export const streamName = (aggregate: string, tenantId: string, id: string): string =>
   `${aggregate}-${tenantId}_${id}`;
 
-export const tenantStreamPrefix = (aggregate: string, tenantId: string): string =>
-  `${aggregate}-${tenantId}_`;
-
 const pattern = /^([a-z][a-zA-Z]*)-(t_[0-9a-z]+)_(.+)$/;
 
 export const parseStreamName = (name: string): { aggregate: string; tenantId: string; id: string } | null => {

@@ -16,8 +16,6 @@ import {
  * corrupt PNG) is refused before anything is stored, and its width and height come from the decoder.
  */
 
-export const mediaContentTypes: readonly MediaContentType[] = ['image/jpeg', 'image/png', 'image/webp'];
-
 const startsWith = (bytes: Uint8Array, signature: readonly number[], offset = 0): boolean =>
   bytes.length >= offset + signature.length && signature.every((byte, i) => bytes[offset + i] === byte);
 

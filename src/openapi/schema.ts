@@ -59,9 +59,6 @@ export const nullable = (schema: Schema): Schema => {
   return { oneOf: [schema, { type: 'null' }] };
 };
 
-export const withDescription = (schema: Schema, description: string): Schema =>
-  '$ref' in schema ? { allOf: [schema], description } : { ...schema, description };
-
 /** A closed object: every property named, the required ones listed, nothing else allowed. */
 export const object = (
   required: Record<string, Schema>,
