@@ -82,21 +82,19 @@ export const openSqliteFailureStore = (file: string): FailureLimiterStore => {
 };
 
 export const openMongoFailureStore = async (url: string): Promise<FailureLimiterStore> => {
-  const { MongoClient } = await import('mongodb');
-  const { databaseName } = await import('../readmodels/mongo.js');
-  const client = new MongoClient(url);
-  await client.connect();
+  const { acquireMongo, databaseName } = await import('../mongodb/client.js');
+  const mongo = await acquireMongo(url);
   return {
     limiter: (policy) =>
       fromLibrary(
         new RateLimiterMongo({
           ...libraryOptions(policy),
-          storeClient: client,
+          storeClient: mongo.client,
           dbName: databaseName(url),
           tableName: table,
         }),
       ),
-    close: () => client.close(),
+    close: () => mongo.release(),
   };
 };
 

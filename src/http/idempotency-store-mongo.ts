@@ -1,15 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import {
-  Binary,
-  MongoClient,
-  MongoNetworkError,
-  MongoServerError,
-  MongoServerSelectionError,
-  type Collection,
-  type ObjectId,
-} from 'mongodb';
+import { Binary, MongoServerError, type Collection, type ObjectId } from 'mongodb';
 import { UnavailableError } from '../core/errors.js';
-import { databaseName } from '../readmodels/mongo.js';
+import { acquireMongo, orUnavailable } from '../mongodb/client.js';
 import type { Claim, IdempotencyStore } from './idempotency-store.js';
 
 const DUPLICATE_KEY = 11000;
@@ -26,18 +18,6 @@ interface KeyRow {
   response?: { status: number; headers: Record<string, string>; body: Binary };
 }
 
-/** Connection failures on the request path become 503s; anything else is a bug to report as such. */
-const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
-  try {
-    return await work;
-  } catch (error) {
-    if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) {
-      throw new UnavailableError(`MongoDB is unreachable: ${error.message}`);
-    }
-    throw error;
-  }
-};
-
 const isDuplicateKey = (error: unknown) => error instanceof MongoServerError && error.code === DUPLICATE_KEY;
 
 /**
@@ -50,17 +30,16 @@ export const openMongoIdempotencyStore = async (
   url: string,
   { collectionName = 'idempotency_keys' }: { collectionName?: string } = {},
 ): Promise<IdempotencyStore> => {
-  const client = new MongoClient(url);
+  const mongo = await acquireMongo(url);
   let keys: Collection<KeyRow>;
   try {
-    await client.connect();
-    keys = client.db(databaseName(url)).collection<KeyRow>(collectionName);
+    keys = mongo.db.collection<KeyRow>(collectionName);
     await keys.createIndexes([
       { key: { scope: 1, key: 1 }, name: 'scope_key_unique', unique: true },
       { key: { expiresAt: 1 }, name: 'expiresAt_ttl', expireAfterSeconds: 0 },
     ]);
   } catch (error) {
-    await client.close();
+    await mongo.release();
     throw error;
   }
 
@@ -135,8 +114,8 @@ export const openMongoIdempotencyStore = async (
       await orUnavailable(keys.deleteOne({ scope, key, token, state: 'pending' }));
     },
     ping: async () => {
-      await orUnavailable(client.db(databaseName(url)).command({ ping: 1 }));
+      await orUnavailable(mongo.db.command({ ping: 1 }));
     },
-    close: () => client.close(),
+    close: () => mongo.release(),
   };
 };

@@ -1,30 +1,10 @@
-import {
-  GridFSBucket,
-  MongoClient,
-  MongoNetworkError,
-  MongoServerError,
-  MongoServerSelectionError,
-  ObjectId,
-} from 'mongodb';
+import { GridFSBucket, MongoServerError, ObjectId } from 'mongodb';
 import { once } from 'node:events';
-import { UnavailableError } from '../core/errors.js';
-import { databaseName } from '../readmodels/mongo.js';
+import { acquireMongo, isConnectionFailure, orUnavailable, unreachable } from '../mongodb/client.js';
 import type { BlobStore } from './blob-store.js';
 import { isSha256, sha256Of } from './hash.js';
 
 const DUPLICATE_KEY = 11000;
-
-/** Connection failures on the request path become 503s; anything else is a bug to report as such. */
-const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
-  try {
-    return await work;
-  } catch (error) {
-    if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) {
-      throw new UnavailableError(`MongoDB is unreachable: ${error.message}`);
-    }
-    throw error;
-  }
-};
 
 /**
  * The production blob store: MongoDB GridFS, bucket `blobs` (collections `blobs.files` and `blobs.chunks`),
@@ -39,14 +19,8 @@ export const openGridFsBlobs = async (
   url: string,
   { bucketName = 'blobs' }: { bucketName?: string } = {},
 ): Promise<BlobStore> => {
-  const client = new MongoClient(url);
-  try {
-    await client.connect();
-  } catch (error) {
-    await client.close();
-    throw error;
-  }
-  const db = client.db(databaseName(url));
+  const mongo = await acquireMongo(url);
+  const { db } = mongo;
   const bucket = new GridFSBucket(db, { bucketName });
   const files = db.collection(`${bucketName}.files`);
   const chunks = db.collection(`${bucketName}.chunks`);
@@ -54,7 +28,7 @@ export const openGridFsBlobs = async (
     // Idempotent; GridFS adds its own {filename, uploadDate} and {files_id, n} indexes on the first upload.
     await files.createIndex({ filename: 1 }, { unique: true, name: 'filename_unique' });
   } catch (error) {
-    await client.close();
+    await mongo.release();
     throw error;
   }
 
@@ -76,10 +50,7 @@ export const openGridFsBlobs = async (
         // Whatever happened, the chunks under this upload's own id belong to no blob.
         await chunks.deleteMany({ files_id: id }).catch(() => undefined);
         if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return;
-        if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) {
-          throw new UnavailableError(`MongoDB is unreachable: ${error.message}`);
-        }
-        throw error;
+        throw isConnectionFailure(error) ? unreachable(error) : error;
       }
     },
 
@@ -101,6 +72,6 @@ export const openGridFsBlobs = async (
       await orUnavailable(db.command({ ping: 1 }));
     },
 
-    close: () => client.close(),
+    close: () => mongo.release(),
   };
 };

@@ -1,15 +1,12 @@
 import {
   MongoBulkWriteError,
-  MongoClient,
-  MongoNetworkError,
   MongoServerError,
-  MongoServerSelectionError,
   type Collection,
   type Filter,
   type IndexDescription,
   type ReplaceOneModel,
 } from 'mongodb';
-import { UnavailableError } from '../core/errors.js';
+import { acquireMongo, orUnavailable } from '../mongodb/client.js';
 import { CollectionSwappedError } from './port.js';
 import type {
   CollectionSpec,
@@ -74,11 +71,6 @@ export const collectionName = (name: string): string => `rm_${name}`;
 export const storedId = (key: DocumentKey): string => `${key.tenantId}:${key.id}`;
 
 /** The database named by the URL's path, else `observations` (the driver alone would pick `test`). */
-export const databaseName = (url: string): string => {
-  // Not `new URL()`: a connection string may list several hosts, which WHATWG URLs reject.
-  const path = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]*)/.exec(url)?.[1];
-  return path ? decodeURIComponent(path) : 'observations';
-};
 
 const fieldPath = (spec: CollectionSpec, field: string): string => {
   const fieldSpec = spec.fields[field];
@@ -229,27 +221,9 @@ const latestByCollection = (changes: readonly DocumentChange[]): Map<string, Doc
   return new Map([...latest].map(([collection, documents]) => [collection, [...documents.values()]]));
 };
 
-/** Connection failures on the request path become 503s; anything else is a bug to report as such. */
-const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
-  try {
-    return await work;
-  } catch (error) {
-    if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) {
-      throw new UnavailableError(`MongoDB is unreachable: ${error.message}`);
-    }
-    throw error;
-  }
-};
-
 export const openMongoReadModels = async (url: string): Promise<ReadModelStore> => {
-  const client = new MongoClient(url);
-  try {
-    await client.connect();
-  } catch (error) {
-    await client.close();
-    throw error;
-  }
-  const db = client.db(databaseName(url));
+  const mongo = await acquireMongo(url);
+  const { db } = mongo;
   const rows = (collection: string) => db.collection<StoredRow>(collectionName(collection));
   const checkpoints = db.collection<CheckpointRow>('checkpoints');
   const specs = new Map<string, CollectionSpec>();
@@ -476,6 +450,6 @@ export const openMongoReadModels = async (url: string): Promise<ReadModelStore> 
       await orUnavailable(db.command({ ping: 1 }));
     },
 
-    close: () => client.close(),
+    close: () => mongo.release(),
   };
 };

@@ -4,7 +4,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { openMongoFailureStore, openSqliteFailureStore } from '../../src/auth/failure-store.js';
-import { databaseName } from '../../src/readmodels/mongo.js';
+import { databaseName } from '../../src/mongodb/client.js';
 import { describeBackend, tempDir } from '../support/adapters.js';
 import { failureStoreContract } from './failure-store.contract.js';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { openMongoIdempotencyStore } from '../../src/http/idempotency-store-mongo.js';
 import { openSqliteIdempotencyStore } from '../../src/http/idempotency-store-sqlite.js';
-import { databaseName } from '../../src/readmodels/mongo.js';
+import { databaseName } from '../../src/mongodb/client.js';
 import { describeBackend, tempDir } from '../support/adapters.js';
 import { idempotencyStoreContract } from './idempotency-store.contract.js';
 

@@ -1,12 +1,7 @@
 import { expect } from 'chai';
 import type { CollectionSpec, ListQuery } from '../../src/readmodels/port.js';
-import {
-  databaseName,
-  toGuardedReplace,
-  toIndexes,
-  toMongoFilter,
-  toMongoSort,
-} from '../../src/readmodels/mongo.js';
+import { databaseName } from '../../src/mongodb/client.js';
+import { toGuardedReplace, toIndexes, toMongoFilter, toMongoSort } from '../../src/readmodels/mongo.js';
 
 const spec: CollectionSpec = {
   name: 'observations',
