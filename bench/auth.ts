@@ -10,8 +10,8 @@ import {
   waitProjected,
   type HttpFigures,
 } from './http.js';
-import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
-import { platformAdminKey, provision } from './provision.js';
+import { removeTempDir, stopChild, type Child } from './processes.js';
+import { benchService, provision } from './provision.js';
 
 /**
  * The `auth` phase (issue 3): `GET /v1/tenants/{t}/observations?limit=50` with an API key, and with a
@@ -84,13 +84,9 @@ export const runAuth = async ({
   warmupS: number;
   observations?: number;
 }): Promise<AuthResults> => {
-  const dataDir = tempDir('auth');
-  const adminKey = platformAdminKey();
+  const { dataDir, adminKey, env: base } = benchService('auth');
   const env = {
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    PLATFORM_ADMIN_KEY: adminKey,
-    RATE_LIMIT: 'off',
+    ...base,
     // The token is issued during seeding and used minutes later, by a server on another port: the issuer
     // (PUBLIC_URL, by default http://localhost:<PORT>) must not change with the port.
     ACCESS_TOKEN_TTL: '2h',

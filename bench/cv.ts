@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { builtinModels } from '../src/cv/models/registry.js';
 import { testImage } from '../test/support/images.js';
 import { json, startServer } from './http.js';
-import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
-import { platformAdminKey, provision } from './provision.js';
+import { removeTempDir, stopChild, type Child } from './processes.js';
+import { benchService, provision } from './provision.js';
 import { latencyFigures, type LatencyFigures } from './stats.js';
 
 /**
@@ -84,15 +84,11 @@ export const runCv = async ({
   samples = 100,
   loopRuns = 100,
 }: { jobs?: number; samples?: number; loopRuns?: number } = {}): Promise<CvResults> => {
-  const dataDir = tempDir('cv');
-  const adminKey = platformAdminKey();
+  const { dataDir, adminKey, env } = benchService('cv');
   let service: { child: Child; base: string } | null = null;
   try {
     service = await startServer('src/main.ts', 'cv', {
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      PLATFORM_ADMIN_KEY: adminKey,
-      RATE_LIMIT: 'off',
+      ...env,
       CV_CONCURRENCY: String(concurrency),
     });
     const principal = await provision(service.base, adminKey);

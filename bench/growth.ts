@@ -10,8 +10,8 @@ import type { ListQuery } from '../src/readmodels/port.js';
 import { openSqliteReadModels } from '../src/readmodels/sqlite.js';
 import { observationStream } from './events.js';
 import { figures, json, measure, observationBody, startServer, type HttpFigures } from './http.js';
-import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
-import { platformAdminKey, provision, type BenchPrincipal } from './provision.js';
+import { removeTempDir, stopChild, type Child } from './processes.js';
+import { benchService, provision, type BenchPrincipal } from './provision.js';
 
 /**
  * The `growth` phase (issue 13): what a list and a create cost as one tenant's data grows.
@@ -330,13 +330,9 @@ export const runGrowth = async ({
   durationS: number;
   warmupS: number;
 }): Promise<GrowthResults> => {
-  const dataDir = tempDir('growth');
-  const adminKey = platformAdminKey();
+  const { dataDir, adminKey, env: base } = benchService('growth');
   const env = {
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    PLATFORM_ADMIN_KEY: adminKey,
-    RATE_LIMIT: 'off',
+    ...base,
     CURSOR_SECRET: randomBytes(32).toString('base64url'),
   };
   /** The service now running, if any: it is stopped while events are seeded. */

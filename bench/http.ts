@@ -1,6 +1,6 @@
 import autocannon, { type Options, type Result } from 'autocannon';
 import { randomBytes } from 'node:crypto';
-import { platformAdminKey, provision } from './provision.js';
+import { benchService, provision } from './provision.js';
 import {
   cpuProfileArgs,
   freePort,
@@ -181,15 +181,8 @@ export const runHttp = async ({
   }
   const peer = await runPeer(warmupS, durationS);
 
-  const dataDir = tempDir('service');
-  const adminKey = platformAdminKey();
-  const service = await startServer('src/main.ts', 'service', {
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    PLATFORM_ADMIN_KEY: adminKey,
-    // The load comes from one credential: the per-credential limit would measure 429s, not the service.
-    RATE_LIMIT: 'off',
-  });
+  const { dataDir, adminKey, env } = benchService('service');
+  const service = await startServer('src/main.ts', 'service', env);
   try {
     const principal = await provision(service.base, adminKey);
     const url = `${service.base}/v1/tenants/${principal.tenantId}/observations`;

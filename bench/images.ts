@@ -2,8 +2,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { startServer } from './http.js';
-import { projectRoot, removeTempDir, stopChild, tempDir, type Child } from './processes.js';
-import { platformAdminKey, provision } from './provision.js';
+import { projectRoot, removeTempDir, stopChild, type Child } from './processes.js';
+import { benchService, provision } from './provision.js';
 import { latencyFigures, type LatencyFigures } from './stats.js';
 
 /**
@@ -82,15 +82,11 @@ export const runImages = async ({ durationS }: { durationS: number }): Promise<I
   const uploaders = 4;
   const decodeConcurrency = process.env.BENCH_IMAGES_CONCURRENCY ?? '1';
   const [worst, bomb] = await Promise.all([deepPng(5000, 4000), deepPng(7000, 7000)]);
-  const dataDir = tempDir('images');
-  const adminKey = platformAdminKey();
+  const { dataDir, adminKey, env } = benchService('images');
   let server: { child: Child; base: string } | null = null;
   try {
     server = await startServer('src/main.ts', 'images', {
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      PLATFORM_ADMIN_KEY: adminKey,
-      RATE_LIMIT: 'off',
+      ...env,
       MEDIA_DECODE_CONCURRENCY: decodeConcurrency,
     });
     const { base, child } = server;

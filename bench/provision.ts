@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { tempDir } from './processes.js';
 
 /**
  * The tenant and credential the HTTP load runs as: a tenant created with the platform admin key (passed to
@@ -13,6 +14,18 @@ export interface BenchPrincipal {
 }
 
 export const platformAdminKey = (): string => randomBytes(32).toString('base64url');
+
+/**
+ * A bench service's data directory, platform admin key, and the environment every bench service starts
+ * with: warn-level logs, and no per-credential rate limit, since the load comes from one credential and
+ * would measure 429s, not the service. A phase spreads its own settings over `env`.
+ */
+export const benchService = (name: string) => {
+  const dataDir = tempDir(name);
+  const adminKey = platformAdminKey();
+  const env = { DATA_DIR: dataDir, LOG_LEVEL: 'warn', PLATFORM_ADMIN_KEY: adminKey, RATE_LIMIT: 'off' };
+  return { dataDir, adminKey, env };
+};
 
 const post = async (url: string, apiKey: string, body: unknown) => {
   const response = await fetch(url, {

@@ -8,8 +8,8 @@ import {
   waitProjected,
   type HttpFigures,
 } from './http.js';
-import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
-import { platformAdminKey, provision } from './provision.js';
+import { removeTempDir, stopChild, type Child } from './processes.js';
+import { benchService, provision } from './provision.js';
 import { latencyFigures, type LatencyFigures } from './stats.js';
 
 /**
@@ -149,9 +149,7 @@ export const runScaleout = async ({
   warmupS: number;
   checks: number;
 }): Promise<ScaleoutResults> => {
-  const dataDir = tempDir('scaleout');
-  const adminKey = platformAdminKey();
-  const env = { DATA_DIR: dataDir, LOG_LEVEL: 'warn', PLATFORM_ADMIN_KEY: adminKey, RATE_LIMIT: 'off' };
+  const { dataDir, adminKey, env } = benchService('scaleout');
   const started: { child: Child; base: string }[] = [];
   try {
     // One after another: the worker takes the lease first, and the development secrets are generated once.

@@ -6,8 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
 import { Agent, request } from 'undici';
-import { freePort, projectRoot, removeTempDir, tempDir, waitHealthy, type Child } from './processes.js';
-import { platformAdminKey } from './provision.js';
+import { freePort, projectRoot, removeTempDir, waitHealthy, type Child } from './processes.js';
+import { benchService } from './provision.js';
 import { check, type Check } from './report.js';
 import { percentile } from './stats.js';
 
@@ -521,16 +521,12 @@ export const runSoak = async (settings: SoakSettings): Promise<SoakResults> => {
   const random = prng(10);
   const images = await pngPool(64);
   const receiver = await startReceiver();
-  const dataDir = tempDir('soak');
-  const adminKey = platformAdminKey();
+  const { dataDir, adminKey, env } = benchService('soak');
   const agent = new Agent({ connections: 64, keepAliveTimeout: 4000 });
   let service: Awaited<ReturnType<typeof startService>> | null = null;
   try {
     service = await startService({
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      PLATFORM_ADMIN_KEY: adminKey,
-      RATE_LIMIT: 'off',
+      ...env,
       WEBHOOK_ALLOW_HTTP: 'true',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     });

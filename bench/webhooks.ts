@@ -6,8 +6,8 @@ import { Agent, request } from 'undici';
 import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
 import { observationStream } from './events.js';
 import { json, observationBody, startServer } from './http.js';
-import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
-import { platformAdminKey, provision } from './provision.js';
+import { removeTempDir, stopChild, type Child } from './processes.js';
+import { benchService, provision } from './provision.js';
 import { latencyFigures, type LatencyFigures } from './stats.js';
 
 /**
@@ -190,13 +190,9 @@ export const runWebhooks = async ({
   /** Background creates while the latency is sampled (half the measured maximum in a full run); 0 for none. */
   createsPerSecondUnderLatency?: number;
 } = {}): Promise<WebhookResults> => {
-  const dataDir = tempDir('webhooks');
-  const adminKey = platformAdminKey();
+  const { dataDir, adminKey, env: base } = benchService('webhooks');
   const env = {
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    PLATFORM_ADMIN_KEY: adminKey,
-    RATE_LIMIT: 'off',
+    ...base,
     WEBHOOK_ALLOW_HTTP: 'true',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: String(perSubscription),
