@@ -17,21 +17,22 @@ declare module 'koa' {
 const acceptableId = /^[A-Za-z0-9._:-]{8,128}$/;
 
 /**
- * The request's correlation id: the trace id of a valid W3C traceparent, so that the events of a traced
- * request are found by their trace; else the caller's X-Correlation-Id when it is sane; else the request id.
+ * The correlation the caller named: the trace id of a valid W3C traceparent, so that the events of a traced
+ * request are found by their trace; else its X-Correlation-Id when it is sane; else null. Without one, the
+ * request's events are correlated by the trace it starts here (with traces on), or by its request id.
  */
-export const correlationIdOf = (ctx: Context, requestId: string): string => {
+export const namedCorrelation = (ctx: Context): string | null => {
   const parent = parseTraceparent(ctx.get('traceparent'));
   if (parent) return parent.traceId;
   const correlation = ctx.get('X-Correlation-Id');
-  return acceptableId.test(correlation) ? correlation : requestId;
+  return acceptableId.test(correlation) ? correlation : null;
 };
 
 /**
  * The SERVER span of a request, continuing the caller's trace when it sent a valid traceparent. It is named
  * after the route template once routing has found one (`POST /v1/tenants/:tenantId/observations`).
  */
-const tracedRequest = (ctx: Context, next: Next): Promise<void> =>
+const tracedRequest = (ctx: Context, next: Next, correlateByTrace: boolean): Promise<void> =>
   inSpan(
     ctx.method,
     {
@@ -48,8 +49,7 @@ const tracedRequest = (ctx: Context, next: Next): Promise<void> =>
       const traceId = span?.spanContext().traceId;
       if (traceId) {
         ctx.state.logger = ctx.state.logger.child({ traceId });
-        // A trace that starts here correlates the request's events too, unless the caller named a correlation.
-        if (ctx.state.correlationId === ctx.state.requestId) ctx.state.correlationId = traceId;
+        if (correlateByTrace) ctx.state.correlationId = traceId;
       }
       try {
         await next();
@@ -73,12 +73,13 @@ export const requestContext =
     const incoming = ctx.get('X-Request-Id');
     const requestId = acceptableId.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = requestId;
-    ctx.state.correlationId = correlationIdOf(ctx, requestId);
+    const named = namedCorrelation(ctx);
+    ctx.state.correlationId = named ?? requestId;
     ctx.state.logger = logger.child({ requestId });
     ctx.set('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     try {
-      await (tracingOn() ? tracedRequest(ctx, next) : next());
+      await (tracingOn() ? tracedRequest(ctx, next, named === null) : next());
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       ctx.state.logger.info(
