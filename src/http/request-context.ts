@@ -7,7 +7,7 @@ declare module 'koa' {
   /** What requestContext gives every request, before any other middleware runs. */
   interface DefaultState {
     requestId: string;
-    /** The correlation id of the events the request writes (see correlationIdOf). */
+    /** The correlation id of the events the request writes (see namedCorrelation). */
     correlationId: string;
     /** The request's logger: carries its request id (and trace id). */
     logger: Logger;
