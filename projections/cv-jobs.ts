@@ -1,5 +1,5 @@
-import type { CvJob, CvJobState } from '../src/cv/job.js';
-import { cvJobDecider, cvJobEventTypes } from '../src/cv/job.js';
+import type { CvJob, CvJobState } from '../src/cv/decider.js';
+import { cvJobDecider, cvJobEventTypes } from '../src/cv/decider.js';
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
 import type { Filter, ListQuery } from '../src/readmodels/port.js';
 

@@ -1,8 +1,8 @@
-import type { CvJob } from '../src/cv/job.js';
-import type { Location } from '../src/locations/location.js';
+import type { CvJob } from '../src/cv/decider.js';
+import type { Location } from '../src/locations/decider.js';
 import type { Observation } from '../src/observations/observation.js';
 import type { Projection } from '../src/readmodels/projection.js';
-import type { Visit } from '../src/visits/visit.js';
+import type { Visit } from '../src/visits/decider.js';
 import { cvJobsProjection, pendingCvJobsProjection } from './cv-jobs.js';
 import { locationsProjection } from './locations.js';
 import { observationsProjection } from './observations.js';

@@ -1,5 +1,5 @@
-import type { Location, LocationState } from '../src/locations/location.js';
-import { locationDecider, locationEventTypes } from '../src/locations/location.js';
+import type { Location, LocationState } from '../src/locations/decider.js';
+import { locationDecider, locationEventTypes } from '../src/locations/decider.js';
 import type { Filter, ListQuery } from '../src/readmodels/port.js';
 import { aggregateProjection } from '../src/readmodels/aggregate-projection.js';
 import type { BoundingBox } from '../src/readmodels/port.js';

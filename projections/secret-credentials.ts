@@ -1,9 +1,9 @@
-import type { CredentialState, SecretCredential } from '../src/credentials/secret-credential.js';
+import type { CredentialState, SecretCredential } from '../src/credentials/secret-credential.decider.js';
 import {
   apiKeyDecider,
   oauthClientDecider,
   secretCredentialDecider,
-} from '../src/credentials/secret-credential.js';
+} from '../src/credentials/secret-credential.decider.js';
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
 
 /** API keys and OAuth clients, listed per tenant, without their secret hashes. */

@@ -1,6 +1,6 @@
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
-import type { Tenant, TenantState } from '../src/tenants/tenant.js';
-import { tenantDecider, tenantEventTypes } from '../src/tenants/tenant.js';
+import type { Tenant, TenantState } from '../src/tenants/decider.js';
+import { tenantDecider, tenantEventTypes } from '../src/tenants/decider.js';
 
 /** Every tenant, for the platform administrator's list. */
 export const tenantsProjection = aggregateProjection({

@@ -1,5 +1,5 @@
-import type { User, UserState } from '../src/credentials/user.js';
-import { userDecider, userEventTypes } from '../src/credentials/user.js';
+import type { User, UserState } from '../src/credentials/user.decider.js';
+import { userDecider, userEventTypes } from '../src/credentials/user.decider.js';
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { Filter, ListQuery } from '../src/readmodels/port.js';
 import { aggregateProjection } from '../src/readmodels/aggregate-projection.js';
-import type { Visit, VisitState } from '../src/visits/visit.js';
-import { visitDecider, visitEventTypes } from '../src/visits/visit.js';
+import type { Visit, VisitState } from '../src/visits/decider.js';
+import { visitDecider, visitEventTypes } from '../src/visits/decider.js';
 
 /** Field visits, newest first by default, filtered by location, status and start time. */
 export const visitsProjection = aggregateProjection({

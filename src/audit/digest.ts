@@ -9,7 +9,7 @@ import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import type { Tenant } from '../tenants/tenant.js';
+import type { Tenant } from '../tenants/decider.js';
 import { merkleRoot } from './merkle.js';
 
 /** A tenant's digests live in one stream of their own, chained like every other. */

@@ -4,7 +4,7 @@ import { ForbiddenError, NotFoundError, UnauthorizedError } from '../core/errors
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
-import { apiKeyDecider } from '../credentials/secret-credential.js';
+import { apiKeyDecider } from '../credentials/secret-credential.decider.js';
 import { apiKeyPrefix, parseCredential } from './credential-strings.js';
 import type { Principal, TenantPrincipal } from './principal.js';
 import type { Revocations } from './revocations.js';

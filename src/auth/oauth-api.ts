@@ -6,7 +6,7 @@ import { commandContext } from '../http/command-context.js';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
-import { oauthClientDecider } from '../credentials/secret-credential.js';
+import { oauthClientDecider } from '../credentials/secret-credential.decider.js';
 import type { EventStore } from '../eventstore/port.js';
 import { parseClientId } from './credential-strings.js';
 import type { ClientAttempt, FailureGuard } from './rate-limit.js';

@@ -24,10 +24,10 @@ import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import { CreateSecretCredentialBody, CreateUserBody } from './codecs.js';
 import { ListParams } from '../http/paging.js';
-import type { CredentialCommand, CredentialState, SecretCredential } from './secret-credential.js';
-import { apiKeyDecider, oauthClientDecider } from './secret-credential.js';
-import type { User, UserState } from './user.js';
-import { normalizeEmail, userDecider, userIdFor } from './user.js';
+import type { CredentialCommand, CredentialState, SecretCredential } from './secret-credential.decider.js';
+import { apiKeyDecider, oauthClientDecider } from './secret-credential.decider.js';
+import type { User, UserState } from './user.decider.js';
+import { normalizeEmail, userDecider, userIdFor } from './user.decider.js';
 
 export interface CredentialsApiDeps {
   eventStore: EventStore;

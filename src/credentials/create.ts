@@ -4,7 +4,7 @@ import { handleCommand, type CommandContext } from '../core/command-handler.js';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
-import type { CredentialCommand, CredentialState } from './secret-credential.js';
+import type { CredentialCommand, CredentialState } from './secret-credential.decider.js';
 
 /** Creates an API key or OAuth client with a new secret, which the caller shows once and forgets. */
 export const createSecretCredential = async <E extends DomainEvent>(

@@ -24,7 +24,7 @@ import { pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import { observationDecider } from '../observations/decider.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionRunner } from '../readmodels/runner.js';
-import { cvJobDecider, cvJobStatuses, type CvJob, type CvJobState } from './job.js';
+import { cvJobDecider, cvJobStatuses, type CvJob, type CvJobState } from './decider.js';
 import { isModelName } from './models/port.js';
 import type { ModelRegistry } from './models/registry.js';
 

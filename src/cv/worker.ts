@@ -17,7 +17,13 @@ import { defaultDecodeLimits, overBudget, type DecodeLimits } from '../media/hea
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import { assertDecodable, storedHeader } from './image.js';
-import { cvJobDecider, type CvJob, type CvJobCommand, type CvJobRequested, type CvJobState } from './job.js';
+import {
+  cvJobDecider,
+  type CvJob,
+  type CvJobCommand,
+  type CvJobRequested,
+  type CvJobState,
+} from './decider.js';
 import { CvModelError, type ModelResult } from './models/port.js';
 import type { ModelRegistry } from './models/registry.js';
 import { checkResult } from './models/result.js';

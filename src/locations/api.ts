@@ -17,8 +17,8 @@ import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/re
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionRunner } from '../readmodels/runner.js';
 import { CreateLocationBody, ListLocationsQuery, PatchLocationBody } from './codecs.js';
-import type { Location, LocationState } from './location.js';
-import { locationDecider } from './location.js';
+import type { Location, LocationState } from './decider.js';
+import { locationDecider } from './decider.js';
 
 export interface LocationsApiDeps {
   eventStore: EventStore;

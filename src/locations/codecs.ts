@@ -12,7 +12,7 @@ import {
 } from '../http/codec.js';
 import { pageParams } from '../http/paging.js';
 import { parseBbox } from '../observations/codecs.js';
-import type { Polygon } from './location.js';
+import type { Polygon } from './decider.js';
 
 const LatLon = strictObject('a position', {
   lat: numberBetween(-90, 90, 'a latitude'),

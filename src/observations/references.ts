@@ -2,8 +2,8 @@ import { readAggregate } from '../core/command-handler.js';
 import { ConflictError, UnprocessableError, type FieldError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
-import { locationDecider } from '../locations/location.js';
-import { visitDecider } from '../visits/visit.js';
+import { locationDecider } from '../locations/decider.js';
+import { visitDecider } from '../visits/decider.js';
 
 /**
  * What an observation (or a visit) points at must exist in the same tenant: a location that is not

@@ -1,5 +1,5 @@
 import { CreateCvJobBody, ListCvJobsQuery, NoParams } from '../cv/api.js';
-import { cvJobStatuses } from '../cv/job.js';
+import { cvJobStatuses } from '../cv/decider.js';
 import { failureCodes, modelNamePattern } from '../cv/models/port.js';
 import { fields, page } from './components.js';
 import { operation, type BuiltOperation } from './operation.js';

@@ -2,11 +2,11 @@ import { apiKeyPrefix, formatCredential } from '../auth/credential-strings.js';
 import type { CommandContext, CommandResult } from '../core/command-handler.js';
 import { handleCommand } from '../core/command-handler.js';
 import { createSecretCredential } from '../credentials/create.js';
-import { apiKeyDecider } from '../credentials/secret-credential.js';
+import { apiKeyDecider } from '../credentials/secret-credential.decider.js';
 import type { EventStore } from '../eventstore/port.js';
 import { tenantStream } from './load.js';
-import type { Tenant, TenantEvent, TenantState } from './tenant.js';
-import { tenantDecider } from './tenant.js';
+import type { Tenant, TenantEvent, TenantState } from './decider.js';
+import { tenantDecider } from './decider.js';
 
 /**
  * Creates a tenant and its first admin API key, whose secret is returned once. Used by POST /v1/tenants and

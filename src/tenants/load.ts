@@ -2,8 +2,8 @@ import { readAggregate } from '../core/command-handler.js';
 import { NotFoundError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
-import type { Tenant } from './tenant.js';
-import { tenantDecider } from './tenant.js';
+import type { Tenant } from './decider.js';
+import { tenantDecider } from './decider.js';
 
 export const tenantStream = (tenantId: string) => streamName('tenant', tenantId, tenantId);
 

@@ -20,8 +20,8 @@ import type { Observation } from '../observations/observation.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionRunner } from '../readmodels/runner.js';
 import { CreateVisitBody, ListVisitsQuery, PatchVisitBody } from './codecs.js';
-import type { Visit, VisitState } from './visit.js';
-import { visitDecider } from './visit.js';
+import type { Visit, VisitState } from './decider.js';
+import { visitDecider } from './decider.js';
 
 export interface VisitsApiDeps {
   eventStore: EventStore;

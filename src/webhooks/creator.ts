@@ -2,8 +2,8 @@ import { grants, type Scope } from '../auth/scopes.js';
 import { readAggregate } from '../core/command-handler.js';
 import { ForbiddenError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';
-import { apiKeyDecider, oauthClientDecider } from '../credentials/secret-credential.js';
-import { userDecider } from '../credentials/user.js';
+import { apiKeyDecider, oauthClientDecider } from '../credentials/secret-credential.decider.js';
+import { userDecider } from '../credentials/user.decider.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { ExternalEventType } from './external.js';
 

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../core/events.js';
 import type { ObservationEvent } from '../observations/observation.js';
-import type { VisitEvent } from '../visits/visit.js';
-import type { CvJobCompleted, CvJobFailed } from '../cv/job.js';
+import type { VisitEvent } from '../visits/decider.js';
+import type { CvJobCompleted, CvJobFailed } from '../cv/decider.js';
 
 type VisitSubmittedData = Extract<VisitEvent, { type: 'VisitSubmitted' }>['data'];
 

@@ -11,7 +11,7 @@ import type { ConsumerOutcome, EventStore } from '../eventstore/port.js';
 import type { Mailer } from '../mail/mailer.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import { tenantDecider } from '../tenants/tenant.js';
+import { tenantDecider } from '../tenants/decider.js';
 import { tenantStream } from '../tenants/load.js';
 import type { Supervised } from '../core/supervisor.js';
 import { superviseGroup } from '../eventstore/supervised-group.js';

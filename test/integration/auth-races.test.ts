@@ -4,7 +4,7 @@ import { hashSecret, newSecret } from '../../src/auth/secrets.js';
 import { handleCommand, type CommandContext } from '../../src/core/command-handler.js';
 import { VersionConflictError } from '../../src/core/errors.js';
 import { streamName } from '../../src/core/streams.js';
-import { sessionDecider } from '../../src/credentials/session.js';
+import { sessionDecider } from '../../src/credentials/session.decider.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { tempDir } from '../support/adapters.js';

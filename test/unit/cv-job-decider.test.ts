@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ConflictError, NotFoundError } from '../../src/core/errors.js';
-import { cvJobDecider, isStale, type CvJobCommand, type CvJobEvent } from '../../src/cv/job.js';
+import { cvJobDecider, isStale, type CvJobCommand, type CvJobEvent } from '../../src/cv/decider.js';
 import type { ModelResult } from '../../src/cv/models/port.js';
 import { deciderSpec } from '../support/decider-spec.js';
 

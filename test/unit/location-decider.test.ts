@@ -1,5 +1,5 @@
 import { ConflictError, NotFoundError, ValidationError } from '../../src/core/errors.js';
-import { locationDecider, type LocationEvent, type LocationFields } from '../../src/locations/location.js';
+import { locationDecider, type LocationEvent, type LocationFields } from '../../src/locations/decider.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 const given = deciderSpec(locationDecider);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ConflictError, NotFoundError } from '../../src/core/errors.js';
-import { userDecider, userIdFor, type UserEvent } from '../../src/credentials/user.js';
-import { tenantDecider, type TenantEvent } from '../../src/tenants/tenant.js';
+import { userDecider, userIdFor, type UserEvent } from '../../src/credentials/user.decider.js';
+import { tenantDecider, type TenantEvent } from '../../src/tenants/decider.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 describe('the tenant decider', () => {

@@ -1,5 +1,5 @@
 import { ConflictError, NotFoundError, ValidationError } from '../../src/core/errors.js';
-import { visitDecider, type VisitEvent, type VisitFields } from '../../src/visits/visit.js';
+import { visitDecider, type VisitEvent, type VisitFields } from '../../src/visits/decider.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 const given = deciderSpec(visitDecider);
