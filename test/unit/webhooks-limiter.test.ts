@@ -103,4 +103,54 @@ describe('the keyed limiter', () => {
     await waiting;
     expect(idle).to.equal(true);
   });
+
+  it('hands out a slot at once only when the key has one free and none of its tasks waits', async () => {
+    const limiter = keyedLimiter(10, 2);
+    const h = harness();
+    const first = limiter.tryAcquire('a');
+    expect(first).to.be.a('function');
+    void limiter.run('a', h.task('a', 'a1'));
+    await tick();
+    expect(h.started).to.deep.equal(['a1']);
+    // Both of a's slots are taken now: the next task waits, and no slot is handed out past it.
+    void limiter.run('a', h.task('a', 'a2'));
+    expect(limiter.tryAcquire('a')).to.equal(null);
+    expect(limiter.tryAcquire('b')).to.be.a('function');
+    first!();
+    first!(); // given back once only
+    await tick();
+    expect(h.started).to.deep.equal(['a1', 'a2']);
+    expect(limiter.tryAcquire('a')).to.equal(null);
+    await h.releaseAll();
+  });
+
+  it('works off a long backlog of one key in order, beside other keys', async () => {
+    const limiter = keyedLimiter(3, 2);
+    const done: string[] = [];
+    const backlog = Array.from({ length: 5000 }, (_, i) =>
+      limiter.run('busy', async () => {
+        await tick();
+        done.push(`busy${i}`);
+      }),
+    );
+    const other = limiter.run('quiet', () => {
+      done.push('quiet');
+      return Promise.resolve();
+    });
+    await Promise.all([...backlog, other]);
+    expect(done.filter((name) => name.startsWith('busy'))).to.deep.equal(
+      Array.from({ length: 5000 }, (_, i) => `busy${i}`),
+    );
+    // The quiet key did not wait for the busy key's backlog.
+    expect(done.indexOf('quiet')).to.be.below(5);
+  });
+
+  it('fails a task that throws before returning a promise, and frees its slot', async () => {
+    const limiter = keyedLimiter(1, 1);
+    const thrown = limiter.run('a', () => {
+      throw new Error('at once');
+    });
+    expect(await thrown.catch((error: Error) => error.message)).to.equal('at once');
+    expect(await limiter.run('a', () => Promise.resolve('next'))).to.equal('next');
+  });
 });
