@@ -7,7 +7,7 @@ import { request, startTestServer, withTenant } from '../support/server.js';
 
 /** The CLI as an operator runs it: a real process on the same DATA_DIR. */
 const cli = async (dataDir: string, ...args: string[]) => {
-  const run = startTs('src/cli.ts', args, { DATA_DIR: dataDir });
+  const run = startTs('src/cli/main.ts', args, { DATA_DIR: dataDir });
   const code = await run.exited;
   return { code, stdout: run.output.stdout, stderr: run.output.stderr };
 };

@@ -7,7 +7,7 @@ import { request } from '../support/server.js';
 const platformKey = 'cli-test-platform-key-0123456789';
 
 const cli = async (dataDir: string, ...args: string[]) => {
-  const run = startTs('src/cli.ts', args, { DATA_DIR: dataDir });
+  const run = startTs('src/cli/main.ts', args, { DATA_DIR: dataDir });
   const code = await run.exited;
   return { code, stdout: run.output.stdout, stderr: run.output.stderr };
 };

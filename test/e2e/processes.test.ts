@@ -93,7 +93,7 @@ describe('several processes on one DATA_DIR', () => {
       for (let round = 0; round < 5; round += 1) {
         const runs = [0, 1].map((n) => {
           const run = startTs(
-            'src/cli.ts',
+            'src/cli/main.ts',
             ['tenant', 'create', '--name', `cli${round}x${n}`, '--email', 'o@x.test', '--json'],
             {
               DATA_DIR: dir,

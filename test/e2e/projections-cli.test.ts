@@ -14,7 +14,7 @@ import { request, startTestServer, withTenant } from '../support/server.js';
 
 /** The CLI as an operator runs it: a real process on the same DATA_DIR. */
 const cli = async (dataDir: string, ...args: string[]) => {
-  const run = startTs('src/cli.ts', args, { DATA_DIR: dataDir });
+  const run = startTs('src/cli/main.ts', args, { DATA_DIR: dataDir });
   const code = await run.exited;
   return { code, stdout: run.output.stdout, stderr: run.output.stderr };
 };
@@ -128,7 +128,9 @@ describe('projections and exports on the command line', function () {
       }, 60_000);
       expect(before).to.have.length(20);
 
-      const rebuilding = startTs('src/cli.ts', ['projections', 'rebuild', 'observations'], { DATA_DIR: dir });
+      const rebuilding = startTs('src/cli/main.ts', ['projections', 'rebuild', 'observations'], {
+        DATA_DIR: dir,
+      });
       let finished = false;
       void rebuilding.exited.then(() => (finished = true));
       const answers: number[] = [];
@@ -456,7 +458,7 @@ describe('projections and exports on the command line', function () {
     expect(before.checkpoint).to.equal(head);
 
     const rebuilding = startTs(
-      'src/cli.ts',
+      'src/cli/main.ts',
       ['projections', 'rebuild', 'observations', '--batch-size', '500'],
       {
         DATA_DIR: dir,
