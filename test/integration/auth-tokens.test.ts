@@ -16,6 +16,8 @@ import {
   refresh,
   signingKeysFile,
 } from '../support/auth.js';
+import { testClock, type TestClock } from '../support/clock.js';
+import { captureLogs } from '../support/logs.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 type Tenant = Awaited<ReturnType<typeof withTenant>>;
@@ -29,8 +31,10 @@ describe('access and refresh tokens', () => {
   const observations = () => `${server.url}/v1/tenants/${tenant.tenantId}/observations`;
   const listWith = (token: string) => request(observations(), { headers: bearer(token) });
 
+  let logs: ReturnType<typeof captureLogs>;
   beforeEach(async () => {
-    server = await startTestServer();
+    logs = captureLogs('warn');
+    server = await startTestServer({}, { logger: logs.logger });
     tenant = await withTenant(server);
   });
   afterEach(async () => server.close());
@@ -175,20 +179,23 @@ describe('access and refresh tokens', () => {
   });
 
   describe('expiry', () => {
+    // The service's clock, moved past each expiry instead of waiting for it.
+    let clock: TestClock;
     let shortLived: TestServer;
     beforeEach(async () => {
-      shortLived = await startTestServer({ ACCESS_TOKEN_TTL: '1s' });
+      clock = testClock();
+      shortLived = await startTestServer({ ACCESS_TOKEN_TTL: '1s' }, { options: { clock } });
     });
     afterEach(async () => shortLived.close());
 
     it('refuses a refresh token once its session has expired', async () => {
-      const sessions = await startTestServer({ REFRESH_TOKEN_TTL: '1s' });
+      const sessions = await startTestServer({ REFRESH_TOKEN_TTL: '1s' }, { options: { clock } });
       try {
         const owner = await withTenant(sessions);
         const { refreshToken } = await loggedIn(sessions, owner, ['observations:read']);
         const renewed = await refresh(sessions, refreshToken);
         expect(renewed.status).to.equal(200);
-        await new Promise((resolve) => setTimeout(resolve, 1100));
+        clock.advance(1100);
         expectUnauthorized(await refresh(sessions, renewed.body.refreshToken as string));
       } finally {
         await sessions.close();
@@ -203,7 +210,8 @@ describe('access and refresh tokens', () => {
           headers: bearer(accessToken),
         });
       expect((await list()).status).to.equal(200);
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      // Past the second of the token's lifetime, and past the second JWT timestamps are rounded to.
+      clock.advance(2100);
       expectUnauthorized(await list());
       // The refresh token outlives it.
       const renewed = await refresh(shortLived, refreshToken);
@@ -240,7 +248,8 @@ describe('access and refresh tokens', () => {
     it('keeps the keyring it has when the file is replaced by something unreadable', async () => {
       const before = await loggedIn(server, tenant, ['observations:read']);
       writeFileSync(signingKeysFile(server), '{ "keys": [', { mode: 0o600 });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The service has read the broken file once it says so; until then a pass would prove nothing.
+      await logs.waitFor('signing keyring not reloaded');
       expect((await listWith(before.accessToken)).status).to.equal(200);
       const after = await loggedIn(server, tenant, ['observations:read']);
       expect(decodeJwt(after.accessToken).header.kid).to.equal(decodeJwt(before.accessToken).header.kid);

@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import { bearer, loggedIn, login, password, refresh, createUser } from '../support/auth.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
+import { testClock } from '../support/clock.js';
 import { testImage } from '../support/images.js';
-import { eventually, sleep } from '../support/wait.js';
+import { eventually } from '../support/wait.js';
 
 type Response = Awaited<ReturnType<typeof request>>;
 
@@ -250,12 +251,13 @@ describe('cross-cutting HTTP behaviour', () => {
 
     it('expires keys after IDEMPOTENCY_TTL', async () => {
       await server.close();
-      server = await startTestServer({ IDEMPOTENCY_TTL: '500ms' });
+      const clock = testClock();
+      server = await startTestServer({ IDEMPOTENCY_TTL: '500ms' }, { options: { clock } });
       tenant = await withTenant(server);
       apiKey = await tenant.key(['observations:write']);
       const first = await post('short-lived');
       expect((await post('short-lived')).body.id).to.equal(first.body.id);
-      await sleep(600);
+      clock.advance(600);
       const later = await post('short-lived');
       expect(later.status).to.equal(201);
       expect(later.body.id).to.not.equal(first.body.id);
