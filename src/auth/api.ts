@@ -4,14 +4,14 @@ import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { UnauthorizedError } from '../core/errors.js';
 import { tenantIdPattern, type Clock, type IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
-import { Email } from '../credentials/codecs.js';
 import { sessionDecider } from '../credentials/session.decider.js';
 import type { User, UserState } from '../credentials/user.decider.js';
 import { normalizeEmail, userDecider, userIdFor } from '../credentials/user.decider.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { commandContext } from '../http/command-context.js';
-import { boundedString, decodeOrThrow, strictObject } from '../http/codec.js';
+import { decodeOrThrow } from '../http/codec.js';
+import { LoginBody, RefreshBody } from './codecs.js';
 import { retryOnConflict } from './conflicts.js';
 import { formatCredential, parseCredential, refreshTokenPrefix } from './credential-strings.js';
 import { decoyHash, verifyPassword } from './passwords.js';
@@ -32,19 +32,6 @@ export interface LoginApiDeps {
   clock: Clock;
   ids: IdGenerator;
 }
-
-/**
- * A login names its tenant: e-mails are unique within a tenant only, and a login that looked the e-mail up
- * across tenants would tell who has an account elsewhere.
- */
-export const LoginBody = strictObject('a login', {
-  email: Email,
-  password: boundedString(1, 1024),
-  tenantId: boundedString(1, 64),
-});
-// As long as any credential authenticate.ts reads: a too-long or wrong-kind token (an access token sent
-// here) is then refused as invalid with 401, like any other bad refresh token, not as a malformed body.
-export const RefreshBody = strictObject('a refresh request', { refreshToken: boundedString(1, 4096) });
 
 const loginFailed = () => new UnauthorizedError('The e-mail or the password is wrong');
 const refreshRefused = () => new UnauthorizedError('The refresh token is not valid', 'invalid_token');

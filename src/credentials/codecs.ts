@@ -37,11 +37,6 @@ export const Scopes = new t.Type<Scope[], Scope[], unknown>(
   t.identity,
 );
 
-export const CreateTenantBody = strictObject('a tenant', {
-  name: boundedString(1, 200),
-  notificationEmail: Email,
-});
-
 export const CreateUserBody = strictObject('a user', {
   email: Email,
   password: boundedString(12, 1024),

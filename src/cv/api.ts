@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import * as t from 'io-ts';
 import { cvJobsProjection, cvJobsQuery } from '../../projections/cv-jobs.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
@@ -8,24 +7,16 @@ import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
-import {
-  decodeOrThrow,
-  paramOf,
-  refined,
-  ResourceId,
-  strictObject,
-  wholeNumberParam,
-} from '../http/codec.js';
+import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-
 import type { CursorCodec } from '../http/cursor.js';
-import { pageParams, sendProjectedPage } from '../http/paging.js';
+import { sendProjectedPage } from '../http/paging.js';
 import { pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import { observationDecider } from '../observations/decider.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionRunner } from '../readmodels/runner.js';
-import { cvJobDecider, cvJobStatuses, type CvJob, type CvJobState } from './decider.js';
-import { isModelName } from './models/port.js';
+import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
+import { cvJobDecider, type CvJob, type CvJobState } from './decider.js';
 import type { ModelRegistry } from './models/registry.js';
 
 export interface CvApiDeps {
@@ -41,38 +32,6 @@ export interface CvApiDeps {
   /** The cv_jobs projection's runner, for `minPosition`. */
   projection: ProjectionRunner;
 }
-
-const ModelName = refined(
-  t.string,
-  isModelName,
-  'a model name of 1 to 64 lower-case letters, digits, ".", "_" or "-" (see GET .../cv-models)',
-);
-
-export const CreateCvJobBody = strictObject(
-  'a CV job',
-  { observationId: ResourceId, model: ModelName },
-  { mediaId: ResourceId },
-);
-
-export const ListCvJobsQuery = strictObject(
-  'list parameters',
-  {},
-  {
-    ...pageParams,
-    minPosition: wholeNumberParam(0, Number.MAX_SAFE_INTEGER),
-    observationId: paramOf(ResourceId),
-    status: paramOf(
-      refined(
-        t.string,
-        (s) => (cvJobStatuses as readonly string[]).includes(s),
-        `one of ${cvJobStatuses.join(', ')}`,
-      ),
-    ),
-    model: paramOf(ModelName),
-  },
-);
-
-export const NoParams = strictObject('list parameters', {}, {});
 
 const jobOf = (state: CvJobState): CvJob => {
   if (state.status === 'absent') throw new NotFoundError('The CV job does not exist');

@@ -1,4 +1,4 @@
-import { LoginBody, RefreshBody } from '../auth/api.js';
+import { LoginBody, RefreshBody } from '../auth/codecs.js';
 import { scopes } from '../auth/scopes.js';
 import { fields } from './components.js';
 import { operation, type BuiltOperation } from './operation.js';

@@ -1,4 +1,4 @@
-import { CreateCvJobBody, ListCvJobsQuery, NoParams } from '../cv/api.js';
+import { CreateCvJobBody, ListCvJobsQuery, NoParams } from '../cv/codecs.js';
 import { cvJobStatuses } from '../cv/decider.js';
 import { failureCodes, modelNamePattern } from '../cv/models/port.js';
 import { fields, page } from './components.js';

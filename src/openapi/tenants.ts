@@ -1,4 +1,5 @@
-import { CreateSecretCredentialBody, CreateTenantBody, CreateUserBody } from '../credentials/codecs.js';
+import { CreateSecretCredentialBody, CreateUserBody } from '../credentials/codecs.js';
+import { CreateTenantBody } from '../tenants/codecs.js';
 import { ListParams } from '../http/paging.js';
 import { fields, page } from './components.js';
 import { operation, type BuiltOperation } from './operation.js';

@@ -1,5 +1,5 @@
 import { failureCodes } from '../cv/models/port.js';
-import { CreateWebhookBody, DeliveriesQuery, EnableBody } from '../webhooks/api.js';
+import { CreateWebhookBody, DeliveriesQuery, EnableBody } from '../webhooks/codecs.js';
 import { externalEventTypes, type ExternalEventType } from '../webhooks/external.js';
 import { fields, page } from './components.js';
 import { operation, type BuiltOperation } from './operation.js';

@@ -9,7 +9,7 @@ import { decodeOrThrow } from '../http/codec.js';
 import type { CursorCodec } from '../http/cursor.js';
 import { listPage, sendPage } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
-import { CreateTenantBody } from '../credentials/codecs.js';
+import { CreateTenantBody } from './codecs.js';
 import { ListParams } from '../http/paging.js';
 import { commandContext } from '../http/command-context.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';

@@ -1,6 +1,5 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import * as t from 'io-ts';
 import { deliveryAttemptsProjection, webhooksProjection } from '../../projections/webhooks.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
@@ -9,21 +8,17 @@ import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
-import { boundedString, decodeOrThrow, paramOf, refined, strictObject } from '../http/codec.js';
+import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import type { CursorCodec } from '../http/cursor.js';
-import { ListParams, listPage, pageParams, sendPage } from '../http/paging.js';
+import { ListParams, listPage, sendPage } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import type { Filter, ReadModelStore } from '../readmodels/port.js';
 import type { TenantPrincipal } from '../auth/principal.js';
+import { CreateWebhookBody, DeliveriesQuery, EnableBody } from './codecs.js';
 import { assertMaySubscribe, type WebhookOwner } from './creator.js';
 import { deliveryDecider } from './delivery.js';
-import {
-  externalEventTypes,
-  mappedDomainEventTypes,
-  toExternal,
-  type ExternalEventType,
-} from './external.js';
+import { mappedDomainEventTypes, toExternal, type ExternalEventType } from './external.js';
 import { seal } from './secret-box.js';
 import { checkReceiverUrl } from './sender.js';
 import {
@@ -51,61 +46,6 @@ export interface WebhooksApiDeps {
     secretKey: string;
   };
 }
-
-const EventTypeCodec = refined(
-  t.string,
-  (s) => (externalEventTypes as readonly string[]).includes(s),
-  `one of ${externalEventTypes.join(', ')}`,
-);
-
-/** An event type a subscription can list; an unknown one is named in the message as well as by its path. */
-const ListedEventType = new t.Type<string, string, unknown>(
-  EventTypeCodec.name,
-  EventTypeCodec.is,
-  (u, context) =>
-    EventTypeCodec.is(u)
-      ? t.success(u)
-      : t.failure(u, context, `${JSON.stringify(u)} is not an event type: must be ${EventTypeCodec.name}`),
-  t.identity,
-);
-
-const listExpectation = 'a non-empty list of distinct event types';
-
-/**
- * The element errors pass through with their index (`events.1`), so a client learns which type is unknown;
- * `refined` over the array would have replaced them with one error on the whole list.
- */
-const EventTypeList = new t.Type<string[], string[], unknown>(
-  listExpectation,
-  (u): u is string[] => t.array(ListedEventType).is(u) && u.length > 0 && new Set(u).size === u.length,
-  (u, context) => {
-    if (!Array.isArray(u)) return t.failure(u, context, `must be ${listExpectation}`);
-    const result = t.array(ListedEventType).validate(u, context);
-    if (result._tag === 'Left') return result;
-    return result.right.length > 0 && new Set(result.right).size === result.right.length
-      ? result
-      : t.failure(u, context, `must be ${listExpectation}`);
-  },
-  t.identity,
-);
-
-export const CreateWebhookBody = strictObject('a webhook subscription', {
-  url: boundedString(1, 2048),
-  events: EventTypeList,
-  secret: boundedString(16, 256),
-});
-
-export const EnableBody = strictObject('an enable request', {}, { replayMissed: t.boolean });
-
-export const DeliveriesQuery = strictObject(
-  'list parameters',
-  {},
-  {
-    ...pageParams,
-    status: paramOf(refined(t.string, (s) => s === 'succeeded' || s === 'failed', 'succeeded or failed')),
-    eventType: paramOf(EventTypeCodec),
-  },
-);
 
 /**
  * Whether the request has a body: a Content-Length above 0, or one sent in chunks (no Content-Length at all),

@@ -1,0 +1,17 @@
+import { boundedString, strictObject } from '../http/codec.js';
+import { Email } from '../credentials/codecs.js';
+
+/** The request bodies of the login routes (src/auth/api.ts), described in src/auth/openapi.ts. */
+
+/**
+ * A login names its tenant: e-mails are unique within a tenant only, and a login that looked the e-mail up
+ * across tenants would tell who has an account elsewhere.
+ */
+export const LoginBody = strictObject('a login', {
+  email: Email,
+  password: boundedString(1, 1024),
+  tenantId: boundedString(1, 64),
+});
+// As long as any credential authenticate.ts reads: a too-long or wrong-kind token (an access token sent
+// here) is then refused as invalid with 401, like any other bad refresh token, not as a malformed body.
+export const RefreshBody = strictObject('a refresh request', { refreshToken: boundedString(1, 4096) });

@@ -1,0 +1,39 @@
+import * as t from 'io-ts';
+import { paramOf, refined, ResourceId, strictObject, wholeNumberParam } from '../http/codec.js';
+import { pageParams } from '../http/paging.js';
+import { cvJobStatuses } from './decider.js';
+import { isModelName } from './models/port.js';
+
+/** The request bodies and query strings of the CV job routes (src/cv/api.ts), described in src/cv/openapi.ts. */
+
+const ModelName = refined(
+  t.string,
+  isModelName,
+  'a model name of 1 to 64 lower-case letters, digits, ".", "_" or "-" (see GET .../cv-models)',
+);
+
+export const CreateCvJobBody = strictObject(
+  'a CV job',
+  { observationId: ResourceId, model: ModelName },
+  { mediaId: ResourceId },
+);
+
+export const ListCvJobsQuery = strictObject(
+  'list parameters',
+  {},
+  {
+    ...pageParams,
+    minPosition: wholeNumberParam(0, Number.MAX_SAFE_INTEGER),
+    observationId: paramOf(ResourceId),
+    status: paramOf(
+      refined(
+        t.string,
+        (s) => (cvJobStatuses as readonly string[]).includes(s),
+        `one of ${cvJobStatuses.join(', ')}`,
+      ),
+    ),
+    model: paramOf(ModelName),
+  },
+);
+
+export const NoParams = strictObject('list parameters', {}, {});
