@@ -18,8 +18,9 @@ import { openApiPath } from '../../src/openapi/operation.js';
 import { signatureHeaders } from '../../src/webhooks/signing.js';
 import { testImage } from '../support/images.js';
 import { startReceiver } from '../support/receiver.js';
+import { testClock } from '../support/clock.js';
 import { startTestServer, withTenant, type TestServer } from '../support/server.js';
-import { eventually, sleep } from '../support/wait.js';
+import { eventually } from '../support/wait.js';
 
 /** One request a client sent, as its fetch saw it. */
 interface Sent {
@@ -52,12 +53,16 @@ describe('the TypeScript client (client/) against the running service', function
   let tenantId: string;
   /** The tenant's first admin API key: every scope of the tenant. */
   let adminKey: string;
+  // The service's clock and, unless a test says otherwise, the clients' too: tokens expire when a test
+  // moves it, not after a real wait.
+  const clock = testClock();
 
   /** A client of the test server whose fetch records what it sent. */
   const connect = (options: Omit<ClientOptions, 'baseUrl' | 'fetch'> = {}, target = server) => {
     const sent: Sent[] = [];
     const client = new ObservationServiceClient({
       baseUrl: target.url,
+      now: () => clock().getTime(),
       ...options,
       fetch: async (input, init) => {
         const response = await fetch(input, init);
@@ -78,11 +83,14 @@ describe('the TypeScript client (client/) against the running service', function
 
   before(async () => {
     // Two-second access tokens, so that renewal and refresh happen within a test.
-    server = await startTestServer({
-      ACCESS_TOKEN_TTL: '2s',
-      WEBHOOK_ALLOW_HTTP: 'true',
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    });
+    server = await startTestServer(
+      {
+        ACCESS_TOKEN_TTL: '2s',
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      },
+      { options: { clock } },
+    );
     const created = await connect({ apiKey: server.platformAdminKey }).client.tenants.create({
       name: 'clientco',
       notificationEmail: 'ops@clientco.test',
@@ -160,7 +168,7 @@ describe('the TypeScript client (client/) against the running service', function
       expect(tokenRequest!.headers.get('content-type')).to.equal('application/x-www-form-urlencoded');
       const first = await client.auth.clientCredentialsToken();
       expect(first.scope).to.equal('observations:read observations:write');
-      expect(first.expiresAt.getTime() - Date.now()).to.be.within(0, 2000);
+      expect(first.expiresAt.getTime() - clock().getTime()).to.be.within(0, 2000);
       const calls = sent.filter((request) => request.path.endsWith('/observations'));
       expect(calls).to.have.length(5);
       for (const call of calls)
@@ -170,7 +178,7 @@ describe('the TypeScript client (client/) against the running service', function
       expect(tokenRequests(), 'the cached token is used again').to.have.length(1);
 
       // The token lives 2 s and is renewed 10% (0.2 s) before it expires.
-      await sleep(1900);
+      clock.advance(1900);
       await client.observations.list(tenantId, { limit: 1 });
       expect(tokenRequests()).to.have.length(2);
       const renewed = sent.at(-1)!;
@@ -185,11 +193,11 @@ describe('the TypeScript client (client/) against the running service', function
       const { client, sent } = connect({
         clientId: registered.clientId,
         clientSecret: registered.clientSecret,
-        now: () => Date.now() - lag,
+        now: () => clock().getTime() - lag,
       });
       await client.cvModels.list(tenantId);
       lag = 60_000;
-      await sleep(2100);
+      clock.advance(2100);
       sent.length = 0;
       const models = await client.cvModels.list(tenantId);
       expect(models.data.map((model) => model.name)).to.include('image-quality');
@@ -250,7 +258,7 @@ describe('the TypeScript client (client/) against the running service', function
       await client.observations.list(tenantId);
       expect(sent.at(-1)!.headers.get('authorization')).to.equal(`Bearer ${tokens.accessToken}`);
 
-      await sleep(2100);
+      clock.advance(2100);
       sent.length = 0;
       const [listed, created] = await Promise.all([
         client.observations.list(tenantId),
