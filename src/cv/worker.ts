@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { PendingCvJob } from '../../projections/cv-jobs.js';
 import { eventMetadata, handleCommand } from '../core/command-handler.js';
+import { abortable, semaphore } from '../core/concurrency.js';
 import { NotFoundError, VersionConflictError } from '../core/errors.js';
 import { lostRace, systemContextOf } from '../core/system-context.js';
 import type { Clock } from '../core/ids.js';
@@ -82,49 +83,6 @@ interface Claimed {
   /** The stream version right after this attempt's start: the outcome is appended at exactly this one. */
   version: number;
 }
-
-/** Counting semaphore whose waits end when the signal aborts. */
-const semaphore = (size: number) => {
-  let free = size;
-  const waiting: (() => void)[] = [];
-  return {
-    acquire: (signal: AbortSignal): Promise<void> =>
-      new Promise((resolve, reject) => {
-        if (signal.aborted) return reject(new Error('stopping'));
-        if (free > 0) {
-          free -= 1;
-          return resolve();
-        }
-        const wake = () => {
-          signal.removeEventListener('abort', cancel);
-          resolve();
-        };
-        const cancel = () => {
-          const index = waiting.indexOf(wake);
-          if (index >= 0) waiting.splice(index, 1);
-          reject(new Error('stopping'));
-        };
-        signal.addEventListener('abort', cancel, { once: true });
-        waiting.push(wake);
-      }),
-    release: () => {
-      const next = waiting.shift();
-      if (next) next();
-      else free += 1;
-    },
-  };
-};
-
-/** Settles with the task, or rejects with the signal's reason as soon as it aborts, whichever is first. */
-const abortable = <T>(signal: AbortSignal, task: () => Promise<T>): Promise<T> =>
-  new Promise<T>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    task()
-      .then(resolve, reject)
-      .finally(() => signal.removeEventListener('abort', onAbort));
-  });
 
 /**
  * Runs CV jobs.
