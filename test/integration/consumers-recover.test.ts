@@ -3,7 +3,7 @@ import { diskFullOn } from '../support/faults.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 import { tempDir } from '../support/adapters.js';
-import { eventually, sleep } from '../support/wait.js';
+import { eventually } from '../support/wait.js';
 
 const secret = 'whsec-test-0123456789abcdef';
 const webhookEnv = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', RATE_LIMIT: 'off' };
@@ -85,7 +85,16 @@ describe('consumers that must run for months', () => {
         5000,
         'the projector to be reported as retrying',
       );
-      await sleep(1500);
+      // Still full through two restarts: each one meets the full disk again and backs off further.
+      await eventually(
+        () =>
+          Promise.resolve(
+            (server.service.consumers().find((consumer) => consumer.name === 'webhook-projector')?.restarts ??
+              0) >= 2 || undefined,
+          ),
+        10_000,
+        'the projector to restart twice while the disk is full',
+      );
       fault.full = false;
 
       const received = await receiver.waitFor(20, 20_000);
