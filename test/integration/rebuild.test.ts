@@ -12,6 +12,7 @@ import {
   rebuild,
   type BuildProgress,
 } from '../../src/readmodels/rebuild.js';
+import { testClock, type TestClock } from '../support/clock.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 let server: TestServer;
@@ -108,9 +109,11 @@ const activity = async (tenant: { tenantId: string; adminKey: string }, n: numbe
 
 describe('projection rebuilds and snapshots', () => {
   let tenants: { tenantId: string; adminKey: string }[];
+  let clock: TestClock;
 
   beforeEach(async () => {
-    server = await startTestServer();
+    clock = testClock();
+    server = await startTestServer({}, { options: { clock } });
     tenants = [await withTenant(server, 'acme'), await withTenant(server, 'globex')];
     for (const [n, tenant] of tenants.entries()) await activity(tenant, n);
     await caughtUp();
@@ -213,9 +216,9 @@ describe('projection rebuilds and snapshots', () => {
     const projection = observationsProjection as Projection<unknown>;
     const thenPosition = await server.stores.eventStore.headPosition();
     const then = await contents(projection, [acme!.tenantId]);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    const thenTime = new Date().toISOString();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Every event so far occurred by thenTime, and every later one a second after it (the service's clock).
+    const thenTime = clock().toISOString();
+    clock.advance(1000);
     // Afterwards: one observation changes, another is recorded.
     const first = then[0] as { id: string };
     await call(acme!, `/observations/${first.id}`, { method: 'PATCH', body: { notes: 'changed later' } });
