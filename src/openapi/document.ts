@@ -1,14 +1,18 @@
 import { scopes, type Scope } from '../auth/scopes.js';
-import { authOperations, authSchemas } from './auth.js';
+import { authOperations, authSchemas } from '../auth/openapi.js';
 import { headers, parameters, responseComponents, sharedSchemas } from './components.js';
-import { cvOperations, cvSchemas } from './cv.js';
-import { locationOperations, locationSchemas } from './locations.js';
-import { observationOperations, observationSchemas } from './observations.js';
+import { cvOperations, cvSchemas } from '../cv/openapi.js';
+import { locationOperations, locationSchemas } from '../locations/openapi.js';
+import { visitOperations, visitSchemas } from '../visits/openapi.js';
+import { mediaOperations, mediaSchemas } from '../media/openapi.js';
+import { historyOperations, historySchemas } from '../history/openapi.js';
+import { credentialOperations, credentialSchemas } from '../credentials/openapi.js';
+import { observationOperations, observationSchemas } from '../observations/openapi.js';
 import type { BuiltOperation } from './operation.js';
 import type { Schema } from './schema.js';
 import { serviceOperations } from './service.js';
-import { tenantOperations, tenantSchemas } from './tenants.js';
-import { webhookEvents, webhookOperations, webhookSchemas } from './webhooks.js';
+import { tenantOperations, tenantSchemas } from '../tenants/openapi.js';
+import { webhookEvents, webhookOperations, webhookSchemas } from '../webhooks/openapi.js';
 
 /**
  * The OpenAPI 3.1 document of the service, served at GET /v1/openapi.json and rendered at GET /docs. Each
@@ -94,8 +98,12 @@ export const operations = (): BuiltOperation[] => [
   ...serviceOperations(),
   ...authOperations(),
   ...tenantOperations(),
+  ...credentialOperations(),
   ...observationOperations(),
+  ...mediaOperations(),
+  ...historyOperations(),
   ...locationOperations(),
+  ...visitOperations(),
   ...cvOperations(),
   ...webhookOperations(),
 ];
@@ -138,8 +146,12 @@ export const openApiDocument = ({ publicUrl, version = '0.1.0' }: OpenApiOptions
         ...sharedSchemas,
         ...authSchemas,
         ...tenantSchemas,
+        ...credentialSchemas,
         ...observationSchemas,
+        ...mediaSchemas,
+        ...historySchemas,
         ...locationSchemas,
+        ...visitSchemas,
         ...cvSchemas,
         ...webhookSchemas,
         ...requestSchemas,

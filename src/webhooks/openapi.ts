@@ -1,8 +1,8 @@
 import { failureCodes } from '../cv/models/port.js';
-import { CreateWebhookBody, DeliveriesQuery, EnableBody } from '../webhooks/codecs.js';
-import { externalEventTypes, type ExternalEventType } from '../webhooks/external.js';
-import { fields, page } from './components.js';
-import { operation, type BuiltOperation } from './operation.js';
+import { CreateWebhookBody, DeliveriesQuery, EnableBody } from './codecs.js';
+import { externalEventTypes, type ExternalEventType } from './external.js';
+import { fields, page } from '../openapi/components.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   arrayOf,
   boolean,
@@ -15,8 +15,8 @@ import {
   ref,
   string,
   type Schema,
-} from './schema.js';
-import { pagingQuery } from './tenants.js';
+} from '../openapi/schema.js';
+import { pagingQuery } from '../openapi/resource.js';
 
 /** Webhook subscriptions and their deliveries, and what receivers get (the document's `webhooks`). */
 

@@ -1,8 +1,8 @@
-import { LoginBody, RefreshBody } from '../auth/codecs.js';
-import { scopes } from '../auth/scopes.js';
-import { fields } from './components.js';
-import { operation, type BuiltOperation } from './operation.js';
-import { arrayOf, enumOf, integer, object, ref, string, type Schema } from './schema.js';
+import { LoginBody, RefreshBody } from './codecs.js';
+import { scopes } from './scopes.js';
+import { fields } from '../openapi/components.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
+import { arrayOf, enumOf, integer, object, ref, string, type Schema } from '../openapi/schema.js';
 
 /** Login, refresh, the OAuth 2.0 token endpoint and the discovery documents. */
 

@@ -1,8 +1,8 @@
-import { CreateCvJobBody, ListCvJobsQuery, NoParams } from '../cv/codecs.js';
-import { cvJobStatuses } from '../cv/decider.js';
-import { failureCodes, modelNamePattern } from '../cv/models/port.js';
-import { fields, page } from './components.js';
-import { operation, type BuiltOperation } from './operation.js';
+import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
+import { cvJobStatuses } from './decider.js';
+import { failureCodes, modelNamePattern } from './models/port.js';
+import { fields, page } from '../openapi/components.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   arrayOf,
   dateTime,
@@ -15,8 +15,8 @@ import {
   ref,
   string,
   type Schema,
-} from './schema.js';
-import { pagingQuery } from './tenants.js';
+} from '../openapi/schema.js';
+import { pagingQuery } from '../openapi/resource.js';
 
 /** Computer-vision jobs and the models they run. */
 

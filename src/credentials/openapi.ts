@@ -1,19 +1,10 @@
-import { CreateSecretCredentialBody, CreateUserBody } from '../credentials/codecs.js';
-import { CreateTenantBody } from '../tenants/codecs.js';
-import { ListParams } from '../http/paging.js';
-import { fields, page } from './components.js';
-import { operation, type BuiltOperation } from './operation.js';
-import { dateTime, enumOf, nullable, object, ref, string, type Schema } from './schema.js';
+import { CreateSecretCredentialBody, CreateUserBody } from './codecs.js';
+import { fields, page } from '../openapi/components.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
+import { createdResponse, pagingQuery } from '../openapi/resource.js';
+import { dateTime, enumOf, nullable, object, ref, string, type Schema } from '../openapi/schema.js';
 
-/** Tenants, and their users, API keys and OAuth clients. */
-
-const tenant = {
-  id: fields.tenantId,
-  name: string({ minLength: 1, maxLength: 200 }),
-  notificationEmail: fields.email,
-  createdAt: dateTime(),
-  version: fields.version,
-};
+/** A tenant's users, API keys and OAuth clients: their schemas and operations. */
 
 const credential = (prefix: string) => ({
   id: fields.id(prefix),
@@ -26,16 +17,7 @@ const credential = (prefix: string) => ({
   version: fields.version,
 });
 
-export const tenantSchemas: Record<string, Schema> = {
-  Tenant: object(tenant, {}, { description: 'A tenant: every resource and credential belongs to one' }),
-  CreatedTenant: object(
-    {
-      ...tenant,
-      adminApiKey: string({ pattern: '^obs_', description: "The tenant's first admin API key, shown once" }),
-    },
-    {},
-    { description: 'The new tenant, with its first admin API key' },
-  ),
+export const credentialSchemas: Record<string, Schema> = {
   User: object(
     {
       id: string({ pattern: '^u_[0-9a-f]{26}$', description: 'Derived from the tenant and the e-mail' }),
@@ -71,23 +53,7 @@ export const tenantSchemas: Record<string, Schema> = {
   ),
 };
 
-const listQuery = {
-  codec: ListParams,
-  parameters: {
-    limit: { schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 }, description: 'Page size' },
-    cursor: { schema: fields.cursor, description: 'The `nextCursor` of the previous page' },
-  },
-};
-
-export const pagingQuery = listQuery;
-
-const created = (schema: string, description: string) => ({
-  description,
-  headers: ['Location', 'ETag', 'X-Position'] as const,
-  content: { 'application/json': ref(schema) },
-});
-
-const credentialOperations = (
+const secretCredentialOperations = (
   path: 'api-keys' | 'oauth-clients',
   names: { one: string; schema: string; tag: string; id: string },
 ): BuiltOperation[] => {
@@ -109,7 +75,7 @@ const credentialOperations = (
         mediaTypes: ['application/json'],
         json: true,
       },
-      responses: { '201': created(`Created${names.schema}`, 'Created') },
+      responses: { '201': createdResponse(`Created${names.schema}`, 'Created') },
     }),
     operation({
       method: 'get',
@@ -119,7 +85,7 @@ const credentialOperations = (
       description: 'Oldest first.',
       tag: names.tag,
       access: { scope: 'admin' },
-      query: listQuery,
+      query: pagingQuery,
       responses: {
         '200': { description: 'A page', content: { 'application/json': page(ref(names.schema), 'A page') } },
       },
@@ -158,50 +124,7 @@ const credentialOperations = (
 
 const userId = { id: { description: "The user's id", schema: string() } };
 
-export const tenantOperations = (): BuiltOperation[] => [
-  operation({
-    method: 'post',
-    path: '/v1/tenants',
-    operationId: 'createTenant',
-    summary: 'Create a tenant',
-    description: 'Answers the tenant with its first admin API key, shown once.',
-    tag: 'Tenants',
-    access: { platformOnly: true },
-    body: {
-      codec: CreateTenantBody,
-      name: 'CreateTenantRequest',
-      properties: { name: string({ minLength: 1, maxLength: 200 }), notificationEmail: fields.email },
-      mediaTypes: ['application/json'],
-      json: true,
-    },
-    responses: { '201': created('CreatedTenant', 'Created') },
-  }),
-  operation({
-    method: 'get',
-    path: '/v1/tenants',
-    operationId: 'listTenants',
-    summary: 'List tenants',
-    description: 'Oldest first.',
-    tag: 'Tenants',
-    access: { platformOnly: true },
-    query: listQuery,
-    responses: {
-      '200': { description: 'A page', content: { 'application/json': page(ref('Tenant'), 'A page') } },
-    },
-  }),
-  operation({
-    method: 'get',
-    path: '/v1/tenants/:tenantId',
-    operationId: 'getTenant',
-    summary: 'Read a tenant',
-    tag: 'Tenants',
-    access: { scope: 'admin', platform: true },
-    headers: ['IfNoneMatch'],
-    responses: {
-      '200': { description: 'The tenant', headers: ['ETag'], content: { 'application/json': ref('Tenant') } },
-      '304': { description: 'Not modified', headers: ['ETag'] },
-    },
-  }),
+export const credentialOperations = (): BuiltOperation[] => [
   operation({
     method: 'post',
     path: '/v1/tenants/:tenantId/users',
@@ -221,7 +144,7 @@ export const tenantOperations = (): BuiltOperation[] => [
       mediaTypes: ['application/json'],
       json: true,
     },
-    responses: { '201': created('User', 'Created') },
+    responses: { '201': createdResponse('User', 'Created') },
   }),
   operation({
     method: 'get',
@@ -231,7 +154,7 @@ export const tenantOperations = (): BuiltOperation[] => [
     description: 'Oldest first.',
     tag: 'Users',
     access: { scope: 'admin' },
-    query: listQuery,
+    query: pagingQuery,
     responses: {
       '200': { description: 'A page', content: { 'application/json': page(ref('User'), 'A page') } },
     },
@@ -267,8 +190,13 @@ export const tenantOperations = (): BuiltOperation[] => [
       },
     },
   }),
-  ...credentialOperations('api-keys', { one: 'API key', schema: 'ApiKey', tag: 'API keys', id: 'ApiKey' }),
-  ...credentialOperations('oauth-clients', {
+  ...secretCredentialOperations('api-keys', {
+    one: 'API key',
+    schema: 'ApiKey',
+    tag: 'API keys',
+    id: 'ApiKey',
+  }),
+  ...secretCredentialOperations('oauth-clients', {
     one: 'OAuth client',
     schema: 'OAuthClient',
     tag: 'OAuth clients',

@@ -1,0 +1,144 @@
+import { fields, page } from '../openapi/components.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
+import {
+  arrayOf,
+  dateTime,
+  freeObject,
+  integer,
+  nullable,
+  object,
+  ref,
+  string,
+  type Schema,
+} from '../openapi/schema.js';
+import { ndjsonType } from './api.js';
+import { EventHistoryQuery, maxPageLimit } from './codecs.js';
+
+/** The event history: an observation's versions, and the tenant's events. */
+
+export const historySchemas: Record<string, Schema> = {
+  EventMetadata: object(
+    {
+      tenantId: fields.tenantId,
+      actor: string({ description: 'Who caused it, e.g. `apikey:k_…`, `user:u_…`, `system:cv-worker`' }),
+      correlationId: string(),
+      causationId: { type: ['string', 'null'] },
+      occurredAt: dateTime(),
+      schemaVersion: integer(1),
+    },
+    {
+      traceparent: string({
+        pattern: '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$',
+        description:
+          'W3C traceparent of the span that wrote the event; only on events written while traces were on',
+        examples: ['00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'],
+      }),
+    },
+    { description: "An event's envelope metadata" },
+  ),
+  HistoryEvent: object(
+    {
+      id: string(),
+      type: string({ examples: ['ObservationRecorded'] }),
+      streamName: string({
+        examples: ['observation-t_01m7xr44nde6cpe35md841agpz_o_01m7xq3mn18snzhf2p99rppm8q'],
+      }),
+      streamVersion: integer(0),
+      position: integer(1, undefined, { description: 'Global position, in commit order' }),
+      data: freeObject('The event as recorded; credential hashes and sealed secrets read `[redacted]`'),
+      metadata: ref('EventMetadata'),
+    },
+    {},
+    { description: 'A domain event of the tenant' },
+  ),
+  ObservationVersion: object(
+    {
+      version: fields.version,
+      event: object(
+        {
+          id: string(),
+          type: string(),
+          data: freeObject('The event as recorded'),
+          metadata: ref('EventMetadata'),
+          position: integer(1),
+        },
+        {},
+      ),
+      observation: nullable(ref('Observation')),
+    },
+    {},
+    { description: 'The observation as it was after one event of its stream' },
+  ),
+};
+
+const dateQuery = (description: string) => ({ schema: dateTime(), description });
+
+const observationId = { id: { description: "The observation's id", schema: string() } };
+const base = '/v1/tenants/:tenantId/observations';
+
+export const historyOperations = (): BuiltOperation[] => [
+  operation({
+    method: 'get',
+    path: `${base}/:id/history`,
+    operationId: 'getObservationHistory',
+    summary: "An observation's versions",
+    description: 'Every event of the observation, each with the observation as it was after it.',
+    tag: 'Event history',
+    access: { scope: 'observations:read' },
+    pathParameters: observationId,
+    headers: ['IfNoneMatch'],
+    responses: {
+      '200': {
+        description: 'Oldest first',
+        headers: ['ETag'],
+        content: { 'application/json': arrayOf(ref('ObservationVersion')) },
+      },
+      '304': { description: 'Not modified', headers: ['ETag'] },
+    },
+  }),
+  operation({
+    method: 'get',
+    path: '/v1/tenants/:tenantId/events',
+    operationId: 'listEvents',
+    summary: "The tenant's event history",
+    description:
+      `In commit order. As JSON, pages of up to ${maxPageLimit} events; with \`Accept: ${ndjsonType}\`, every ` +
+      'matching event up to the head when the request arrived, one per line (`limit` then caps the lines).',
+    tag: 'Event history',
+    access: { scope: 'admin' },
+    query: {
+      codec: EventHistoryQuery,
+      parameters: {
+        type: {
+          schema: arrayOf(string({ pattern: '^[A-Za-z][A-Za-z0-9._-]{0,99}$' }), { maxItems: 100 }),
+          explode: true,
+          description: 'Event types, repeated or comma-separated',
+        },
+        stream: {
+          schema: string({ maxLength: 300, pattern: '^[a-z][a-zA-Z]*-t_[0-9a-z]+_.+$' }),
+          description: 'One stream',
+        },
+        from: dateQuery('`occurredAt` at or after'),
+        to: dateQuery('`occurredAt` at or before'),
+        after: { schema: integer(0, Number.MAX_SAFE_INTEGER), description: 'Start after this position' },
+        limit: {
+          schema: integer(1, Number.MAX_SAFE_INTEGER),
+          description: `Events per JSON page (at most ${maxPageLimit}, default 100), or the NDJSON line cap`,
+        },
+        cursor: {
+          schema: fields.cursor,
+          description: 'The `nextCursor` of the previous page; not with `after`',
+        },
+      },
+    },
+    responses: {
+      '200': {
+        description: 'A page, or the NDJSON stream',
+        content: {
+          'application/json': page(ref('HistoryEvent'), 'A page of events'),
+          [ndjsonType]: string({ description: 'One HistoryEvent as JSON per line' }),
+        },
+      },
+    },
+  }),
+];

@@ -1,0 +1,84 @@
+import { fields } from '../openapi/components.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
+import { dateTime, enumOf, integer, object, ref, string, type Schema } from '../openapi/schema.js';
+
+/** The images attached to observations: their schema and operations. */
+
+const mediaTypes = ['image/jpeg', 'image/png', 'image/webp'] as const;
+
+export const mediaSchemas: Record<string, Schema> = {
+  Media: object(
+    {
+      id: string({
+        pattern: '^m_[0-9a-f]{26}$',
+        description: '`m_` and the first 26 hex digits of the SHA-256',
+      }),
+      sha256: fields.sha256,
+      contentType: enumOf(mediaTypes),
+      size: integer(1, undefined, { description: 'Bytes' }),
+      width: integer(1),
+      height: integer(1),
+      addedAt: dateTime(),
+    },
+    {},
+    { description: 'An image attached to an observation' },
+  ),
+};
+
+const observationId = { id: { description: "The observation's id", schema: string() } };
+const base = '/v1/tenants/:tenantId/observations';
+
+export const mediaOperations = (): BuiltOperation[] => [
+  operation({
+    method: 'post',
+    path: `${base}/:id/media`,
+    operationId: 'uploadMedia',
+    summary: 'Attach an image',
+    description:
+      'The raw bytes of a JPEG, PNG or WebP image, at most MEDIA_MAX_BYTES (10 MB): no JSON, no multipart. ' +
+      'The type is read from the bytes, never from Content-Type; the image is decoded in full before ' +
+      'anything is stored. The same bytes again answer 200 with the medium already attached. ' +
+      'An image over MEDIA_MAX_PIXELS (40,000,000) pixels or MEDIA_MAX_DECODED_BYTES (160,000,000) decoded ' +
+      'gets 413 from its header, before any decoding; 503 with Retry-After when MEDIA_DECODE_QUEUE uploads ' +
+      'already wait to be decoded.',
+    tag: 'Media',
+    access: { scope: 'observations:write' },
+    pathParameters: observationId,
+    body: {
+      mediaTypes: [...mediaTypes, 'application/octet-stream'],
+      description: 'The image',
+    },
+    responses: {
+      '201': {
+        description: 'Attached',
+        headers: ['Location', 'X-Position'],
+        content: { 'application/json': ref('Media') },
+      },
+      '200': {
+        description: 'These bytes were attached already',
+        headers: ['Location'],
+        content: { 'application/json': ref('Media') },
+      },
+    },
+    problems: ['413', '415', '503'],
+  }),
+  operation({
+    method: 'get',
+    path: `${base}/:id/media/:mediaId`,
+    operationId: 'downloadMedia',
+    summary: 'Download an image',
+    description: 'The bytes never change under an id: `Cache-Control: private, max-age=31536000, immutable`.',
+    tag: 'Media',
+    access: { scope: 'observations:read' },
+    pathParameters: { ...observationId, mediaId: { description: "The medium's id", schema: string() } },
+    headers: ['IfNoneMatch'],
+    responses: {
+      '200': {
+        description: 'The image',
+        headers: ['ETag'],
+        content: Object.fromEntries(mediaTypes.map((type) => [type, {}])),
+      },
+      '304': { description: 'Not modified', headers: ['ETag'] },
+    },
+  }),
+];

@@ -1,0 +1,212 @@
+import { mergePatchTypes } from '../http/body.js';
+import { FreeJsonObject } from '../http/codec.js';
+import {
+  CreateObservationBody,
+  GeoPositionCodec,
+  ListObservationsQuery,
+  PatchObservationBody,
+  sortOptions,
+} from './codecs.js';
+import { fields, page } from '../openapi/components.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
+import {
+  arrayOf,
+  boundedFreeObject,
+  codecObject,
+  dateTime,
+  enumOf,
+  freeObject,
+  integer,
+  nullable,
+  number,
+  object,
+  ref,
+  string,
+  type Schema,
+} from '../openapi/schema.js';
+import { pagingQuery } from '../openapi/resource.js';
+
+/** Observations: their schemas and operations (their media and history: src/media, src/history). */
+
+export const geoPosition = codecObject(
+  GeoPositionCodec,
+  {
+    lat: number(-90, 90),
+    lon: number(-180, 180),
+    accuracyM: number(0, 1_000_000, { description: 'Accuracy in metres' }),
+  },
+  { description: 'A WGS 84 position' },
+);
+
+const bodyFields: Record<string, Schema> = {
+  observedAt: dateTime('When it was observed: ISO 8601 with a time zone, returned in UTC'),
+  position: nullable(ref('GeoPosition')),
+  locationId: nullable(fields.resourceId),
+  visitId: nullable(fields.resourceId),
+  notes: nullable(string({ maxLength: 10_000 })),
+  attributes: boundedFreeObject(
+    FreeJsonObject,
+    'Free-form, at most 16 KiB once serialized; a patch merges it key by key',
+  ),
+};
+
+export const observationSchemas: Record<string, Schema> = {
+  GeoPosition: geoPosition,
+  Observation: object(
+    {
+      id: fields.id('o'),
+      tenantId: fields.tenantId,
+      observedAt: dateTime(),
+      position: nullable(ref('GeoPosition')),
+      locationId: nullable(fields.resourceId),
+      visitId: nullable(fields.resourceId),
+      notes: nullable(string({ maxLength: 10_000 })),
+      attributes: freeObject('Free-form'),
+      media: arrayOf(ref('Media'), { description: 'In the order they were added' }),
+      createdAt: dateTime(),
+      updatedAt: dateTime(),
+      version: fields.version,
+    },
+    {},
+    {
+      description: 'A field observation',
+      examples: [
+        {
+          id: 'o_01m7xq3mn18snzhf2p99rppm8q',
+          tenantId: 't_01m7xr44nde6cpe35md841agpz',
+          observedAt: '2026-05-01T07:30:00.000Z',
+          position: { lat: 45.1, lon: 7.2, accuracyM: 5 },
+          locationId: null,
+          visitId: null,
+          notes: 'near the creek',
+          attributes: { species: 'fox', count: 2 },
+          media: [],
+          createdAt: '2026-11-21T00:11:43.137Z',
+          updatedAt: '2026-11-21T00:11:43.137Z',
+          version: 0,
+        },
+      ],
+    },
+  ),
+};
+
+const dateQuery = (description: string) => ({ schema: dateTime(), description });
+
+const observationId = { id: { description: "The observation's id", schema: string() } };
+const base = '/v1/tenants/:tenantId/observations';
+
+export const observationOperations = (): BuiltOperation[] => [
+  operation({
+    method: 'post',
+    path: base,
+    operationId: 'createObservation',
+    summary: 'Record an observation',
+    description:
+      'Unknown fields are refused, not dropped. `locationId` and `visitId` must name a location and a draft ' +
+      'visit of the tenant (422 otherwise; 409 for a submitted visit).',
+    tag: 'Observations',
+    access: { scope: 'observations:write' },
+    body: {
+      codec: CreateObservationBody,
+      name: 'CreateObservationRequest',
+      properties: bodyFields,
+      mediaTypes: ['application/json'],
+      json: true,
+    },
+    responses: {
+      '201': {
+        description: 'Recorded',
+        headers: ['Location', 'ETag', 'X-Position'],
+        content: { 'application/json': ref('Observation') },
+      },
+    },
+    problems: ['422'],
+  }),
+  operation({
+    method: 'get',
+    path: base,
+    operationId: 'listObservations',
+    summary: 'List observations',
+    description: 'Keyset pagination; the cursor only works with the same filters and sort.',
+    tag: 'Observations',
+    access: { scope: 'observations:read' },
+    query: {
+      codec: ListObservationsQuery,
+      parameters: {
+        ...pagingQuery.parameters,
+        minPosition: {
+          schema: integer(0, Number.MAX_SAFE_INTEGER),
+          description:
+            'Wait (up to CONSISTENCY_TIMEOUT) until the list includes the write with this X-Position',
+        },
+        observedFrom: dateQuery('`observedAt` at or after'),
+        observedTo: dateQuery('`observedAt` at or before'),
+        updatedSince: dateQuery('`updatedAt` at or after'),
+        locationId: { schema: fields.resourceId, description: 'Only this location' },
+        visitId: { schema: fields.resourceId, description: 'Only this visit' },
+        bbox: {
+          schema: string({
+            pattern: '^-?\\d+(\\.\\d+)?,-?\\d+(\\.\\d+)?,-?\\d+(\\.\\d+)?,-?\\d+(\\.\\d+)?$',
+            examples: ['6.5,44.9,7.5,45.5'],
+          }),
+          description: '`minLon,minLat,maxLon,maxLat`; `minLon > maxLon` crosses the antimeridian',
+        },
+        sort: { schema: enumOf(sortOptions, { default: '-observedAt' }), description: 'Order' },
+      },
+    },
+    responses: {
+      '200': {
+        description: 'A page',
+        content: { 'application/json': page(ref('Observation'), 'A page of observations') },
+      },
+    },
+    problems: ['503'],
+  }),
+  operation({
+    method: 'get',
+    path: `${base}/:id`,
+    operationId: 'getObservation',
+    summary: 'Read an observation',
+    description: 'Folded from its event stream: always current.',
+    tag: 'Observations',
+    access: { scope: 'observations:read' },
+    pathParameters: observationId,
+    headers: ['IfNoneMatch'],
+    responses: {
+      '200': {
+        description: 'The observation',
+        headers: ['ETag'],
+        content: { 'application/json': ref('Observation') },
+      },
+      '304': { description: 'Not modified', headers: ['ETag'] },
+    },
+  }),
+  operation({
+    method: 'patch',
+    path: `${base}/:id`,
+    operationId: 'updateObservation',
+    summary: 'Change an observation',
+    description:
+      'A JSON Merge Patch (RFC 7396): present fields replace, `null` clears an optional field, `attributes` ' +
+      'merge key by key. A patch that changes nothing writes nothing.',
+    tag: 'Observations',
+    access: { scope: 'observations:write' },
+    pathParameters: observationId,
+    headers: ['IfMatch'],
+    body: {
+      codec: PatchObservationBody,
+      name: 'ObservationPatch',
+      properties: bodyFields,
+      mediaTypes: [...mergePatchTypes],
+      json: true,
+    },
+    responses: {
+      '200': {
+        description: 'The observation',
+        headers: ['ETag', 'X-Position'],
+        content: { 'application/json': ref('Observation') },
+      },
+    },
+    problems: ['412', '422'],
+  }),
+];

@@ -1,0 +1,62 @@
+import { ListParams } from '../http/paging.js';
+import { fields } from './components.js';
+import { operation } from './operation.js';
+import { integer, ref, string } from './schema.js';
+
+/** Building blocks the features' operations share: the paging query of a list, and the read of one resource. */
+
+/** `limit` and `cursor`, as every list takes them. */
+export const pagingQuery = {
+  codec: ListParams,
+  parameters: {
+    limit: { schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 }, description: 'Page size' },
+    cursor: { schema: fields.cursor, description: 'The `nextCursor` of the previous page' },
+  },
+};
+
+/** The 201 of a POST that creates a resource. */
+export const createdResponse = (schema: string, description: string) => ({
+  description,
+  headers: ['Location', 'ETag', 'X-Position'] as const,
+  content: { 'application/json': ref(schema) },
+});
+
+/** Read-your-writes for a list that reads a projection (src/http/consistency.ts). */
+export const minPositionQuery = {
+  schema: integer(0, Number.MAX_SAFE_INTEGER),
+  description: 'Wait until the list includes the write with this X-Position',
+};
+
+/** GET of one resource folded from its stream, and the description of its id. */
+export const readOne = ({
+  path,
+  one,
+  schema,
+  tag,
+  read,
+}: {
+  path: string;
+  one: string;
+  schema: string;
+  tag: string;
+  read: 'locations:read' | 'observations:read';
+}) => {
+  const byId = { id: { description: `The ${one}'s id`, schema: string() } };
+  return {
+    byId,
+    get: operation({
+      method: 'get',
+      path: `${path}/:id`,
+      operationId: `get${schema}`,
+      summary: `Read a ${one}`,
+      tag,
+      access: { scope: read },
+      pathParameters: byId,
+      headers: ['IfNoneMatch'],
+      responses: {
+        '200': { description: `The ${one}`, headers: ['ETag'], content: { 'application/json': ref(schema) } },
+        '304': { description: 'Not modified', headers: ['ETag'] },
+      },
+    }),
+  };
+};
