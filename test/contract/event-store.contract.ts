@@ -221,6 +221,7 @@ export const eventStoreContract = (
 
       await subscription.stop();
       await store.appendToStream(stream('thing', 'h'), [anEvent('A', { n: 4 }, tenant)], 2);
+      // On purpose: time for a stopped subscription to deliver what it must not.
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(seen).to.have.length(2);
     });
@@ -411,7 +412,7 @@ export const eventStoreContract = (
         seen.push(delivery);
         return Promise.resolve({ kind: 'ack' });
       });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await new Promise((resolve) => setTimeout(resolve, 100)); // caught up and asleep
       await appendElsewhereThenHere('l');
       await eventually(() => seen.length === 1, 3000);
       await subscription.stop();
@@ -502,6 +503,7 @@ export const eventStoreContract = (
         try {
           await store.acquireLease(name, 'one', 300);
           expect(await other.acquireLease(name, 'two', 300)).to.include({ acquired: false, holder: 'one' });
+          // A real wait: the stores time leases by their own clock (the database's or the system's).
           await new Promise((resolve) => setTimeout(resolve, 350));
           expect(await other.acquireLease(name, 'two', 60_000)).to.include({ acquired: true, holder: 'two' });
           expect((await store.acquireLease(name, 'one', 60_000)).acquired).to.equal(false);

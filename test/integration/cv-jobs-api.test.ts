@@ -427,6 +427,7 @@ describe('CV jobs over HTTP', () => {
       await Promise.all([...workers.map((worker) => worker.sweep()), server.service.cvWorker.sweep()]);
       const done = await t.finished(jobId);
       expect(done).to.deep.include({ status: 'completed', attempts: 2 });
+      // On purpose: a worker that lost the race has this long to append a second outcome, which it must not.
       await sleep(1500);
       const types = (await server.stores.eventStore.readStream(stream)).map((e) => e.type);
       expect(types).to.deep.equal(['CvJobRequested', 'CvJobStarted', 'CvJobStarted', 'CvJobCompleted']);
@@ -493,7 +494,7 @@ describe('CV jobs over HTTP', () => {
             error: { code: 'media_unreadable', message: failed.error.message },
           },
         });
-        // Exactly one delivery each.
+        // Exactly one delivery each: a sweep or two later (on purpose), still two.
         await sleep(1500);
         expect(ours()).to.have.length(2);
       } finally {

@@ -391,6 +391,7 @@ describe('an NDJSON download of more events than the connection holds', () => {
       const response = await download('?type=Probed', { signal: abort.signal });
       const reader = response.body!.getReader();
       expect((await reader.read()).done).to.equal(false);
+      // On purpose: real time for the server to fill the socket buffers, then to show it reads no further.
       await sleep(500);
       const stalled = reads.calls;
       await sleep(300);
@@ -424,6 +425,7 @@ describe('an NDJSON download of more events than the connection holds', () => {
         lines += Buffer.from(chunk.value).toString('utf8').split('\n').length - 1;
       }
       abort.abort();
+      // On purpose: real time for the server to notice the disconnect, then to show it reads no further.
       await sleep(200);
       const atDisconnect = reads.calls;
       await sleep(600);

@@ -88,6 +88,7 @@ describe('the smaller leaks found by the security review', function () {
         return read.body.status === 'disabled' ? read.body : undefined;
       });
       expect(disabled.disabledReason).to.include('observations:read').and.to.include('revoked');
+      // On purpose: time for a delivery that should not happen to arrive.
       await sleep(500);
       expect(receiver.received).to.have.length(1);
       expect(await webhookEvents()).to.include('WebhookDisabled');
@@ -131,6 +132,7 @@ describe('the smaller leaks found by the security review', function () {
         return read.body.status === 'disabled' ? read.body : undefined;
       });
       expect(disabled.disabledReason).to.include(`the user ${user.body.id as string} was disabled`);
+      // On purpose: time for a delivery that should not happen to arrive.
       await sleep(300);
       expect(receiver.received).to.have.length(0);
     });

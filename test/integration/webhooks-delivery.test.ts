@@ -20,7 +20,13 @@ import { eventually, sleep } from '../support/wait.js';
 
 const secret = 'whsec-test-0123456789abcdef';
 
-/** Fast retries: every delay is one second, and the sweep that makes retries runs each second. */
+/**
+ * Fast retries: every delay is one second, and the sweep that makes retries runs each second.
+ * The `sleep`s below are on purpose: once the expected requests have arrived, they give the sweep a turn or
+ * two to send something it should not (a duplicate, a retry of a settled delivery, an event for a deleted,
+ * disabled or other tenant's subscription). Nothing else shows that nothing more comes; the sweep runs on a
+ * real timer, so the test clock cannot stand in for them.
+ */
 const fastEnv = {
   WEBHOOK_ALLOW_HTTP: 'true',
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',

@@ -35,6 +35,7 @@ describe('the webhook sender', () => {
       expect(outcome.ok).to.equal(false);
       expect(outcome.statusCode).to.equal(null);
       expect(outcome.error).to.match(/localhost resolves to a forbidden address \(127\.0\.0\.1\)/);
+      // On purpose: a request the sender wrote before refusing would reach the receiver a moment later.
       await sleep(100);
       expect(receiver.received).to.have.length(0);
     });
@@ -78,6 +79,7 @@ describe('the webhook sender', () => {
       answer = () => ({ status: 307, headers: { Location: `http://127.0.0.1:${receiver.port}/elsewhere` } });
       const outcome = await sender(true).send(receiver.url, '{}', signed('{}'));
       expect(outcome).to.deep.include({ ok: false, statusCode: 307, error: 'HTTP 307' });
+      // On purpose: a followed redirect would reach the receiver a moment later.
       await sleep(100);
       expect(receiver.received.map((r) => r.path)).to.deep.equal(['/hooks']);
     });
