@@ -45,6 +45,7 @@ describe('a service process told to stop (SIGTERM)', function () {
 
       const signalled = Date.now();
       service.child.kill('SIGTERM');
+      // A real wait, for another process: time to handle the signal and close its listener.
       await pause(300);
       const late = await fetch(`${service.url}/health/live`).then(
         (response) => `answered ${response.status}`,
