@@ -1,17 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
-import type { Logger } from 'pino';
-import { loginApi } from './auth/api.js';
-import type { Authenticator } from './auth/authenticate.js';
-import { oauthApi } from './auth/oauth-api.js';
-import type { ClientAttempt, FailureGuard, LoginAttempt } from './auth/rate-limit.js';
-import type { Revocations } from './auth/revocations.js';
-import type { Keyring } from './auth/signing-keys.js';
-import type { TokenSettings } from './auth/tokens.js';
-import { tenantIdPattern, type Clock, type IdGenerator } from './core/ids.js';
-import { credentialsApi } from './credentials/api.js';
-import type { EventStore } from './eventstore/port.js';
-import type { CursorCodec } from './http/cursor.js';
+import { tenantIdPattern } from './core/ids.js';
+import type { FeatureConsumer, RouteContext, WiredFeature } from './feature.js';
 import { problemMiddleware } from './http/problem.js';
 import { healthApi, storeFailures, type HealthSources } from './http/health.js';
 import { requestContext } from './http/request-context.js';
@@ -21,46 +11,14 @@ import type { IdempotencyStore } from './http/idempotency-store.js';
 import { rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { HttpSettings } from './config.js';
-import { observationsApi } from './observations/api.js';
-import type { ReadModelStore } from './readmodels/port.js';
-import type { ProjectionRunner } from './readmodels/runner.js';
-import { tenantsApi } from './tenants/api.js';
-import { webhooksApi } from './webhooks/api.js';
-import { mediaApi } from './media/api.js';
-import type { DecodeQueue } from './media/decode-queue.js';
-import type { DecodeLimits } from './media/header.js';
-import type { BlobStore } from './media/blob-store.js';
-import { locationsApi } from './locations/api.js';
-import { visitsApi } from './visits/api.js';
-import type { WebhookWorker } from './webhooks/worker.js';
-import { cvApi } from './cv/api.js';
-import type { ModelRegistry } from './cv/models/registry.js';
-import { historyApi } from './history/api.js';
 import { openApiApi } from './openapi/api.js';
 import type { MetricsMode } from './config.js';
 import type { Metrics } from './observability/metrics.js';
 import { httpTiming, metricsRoute } from './observability/metrics-http.js';
 
-export interface AppDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
-  projections: {
-    observations: ProjectionRunner;
-    users: ProjectionRunner;
-    locations: ProjectionRunner;
-    visits: ProjectionRunner;
-  };
-  cursors: CursorCodec;
-  clock: Clock;
-  ids: IdGenerator;
-  logger: Logger;
-  bodyLimit: number;
-  blobs: BlobStore;
-  mediaMaxBytes: number;
-  /** The decode budget and the decode queue shared with the CV worker (src/media/decode-queue.ts). */
-  decodeLimits: DecodeLimits;
-  decodes: DecodeQueue;
-  consistencyTimeoutMs: number;
+export interface AppDeps extends RouteContext {
+  /** Every feature, wired by the service (src/features.ts): the app mounts their routes in that order. */
+  features: readonly WiredFeature<FeatureConsumer | null>[];
   /** Idempotency-Key records (src/stores.ts). */
   idempotency: IdempotencyStore;
   /** Idempotency TTL, rate limit, CORS origins (src/config.ts), and whether PUBLIC_URL is https. */
@@ -69,22 +27,6 @@ export interface AppDeps {
   };
   /** IDEMPOTENCY_SECRET_KEY: seals the kept Idempotency-Key answers (src/http/idempotency-seal.ts). */
   idempotencySecretKey: string;
-  auth: Authenticator;
-  keyring: () => Keyring;
-  tokens: TokenSettings;
-  refreshTokenTtlSeconds: number;
-  revocations: Revocations;
-  /** Failed logins and client authentications (src/auth/rate-limit.ts). */
-  failures: { logins: FailureGuard<LoginAttempt>; clients: FailureGuard<ClientAttempt> };
-  worker: WebhookWorker;
-  /** CV jobs: the models they may name, and the cv_jobs projection's runner. */
-  cv: { models: ModelRegistry; projection: ProjectionRunner };
-  webhooks: {
-    allowHttp: boolean;
-    allowPrivateNetworks: boolean;
-    maxSubscriptions: number;
-    secretKey: string;
-  };
   /** What readiness reports besides the stores: the consumers, the drain, the storage (src/http/health.ts). */
   health: HealthSources;
   /** Request timing, and GET /metrics on this port when METRICS=platform (src/observability/metrics-http.ts). */
@@ -117,22 +59,8 @@ export const createApp = (deps: AppDeps): Koa => {
     return next();
   });
 
-  for (const api of [
-    oauthApi(deps),
-    loginApi(deps),
-    tenantsApi(deps),
-    credentialsApi(deps),
-    observationsApi({ ...deps, projection: deps.projections.observations }),
-    webhooksApi(deps),
-    cvApi({ ...deps, models: deps.cv.models, projection: deps.cv.projection }),
-    mediaApi(deps),
-    locationsApi({ ...deps, projection: deps.projections.locations }),
-    visitsApi({ ...deps, projection: deps.projections.visits, observations: deps.projections.observations }),
-    historyApi(deps),
-    openApiApi({ publicUrl: deps.tokens.issuer }),
-  ]) {
-    root.use(api.routes());
-  }
+  for (const feature of deps.features) for (const api of feature.routes(deps)) root.use(api.routes());
+  root.use(openApiApi({ publicUrl: deps.tokens.issuer }).routes());
   // After the guard, so that a credential that may not call the route gets its 401/403, never a replay.
   idempotentPosts(root, {
     store: deps.idempotency,

@@ -3,14 +3,11 @@ import { basename, dirname } from 'node:path';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { projections } from '../projections/index.js';
+import { cvFeature } from './cv/feature.js';
+import type { Feature, FeatureConsumer } from './feature.js';
+import { features } from './features.js';
 import { digestJob } from './audit/digest.js';
-import { deliveriesProjection } from '../projections/webhooks.js';
-import { outboxMailer, smtpMailer } from './mail/mailer.js';
-import { webhookSender } from './webhooks/sender.js';
-import { webhookWorker } from './webhooks/worker.js';
-import { cvJobsProjection, pendingCvJobsProjection } from '../projections/cv-jobs.js';
-import { modelRegistry } from './cv/models/registry.js';
-import { cvWorker, defaultCvWorkerSettings, type CvWorker } from './cv/worker.js';
+import type { CvWorker } from './cv/worker.js';
 import { decodeQueue, type DecodeQueue } from './media/decode-queue.js';
 import { createApp } from './app.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
@@ -21,6 +18,7 @@ import { loadKeyring, type Keyring } from './auth/signing-keys.js';
 import type { Config } from './config.js';
 import { newId, systemClock, type Clock } from './core/ids.js';
 import { cursorCodec } from './http/cursor.js';
+import { projectionHandles } from './readmodels/handles.js';
 import { projectionRunner, type ProjectionRunner } from './readmodels/runner.js';
 import { developmentSecret } from './secrets.js';
 import { openStores, type Stores } from './stores.js';
@@ -31,9 +29,8 @@ import { workerDuties, type Duty } from './duties.js';
 import { startTracing } from './observability/tracing.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { instrumentEventStore } from './observability/metrics-eventstore.js';
+import { serviceProbes } from './observability/metrics-service.js';
 import { startMetricsListener } from './observability/metrics-http.js';
-import { serviceProbes, pendingCvJobs } from './observability/metrics-service.js';
-import { cvMetrics, webhookMetrics } from './observability/metrics-workers.js';
 
 export interface Service {
   app: Koa;
@@ -129,8 +126,12 @@ export const startService = async (
   const stores = { ...opened, eventStore: measured.eventStore };
   // Failed-authentication counters, shared with every process on the same DATA_DIR or MongoDB.
   const failureStore = await openFailureStore(config);
-  // Every read model the service keeps: the registry in projections/index.ts, which the CLI rebuilds too.
-  const runners = projections.map(({ projection }) => projectionRunner(projection, { ...stores, logger }));
+  // Every read model the service keeps: the features' (projections/index.ts), which the CLI rebuilds too.
+  const running = projections.map(({ projection }) => ({
+    projection,
+    runner: projectionRunner(projection, { ...stores, logger }),
+  }));
+  const runners = running.map(({ runner }) => runner);
   // The lists read these collections in every role, also before (or without) a worker in this process. Where
   // this process may run the projections, their runners add the indexes: at once, or after a catch-up from
   // nothing over a long backlog, which is faster without them (src/readmodels/deferred-indexes.ts).
@@ -152,50 +153,19 @@ export const startService = async (
     audience: config.tokenAudience,
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
   };
-  const byName = (name: string) => runners.find((runner) => runner.name === name)!;
-  const mailer = config.smtpUrl
-    ? smtpMailer(config.smtpUrl, config.mailFrom)
-    : outboxMailer(config.dataDir, config.mailFrom, logger);
-  const sender = webhookSender(config.webhooks);
-  const webhookSecretKey = config.webhooks.secretKey ?? developmentSecret(config.dataDir, 'webhookSecretKey');
-  const worker = webhookWorker({
-    eventStore: stores.eventStore,
-    readModels: stores.readModels,
-    sender,
-    mailer,
-    secretKey: webhookSecretKey,
-    clock,
-    logger,
-    deliveriesCollection: deliveriesProjection.collection.name,
-    observer: webhookMetrics(metrics),
-    settings: {
-      retryDelaysMs: config.webhooks.retryDelaysMs,
-      timeoutMs: config.webhooks.timeoutMs,
-      claimTimeoutMs: config.webhooks.timeoutMs + 10_000,
-      concurrency: config.webhooks.concurrency,
-      perSubscription: config.webhooks.perSubscription,
-    },
-  });
-  const digests = digestJob({ ...stores, logger, schedule: config.auditDigestSchedule });
-  const cvModels = modelRegistry(config.cv.remoteModels);
   const decodes = decodeQueue(config.mediaDecode);
-  const cv = cvWorker({
-    decodes,
-    decodeLimits: config.mediaDecode,
-    eventStore: stores.eventStore,
-    readModels: stores.readModels,
-    blobs: stores.blobs,
-    models: cvModels,
-    clock,
-    logger,
-    pendingCollection: pendingCvJobsProjection.collection.name,
-    observer: cvMetrics(metrics),
-    settings: {
-      ...defaultCvWorkerSettings,
-      jobTimeoutMs: config.cv.jobTimeoutMs,
-      concurrency: config.cv.concurrency,
-    },
-  });
+  // Each feature makes its consumer (the CV worker, the webhook worker) and the routes that use it.
+  const wired = features.map((feature) => ({
+    feature,
+    ...feature.wire({ config, stores, clock, logger, metrics, decodes }),
+  }));
+  const featureConsumers = wired.flatMap(({ consumer }) => (consumer ? [consumer] : []));
+  const consumerOf = <C extends FeatureConsumer | null>(feature: Feature<C>): C => {
+    const found = wired.find((entry) => entry.feature === feature);
+    if (!found) throw new Error(`The feature ${feature.name} is not in src/features.ts`);
+    return found.consumer as C;
+  };
+  const digests = digestJob({ ...stores, logger, schedule: config.auditDigestSchedule });
   // The shutdown's deadline (beginDrain), shared by the webhook attempts and CV runs still in flight.
   let drainDeadline: number | null = null;
   let drained: Promise<unknown> | null = null;
@@ -208,12 +178,11 @@ export const startService = async (
     leaseTtlMs: config.workerLeaseTtlMs,
     duties: [
       ...runners.map(runnerDuty),
-      {
-        start: () => worker.start(),
-        stop: () => worker.stop(untilDeadline()),
-        consumers: () => worker.consumers(),
-      },
-      { start: () => cv.start(), stop: () => cv.stop(untilDeadline()), consumers: () => cv.consumers() },
+      ...featureConsumers.map((consumer): Duty => ({
+        start: () => consumer.start(),
+        stop: () => consumer.stop(untilDeadline()),
+        consumers: () => consumer.consumers(),
+      })),
       { start: () => digests.start(), stop: () => digests.stop(), consumers: () => [] },
     ],
   });
@@ -223,10 +192,15 @@ export const startService = async (
   const ids = (prefix: string) => newId(prefix, clock());
   metrics.observe({
     consumers,
-    probes: () => [...serviceProbes(runners, revoked), ...measured.probes()],
+    probes: () => [...serviceProbes(running, revoked), ...measured.probes()],
     eventStore: stores.eventStore,
-    outboxDepth: () => mailer.outboxDepth?.() ?? Promise.resolve(null),
-    cvJobs: () => pendingCvJobs(stores.readModels, pendingCvJobsProjection.collection.name),
+    outboxDepth: () => Promise.resolve(null),
+    cvJobs: () => Promise.resolve({ queued: 0, running: 0 }),
+    // The features' own: the mail outbox (webhooks), the unfinished CV jobs (cv).
+    ...featureConsumers.reduce<FeatureConsumer['metrics']>(
+      (all, { metrics }) => ({ ...all, ...metrics }),
+      {},
+    ),
   });
 
   const app = createApp({
@@ -236,6 +210,8 @@ export const startService = async (
     ids,
     bodyLimit: config.bodyLimit,
     mediaMaxBytes: config.mediaMaxBytes,
+    features: wired,
+    projections: projectionHandles(running),
     decodeLimits: config.mediaDecode,
     decodes,
     consistencyTimeoutMs: config.consistencyTimeoutMs,
@@ -249,12 +225,6 @@ export const startService = async (
     cursors: cursorCodec(config.cursorSecret ?? developmentSecret(config.dataDir, 'cursorSecret')),
     idempotencySecretKey:
       config.idempotencySecretKey ?? developmentSecret(config.dataDir, 'idempotencySecretKey'),
-    projections: {
-      observations: byName('observations'),
-      users: byName('users'),
-      locations: byName('locations'),
-      visits: byName('visits'),
-    },
     auth:
       authenticatorOverride ??
       authenticator({
@@ -269,9 +239,6 @@ export const startService = async (
     tokens,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
     revocations: revoked,
-    worker,
-    cv: { models: cvModels, projection: byName(cvJobsProjection.name) },
-    webhooks: { ...config.webhooks, secretKey: webhookSecretKey },
     failures: { logins: loginLimits(failureStore), clients: clientLimits(failureStore) },
     health: {
       consumers,
@@ -288,7 +255,7 @@ export const startService = async (
   const beginDrain = ({ deadlineMs }: { deadlineMs?: number } = {}) => {
     if (drained) return;
     drainDeadline = deadlineMs === undefined ? null : Date.now() + deadlineMs;
-    drained = Promise.all([worker.stop(untilDeadline()), cv.stop(untilDeadline())]);
+    drained = Promise.all(featureConsumers.map((consumer) => consumer.stop(untilDeadline())));
   };
 
   return {
@@ -296,7 +263,7 @@ export const startService = async (
     stores,
     runners,
     platformAdminKey,
-    cvWorker: cv,
+    cvWorker: consumerOf(cvFeature),
     decodes,
     consumers,
     beginDrain,
@@ -308,8 +275,7 @@ export const startService = async (
       await metricsListener?.close();
       await drained;
       await duties.stop();
-      await sender.close();
-      mailer.close();
+      for (const consumer of featureConsumers) await consumer.close?.();
       keyring.close();
       await revoked.stop();
       await failureStore.close();

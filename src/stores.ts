@@ -6,6 +6,8 @@ import type { BlobStore } from './media/blob-store.js';
 import { openFileBlobs } from './media/file-blobs.js';
 import { openSqliteEventStore } from './eventstore/sqlite.js';
 import { withUpcasting } from './eventstore/upcasting.js';
+// Registers the features' event schema histories, which the upcasting read path and new events use.
+import './features.js';
 import type { ReadModelStore } from './readmodels/port.js';
 import { openSqliteReadModels } from './readmodels/sqlite.js';
 import type { IdempotencyStore } from './http/idempotency-store.js';

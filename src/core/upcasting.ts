@@ -1,4 +1,3 @@
-import { observationEventSchemas } from '../observations/upcasters.js';
 import type { RecordedEvent } from './events.js';
 
 /**
@@ -33,11 +32,14 @@ export const checkRegistry = (registry: UpcasterRegistry): UpcasterRegistry => {
   return registry;
 };
 
-/** The upcast function of a registry; `upcast` below is the one of the service's own registry. */
-export const upcaster = (registry: UpcasterRegistry) => {
+/** The upcast function of a registry; `upcast` below is the one of the registry the features fill. */
+export const upcaster = (registry: UpcasterRegistry) =>
   // A Map, so that an event type such as `constructor` never finds something on Object.prototype.
-  const schemas = new Map(Object.entries(checkRegistry(registry)));
-  return <E extends RecordedEvent>(event: E): E => {
+  upcasterOf(new Map(Object.entries(checkRegistry(registry))));
+
+const upcasterOf =
+  (schemas: ReadonlyMap<string, EventSchema>) =>
+  <E extends RecordedEvent>(event: E): E => {
     const schema = schemas.get(event.type);
     if (!schema) return event;
     // Metadata without a version predates versioning: version 1.
@@ -49,16 +51,27 @@ export const upcaster = (registry: UpcasterRegistry) => {
       data = schema.upcasters[version]!(data);
     return { ...event, data, metadata: { ...event.metadata, schemaVersion: schema.current } };
   };
+
+/**
+ * The event types of the service that have had more than one version, as the features register them
+ * (src/features.ts, which src/stores.ts imports): core knows no feature.
+ */
+const registered = new Map<string, EventSchema>();
+
+/** Adds a feature's schema histories; an event type registered twice must be registered the same. */
+export const registerEventSchemas = (registry: UpcasterRegistry): void => {
+  for (const [type, schema] of Object.entries(checkRegistry(registry))) {
+    const known = registered.get(type);
+    if (known && known !== schema) throw new Error(`${type}: two schema histories are registered`);
+    registered.set(type, schema);
+  }
 };
 
-/** Every event type of the service that has had more than one version. */
-export const eventSchemas: UpcasterRegistry = checkRegistry({
-  ...observationEventSchemas,
-});
+/** Every registered event type with more than one version. */
+export const eventSchemas = (): UpcasterRegistry => Object.fromEntries(registered);
 
 /** Brings an event read from a store to the current version of its type; other events pass unchanged. */
-export const upcast: <E extends RecordedEvent>(event: E) => E = upcaster(eventSchemas);
+export const upcast: <E extends RecordedEvent>(event: E) => E = upcasterOf(registered);
 
 /** The version new events of this type are written at. */
-export const currentSchemaVersion = (type: string): number =>
-  Object.hasOwn(eventSchemas, type) ? eventSchemas[type]!.current : 1;
+export const currentSchemaVersion = (type: string): number => registered.get(type)?.current ?? 1;

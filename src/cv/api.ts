@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { cvJobsProjection, cvJobsQuery } from '../../projections/cv-jobs.js';
+import { cvJobsQuery } from '../../projections/cv-jobs.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
@@ -14,7 +14,7 @@ import { sendProjectedPage } from '../http/paging.js';
 import { pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import { observationDecider } from '../observations/decider.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import type { ProjectionRunner } from '../readmodels/runner.js';
+import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
 import { cvJobDecider, type CvJob, type CvJobState } from './decider.js';
 import type { ModelRegistry } from './models/registry.js';
@@ -29,8 +29,8 @@ export interface CvApiDeps {
   consistencyTimeoutMs: number;
   auth: Authenticator;
   models: ModelRegistry;
-  /** The cv_jobs projection's runner, for `minPosition`. */
-  projection: ProjectionRunner;
+  /** The cv_jobs projection: the list reads it, and waits for it on `minPosition`. */
+  projection: ProjectionHandle<CvJob>;
 }
 
 const jobOf = (state: CvJobState): CvJob => {
@@ -96,7 +96,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
   router.get('/cv-jobs', read, async (ctx) => {
     const params = decodeOrThrow(ListCvJobsQuery, ctx.query);
     const query = cvJobsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(ctx, deps, deps.projection, cvJobsProjection.collection.name, query, params);
+    await sendProjectedPage(ctx, deps, deps.projection, query, params);
   });
 
   // A single job is folded from its stream: always current, whatever the projection's lag.

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { ProjectionRunner } from '../readmodels/runner.js';
+import type { ProjectionHandle } from '../readmodels/handles.js';
 import { awaitPosition } from './consistency.js';
 import type { ListQuery, ReadModelStore } from '../readmodels/port.js';
 import type { CursorCodec } from './cursor.js';
@@ -59,13 +59,15 @@ export const ListParams = strictObject('list parameters', {}, pageParams);
 export const sendProjectedPage = async (
   ctx: Context,
   deps: { readModels: ReadModelStore; cursors: CursorCodec; consistencyTimeoutMs: number },
-  projection: ProjectionRunner,
-  collection: string,
+  { projection, runner }: ProjectionHandle<unknown>,
   query: Omit<ListQuery, 'limit' | 'after'>,
   params: { minPosition?: number; limit?: number; cursor?: string },
 ): Promise<void> => {
-  await awaitPosition(projection, params.minPosition, deps.consistencyTimeoutMs);
-  const page = await listPage(deps, collection, query, { limit: params.limit ?? 50, cursor: params.cursor });
-  ctx.set('X-Projection-Position', String(projection.status().checkpoint));
+  await awaitPosition(runner, params.minPosition, deps.consistencyTimeoutMs);
+  const page = await listPage(deps, projection.collection.name, query, {
+    limit: params.limit ?? 50,
+    cursor: params.cursor,
+  });
+  ctx.set('X-Projection-Position', String(runner.status().checkpoint));
   sendPage(ctx, page);
 };

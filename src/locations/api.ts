@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { locationsProjection, locationsQuery } from '../../projections/locations.js';
+import { locationsQuery } from '../../projections/locations.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import { handleCommand } from '../core/command-handler.js';
 import { NotFoundError } from '../core/errors.js';
@@ -15,7 +15,7 @@ import type { CursorCodec } from '../http/cursor.js';
 import { sendProjectedPage } from '../http/paging.js';
 import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import type { ProjectionRunner } from '../readmodels/runner.js';
+import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateLocationBody, ListLocationsQuery, PatchLocationBody } from './codecs.js';
 import type { Location, LocationState } from './decider.js';
 import { locationDecider } from './decider.js';
@@ -23,7 +23,7 @@ import { locationDecider } from './decider.js';
 export interface LocationsApiDeps {
   eventStore: EventStore;
   readModels: ReadModelStore;
-  projection: ProjectionRunner;
+  projection: ProjectionHandle<Location>;
   cursors: CursorCodec;
   auth: Authenticator;
   clock: Clock;
@@ -71,7 +71,7 @@ export const locationsApi = (deps: LocationsApiDeps): Router => {
   router.get('/', read, async (ctx) => {
     const params = decodeOrThrow(ListLocationsQuery, ctx.query);
     const query = locationsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(ctx, deps, deps.projection, locationsProjection.collection.name, query, params);
+    await sendProjectedPage(ctx, deps, deps.projection, query, params);
   });
 
   router.get('/:id', read, (ctx) =>

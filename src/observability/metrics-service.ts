@@ -1,29 +1,20 @@
-import { projections } from '../../projections/index.js';
 import type { Revocations } from '../auth/revocations.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import type { ProjectionRunner } from '../readmodels/runner.js';
+import type { ProjectionHandle } from '../readmodels/handles.js';
 import type { ConsumerProbe } from './metrics-consumers.js';
-
-/** The event types of each registered projection, by name. */
-const projectionFilters = new Map(
-  projections.map(({ projection }) => [
-    projection.name,
-    projection.eventTypes === 'all' ? {} : { eventTypes: projection.eventTypes },
-  ]),
-);
 
 /**
  * Where the catch-up consumers are: each projection runner and the revocations. The consumer groups have
  * theirs from the instrumented event store (metrics-eventstore.ts).
  */
 export const serviceProbes = (
-  runners: readonly ProjectionRunner[],
+  running: readonly ProjectionHandle<unknown>[],
   revoked: Revocations,
 ): ConsumerProbe[] => [
-  ...runners.map((runner): ConsumerProbe => ({
+  ...running.map(({ projection, runner }): ConsumerProbe => ({
     name: runner.name,
-    filter: projectionFilters.get(runner.name) ?? {},
+    filter: projection.eventTypes === 'all' ? {} : { eventTypes: projection.eventTypes },
     checkpoint: () => Promise.resolve(runner.status().checkpoint),
     parked: () => Promise.resolve(runner.status().parked),
   })),

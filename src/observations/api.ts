@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { observationsProjection, observationsQuery } from '../../projections/observations.js';
+import { observationsQuery } from '../../projections/observations.js';
 import { handleCommand } from '../core/command-handler.js';
 import { NotFoundError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
@@ -15,7 +15,7 @@ import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/re
 import type { CursorCodec } from '../http/cursor.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import type { ProjectionRunner } from '../readmodels/runner.js';
+import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateObservationBody, ListObservationsQuery, PatchObservationBody } from './codecs.js';
 import { observationDecider } from './decider.js';
 import { assertReferences } from './references.js';
@@ -24,7 +24,7 @@ import type { Observation, ObservationState } from './observation.js';
 export interface ObservationsApiDeps {
   eventStore: EventStore;
   readModels: ReadModelStore;
-  projection: ProjectionRunner;
+  projection: ProjectionHandle<Observation>;
   cursors: CursorCodec;
   clock: Clock;
   ids: IdGenerator;
@@ -78,14 +78,7 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
   router.get('/', read, async (ctx) => {
     const params = decodeOrThrow(ListObservationsQuery, ctx.query);
     const query = observationsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(
-      ctx,
-      deps,
-      deps.projection,
-      observationsProjection.collection.name,
-      query,
-      params,
-    );
+    await sendProjectedPage(ctx, deps, deps.projection, query, params);
   });
 
   // A single observation is folded from its stream: always fresh, whatever the projection's lag.

@@ -1,22 +1,13 @@
 import { scopes, type Scope } from '../auth/scopes.js';
-import { authOperations, authSchemas } from '../auth/openapi.js';
+import { features } from '../features.js';
 import { headers, parameters, responseComponents, sharedSchemas } from './components.js';
-import { cvOperations, cvSchemas } from '../cv/openapi.js';
-import { locationOperations, locationSchemas } from '../locations/openapi.js';
-import { visitOperations, visitSchemas } from '../visits/openapi.js';
-import { mediaOperations, mediaSchemas } from '../media/openapi.js';
-import { historyOperations, historySchemas } from '../history/openapi.js';
-import { credentialOperations, credentialSchemas } from '../credentials/openapi.js';
-import { observationOperations, observationSchemas } from '../observations/openapi.js';
 import type { BuiltOperation } from './operation.js';
 import type { Schema } from './schema.js';
 import { serviceOperations } from './service.js';
-import { tenantOperations, tenantSchemas } from '../tenants/openapi.js';
-import { webhookEvents, webhookOperations, webhookSchemas } from '../webhooks/openapi.js';
 
 /**
  * The OpenAPI 3.1 document of the service, served at GET /v1/openapi.json and rendered at GET /docs. Each
- * resource describes its operations next to the codecs its routes use (src/openapi/<resource>.ts);
+ * feature describes its operations next to the codecs its routes use (src/<feature>/openapi.ts);
  * test/integration/openapi.test.ts checks it against the router, the route guards and real responses.
  */
 
@@ -93,19 +84,10 @@ const tags = [
   ['Service', 'Health, and this documentation'],
 ].map(([name, text]) => ({ name: name!, description: text! }));
 
-/** Every operation the document describes. */
+/** Every operation the document describes: the service's own, then each feature's. */
 export const operations = (): BuiltOperation[] => [
   ...serviceOperations(),
-  ...authOperations(),
-  ...tenantOperations(),
-  ...credentialOperations(),
-  ...observationOperations(),
-  ...mediaOperations(),
-  ...historyOperations(),
-  ...locationOperations(),
-  ...visitOperations(),
-  ...cvOperations(),
-  ...webhookOperations(),
+  ...features.flatMap((feature) => feature.openapi.operations()),
 ];
 
 export interface OpenApiOptions {
@@ -140,20 +122,13 @@ export const openApiDocument = ({ publicUrl, version = '0.1.0' }: OpenApiOptions
     servers: [{ url: base, description: 'This service (PUBLIC_URL)' }],
     tags,
     paths,
-    webhooks: webhookEvents(),
+    webhooks: Object.fromEntries(
+      features.flatMap((feature) => Object.entries(feature.openapi.webhooks?.() ?? {})),
+    ),
     components: {
       schemas: {
         ...sharedSchemas,
-        ...authSchemas,
-        ...tenantSchemas,
-        ...credentialSchemas,
-        ...observationSchemas,
-        ...mediaSchemas,
-        ...historySchemas,
-        ...locationSchemas,
-        ...visitSchemas,
-        ...cvSchemas,
-        ...webhookSchemas,
+        ...Object.fromEntries(features.flatMap((feature) => Object.entries(feature.openapi.schemas ?? {}))),
         ...requestSchemas,
       },
       parameters,

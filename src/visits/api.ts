@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { observationsProjection } from '../../projections/observations.js';
-import { visitsProjection, visitsQuery } from '../../projections/visits.js';
+import { visitsQuery } from '../../projections/visits.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, UnavailableError } from '../core/errors.js';
@@ -18,7 +17,7 @@ import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/re
 import { assertReferences } from '../observations/references.js';
 import type { Observation } from '../observations/observation.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import type { ProjectionRunner } from '../readmodels/runner.js';
+import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateVisitBody, ListVisitsQuery, PatchVisitBody } from './codecs.js';
 import type { Visit, VisitState } from './decider.js';
 import { visitDecider } from './decider.js';
@@ -26,8 +25,9 @@ import { visitDecider } from './decider.js';
 export interface VisitsApiDeps {
   eventStore: EventStore;
   readModels: ReadModelStore;
-  projection: ProjectionRunner;
-  observations: ProjectionRunner;
+  projection: ProjectionHandle<Visit>;
+  /** The observations read model, where the observations of a visit are collected at its submission. */
+  observations: ProjectionHandle<Observation>;
   cursors: CursorCodec;
   auth: Authenticator;
   clock: Clock;
@@ -53,13 +53,13 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
 
   /** Every observation whose visitId names the visit, once the observations read model has caught up. */
   const observationsOf = async (tenantId: string, visitId: string): Promise<string[]> => {
-    if (!(await deps.observations.waitFor(await deps.eventStore.headPosition(), deps.consistencyTimeoutMs))) {
+    if (!(await deps.observations.runner.waitFor(await deps.eventStore.headPosition(), deps.consistencyTimeoutMs))) {
       throw new UnavailableError('The observations of the visit cannot be collected yet; retry shortly');
     }
     const ids: string[] = [];
     let after: { value: string | null; id: string } | undefined;
     for (;;) {
-      const page = await deps.readModels.list<Observation>(observationsProjection.collection.name, {
+      const page = await deps.readModels.list<Observation>(deps.observations.projection.collection.name, {
         tenantId,
         filters: [{ op: 'eq', field: 'visitId', value: visitId }],
         sort: { field: 'observedAt', direction: 'asc' },
@@ -102,7 +102,7 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
   router.get('/', read, async (ctx) => {
     const params = decodeOrThrow(ListVisitsQuery, ctx.query);
     const query = visitsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(ctx, deps, deps.projection, visitsProjection.collection.name, query, params);
+    await sendProjectedPage(ctx, deps, deps.projection, query, params);
   });
 
   router.get('/:id', read, (ctx) => sendAggregate(ctx, deps.eventStore, visitDecider, stream(ctx), visitOf));

@@ -5,9 +5,12 @@ import {
   checkRegistry,
   currentSchemaVersion,
   eventSchemas,
+  registerEventSchemas,
   upcast,
   upcaster,
 } from '../../src/core/upcasting.js';
+// The features register their event schema histories when the list is loaded, as src/stores.ts loads it.
+import '../../src/features.js';
 import { observationRecordedV1ToV2 } from '../../src/observations/upcasters.js';
 
 const recorded = (type: string, data: unknown, schemaVersion: number | undefined): RecordedEvent => ({
@@ -122,7 +125,15 @@ describe('upcasting events to the current schema', () => {
       'Thing: no upcaster from version 2 to 3',
     );
     expect(() => checkRegistry({ Thing: { current: 0, upcasters: {} } })).to.throw(/whole number/);
-    expect(() => checkRegistry(eventSchemas)).not.to.throw();
+    expect(() => checkRegistry(eventSchemas())).not.to.throw();
+  });
+
+  it('has the features register their histories, and refuses a second history for a type', () => {
+    expect(Object.keys(eventSchemas())).to.include('ObservationRecorded');
+    expect(() => registerEventSchemas({ ObservationRecorded: { current: 1, upcasters: {} } })).to.throw(
+      'ObservationRecorded: two schema histories are registered',
+    );
+    expect(currentSchemaVersion('ObservationRecorded')).to.equal(2);
   });
 
   it('writes new events at the current version of their type', () => {

@@ -1,0 +1,76 @@
+import { cvJobsProjection, pendingCvJobsProjection } from '../../projections/cv-jobs.js';
+import type { Feature, FeatureConsumer } from '../feature.js';
+import { pendingCvJobs } from '../observability/metrics-service.js';
+import { cvMetrics } from '../observability/metrics-workers.js';
+import { columns } from '../readmodels/registered.js';
+import { cvApi } from './api.js';
+import type { CvJob } from './decider.js';
+import { modelRegistry } from './models/registry.js';
+import { cvOperations, cvSchemas } from './openapi.js';
+import { cvWorker, defaultCvWorkerSettings, type CvWorker } from './worker.js';
+
+/** Computer-vision jobs: requested over HTTP, run by the CV worker over the observation's image. */
+export const cvFeature: Feature<CvWorker & FeatureConsumer> = {
+  name: 'cv',
+  projections: [
+    {
+      projection: cvJobsProjection,
+      partition: 'tenant',
+      export: {
+        name: 'cv-jobs',
+        sortField: 'createdAt',
+        columns: columns<CvJob>(
+          'id',
+          'tenantId',
+          'observationId',
+          'mediaId',
+          'sha256',
+          'model',
+          'status',
+          'attempts',
+          'result',
+          'error',
+          'createdAt',
+          'startedAt',
+          'finishedAt',
+          'updatedAt',
+          'version',
+        ),
+      },
+    },
+    { projection: pendingCvJobsProjection, partition: 'platform' },
+  ],
+  openapi: { operations: cvOperations, schemas: cvSchemas },
+  wire: ({ config, stores, clock, logger, metrics, decodes }) => {
+    // One registry for the worker and the routes: the routes list and check the models the worker runs.
+    const models = modelRegistry(config.cv.remoteModels);
+    const worker = cvWorker({
+      decodes,
+      decodeLimits: config.mediaDecode,
+      eventStore: stores.eventStore,
+      readModels: stores.readModels,
+      blobs: stores.blobs,
+      models,
+      clock,
+      logger,
+      pendingCollection: pendingCvJobsProjection.collection.name,
+      observer: cvMetrics(metrics),
+      settings: {
+        ...defaultCvWorkerSettings,
+        jobTimeoutMs: config.cv.jobTimeoutMs,
+        concurrency: config.cv.concurrency,
+      },
+    });
+    return {
+      consumer: {
+        ...worker,
+        metrics: {
+          cvJobs: () => pendingCvJobs(stores.readModels, pendingCvJobsProjection.collection.name),
+        },
+      },
+      routes: (context) => [
+        cvApi({ ...context, models, projection: context.projections.of(cvJobsProjection) }),
+      ],
+    };
+  },
+};
