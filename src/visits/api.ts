@@ -53,7 +53,12 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
 
   /** Every observation whose visitId names the visit, once the observations read model has caught up. */
   const observationsOf = async (tenantId: string, visitId: string): Promise<string[]> => {
-    if (!(await deps.observations.runner.waitFor(await deps.eventStore.headPosition(), deps.consistencyTimeoutMs))) {
+    if (
+      !(await deps.observations.runner.waitFor(
+        await deps.eventStore.headPosition(),
+        deps.consistencyTimeoutMs,
+      ))
+    ) {
       throw new UnavailableError('The observations of the visit cannot be collected yet; retry shortly');
     }
     const ids: string[] = [];
