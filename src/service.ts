@@ -18,7 +18,7 @@ import { loadKeyring, type Keyring } from './auth/signing-keys.js';
 import type { Config } from './config.js';
 import { newId, systemClock, type Clock } from './core/ids.js';
 import { cursorCodec } from './http/cursor.js';
-import { projectionHandles } from './readmodels/handles.js';
+import { projectionHandles, type ProjectionHandles } from './readmodels/handles.js';
 import { projectionRunner, type ProjectionRunner } from './readmodels/runner.js';
 import { developmentSecret } from './secrets.js';
 import { openStores, type Stores } from './stores.js';
@@ -36,6 +36,8 @@ export interface Service {
   app: Koa;
   stores: Stores;
   runners: ProjectionRunner[];
+  /** The same runners by their projection's definition: `projections.of(observationsProjection).runner`. */
+  projections: ProjectionHandles;
   platformAdminKey: string;
   cvWorker: CvWorker;
   /** The image decode queue uploads and CV jobs share (MEDIA_DECODE_CONCURRENCY, MEDIA_DECODE_QUEUE). */
@@ -132,6 +134,7 @@ export const startService = async (
     runner: projectionRunner(projection, { ...stores, logger }),
   }));
   const runners = running.map(({ runner }) => runner);
+  const handles = projectionHandles(running);
   // The lists read these collections in every role, also before (or without) a worker in this process. Where
   // this process may run the projections, their runners add the indexes: at once, or after a catch-up from
   // nothing over a long backlog, which is faster without them (src/readmodels/deferred-indexes.ts).
@@ -211,7 +214,7 @@ export const startService = async (
     bodyLimit: config.bodyLimit,
     mediaMaxBytes: config.mediaMaxBytes,
     features: wired,
-    projections: projectionHandles(running),
+    projections: handles,
     decodeLimits: config.mediaDecode,
     decodes,
     consistencyTimeoutMs: config.consistencyTimeoutMs,
@@ -262,6 +265,7 @@ export const startService = async (
     app,
     stores,
     runners,
+    projections: handles,
     platformAdminKey,
     cvWorker: consumerOf(cvFeature),
     decodes,

@@ -410,9 +410,9 @@ describe('CV jobs over HTTP', () => {
         ],
         'no_stream',
       );
-      await server.service.runners
-        .find((runner) => runner.name === pendingCvJobsProjection.name)!
-        .waitFor(appended.lastPosition, 5000);
+      await server.service.projections
+        .of(pendingCvJobsProjection)
+        .runner.waitFor(appended.lastPosition, 5000);
       // Four more workers on the same stores, besides the service's own, sweep at once.
       const workers = [1, 2, 3, 4].map(() =>
         cvWorker({

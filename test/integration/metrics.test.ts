@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { observationsProjection } from '../../projections/observations.js';
 import { cvTenant } from '../support/cv.js';
 import { anObservationRecorded } from '../support/events.js';
 import { testImage } from '../support/images.js';
@@ -118,7 +119,7 @@ describe('metrics', function () {
     });
 
     it('shows the lag of a projection held back rise, and fall back to 0 once it runs again', async () => {
-      const runner = server.service.runners.find((candidate) => candidate.name === 'observations')!;
+      const runner = server.service.projections.of(observationsProjection).runner;
       await eventually(async () =>
         sampleOf(await scrape(), 'obs_consumer_lag_events', { consumer: 'observations' }) === 0
           ? true

@@ -34,7 +34,7 @@ describe('a poison event in the observations projection', () => {
   let poison: { observationId: string; position: number };
 
   const observations = (tenant: typeof other) => `${server.url}/v1/tenants/${tenant.tenantId}/observations`;
-  const runner = () => server.service.runners.find((r) => r.name === 'observations')!;
+  const runner = () => server.service.projections.of(observationsProjection).runner;
   const decisions = async () =>
     (await server.stores.eventStore.readStream(parkingStream(poisoner.tenantId, 'observations'))).map(
       (event) => ({
