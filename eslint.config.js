@@ -1,6 +1,45 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** The feature folders of src/ (docs/architecture.md#feature-modules). */
+const features = [
+  'audit',
+  'auth',
+  'credentials',
+  'cv',
+  'history',
+  'locations',
+  'media',
+  'observations',
+  'tenants',
+  'visits',
+  'webhooks',
+];
+
+/**
+ * Layering (docs/architecture.md#layering): core/ and http/ are below every feature. They import no
+ * feature folder, no read model definition and not the feature list; features register what these layers
+ * need of them (upcasters, guards), and app.ts and service.ts wire the rest.
+ */
+const belowFeatures = (message) => [
+  'error',
+  {
+    patterns: [
+      {
+        group: [
+          ...features.map((feature) => `../${feature}/*`),
+          '../../projections/*',
+          '../feature.js',
+          '../features.js',
+          '../app.js',
+          '../service.js',
+        ],
+        message,
+      },
+    ],
+  },
+];
+
 export default tseslint.config(
   { ignores: ['node_modules', 'dist', 'data', '**/*.cjs', 'eslint.config.js'] },
   js.configs.recommended,
@@ -14,6 +53,22 @@ export default tseslint.config(
       ],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-floating-promises': 'error',
+    },
+  },
+  {
+    files: ['src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': belowFeatures(
+        'core/ imports no feature: a feature registers what core needs of it (see src/features.ts).',
+      ),
+    },
+  },
+  {
+    files: ['src/http/**/*.ts'],
+    rules: {
+      'no-restricted-imports': belowFeatures(
+        'http/ imports no feature, auth/ included: app.ts passes the guards and the caller in (see src/app.ts).',
+      ),
     },
   },
   {

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
+import { idempotencyCaller } from './auth/principal.js';
 import { tenantIdPattern } from './core/ids.js';
 import type { FeatureConsumer, RouteContext, WiredFeature } from './feature.js';
 import { problemMiddleware } from './http/problem.js';
@@ -70,6 +71,7 @@ export const createApp = (deps: AppDeps): Koa => {
     maxBodyBytes: Math.max(deps.bodyLimit, deps.mediaMaxBytes),
     secretKey: deps.idempotencySecretKey,
     renderErrors: problemMiddleware(deps.logger, { onStoreFailure }),
+    callerOf: (ctx) => idempotencyCaller(ctx.state.principal),
   });
 
   app.use(requestContext(deps.logger));

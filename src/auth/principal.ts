@@ -19,3 +19,13 @@ export type Principal =
     };
 
 export type TenantPrincipal = Exclude<Principal, { kind: 'platform' }>;
+
+/**
+ * What an Idempotency-Key answer is bound to of the principal the route's guard admitted (src/http/idempotency.ts,
+ * which knows no principal): its identity and its exact scope set.
+ */
+export const idempotencyCaller = (principal: Principal | undefined) =>
+  principal && {
+    actor: principal.actor,
+    scopes: principal.kind === 'platform' ? ['platform'] : principal.scopes,
+  };

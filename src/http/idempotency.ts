@@ -3,7 +3,6 @@ import { Stream } from 'node:stream';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
-import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
 import { idempotencySeal, type IdempotencySeal } from './idempotency-seal.js';
@@ -54,6 +53,17 @@ export interface IdempotencyOptions {
   secretKey: string;
   /** Renders the route's errors as problems, so that the answer kept is the one the client got. */
   renderErrors: Middleware;
+  /**
+   * The caller the route's guard admitted, or undefined when it admitted none: the guards are the
+   * authentication's (src/auth/principal.ts, idempotencyCaller), which http/ does not import.
+   */
+  callerOf: (ctx: Context) => IdempotencyCaller | undefined;
+}
+
+/** What a kept answer is bound to of its caller: the credential's identity and its exact scope set. */
+export interface IdempotencyCaller {
+  actor: string;
+  scopes: readonly string[];
 }
 
 /** The route the router matched: its method and path template, e.g. `POST /v1/tenants/:tenantId/api-keys`. */
@@ -88,17 +98,17 @@ const paramsOf = (ctx: Context) =>
  * (not the raw path, which routing reads case-insensitively), the query, the credential's identity and its
  * exact scope set. A request that differs in any of them is another request (422), never a replay.
  */
-const bindingOf = (ctx: Context, route: MatchedRoute, principal: Principal) => ({
+const bindingOf = (ctx: Context, route: MatchedRoute, caller: IdempotencyCaller) => ({
   route: `${route.method} ${route.path}`,
   params: paramsOf(ctx),
   query: ctx.querystring,
-  actor: principal.actor,
-  scopes: principal.kind === 'platform' ? ['platform'] : [...principal.scopes].sort(),
+  actor: caller.actor,
+  scopes: [...caller.scopes].sort(),
 });
 
 /** The records' namespace: the route's tenant (or `-`) and the credential's identity, kept across tokens. */
-const idOf = (ctx: Context, principal: Principal, key: string): IdempotencyId => ({
-  scope: `${(ctx.params as Record<string, string | undefined>).tenantId ?? '-'}|${principal.actor}`,
+const idOf = (ctx: Context, caller: IdempotencyCaller, key: string): IdempotencyId => ({
+  scope: `${(ctx.params as Record<string, string | undefined>).tenantId ?? '-'}|${caller.actor}`,
   key,
 });
 
@@ -129,8 +139,8 @@ const replay = (ctx: Context, response: StoredResponse) => {
 
 /**
  * Idempotency-Key on one route (IETF draft-ietf-httpapi-idempotency-key-header). It runs after the route's
- * guard, so the guard's 401, 403 or 404 comes first, with or without a key, and the principal it admitted is
- * on `ctx.state.principal`.
+ * guard, so the guard's 401, 403 or 404 comes first, with or without a key, and the caller it admitted is
+ * known (`callerOf`).
  *
  * The key is claimed before the body is read, so a second request with it gets 409 while the first is
  * still uploading. The body is then buffered once, fingerprinted, and left on `ctx.state.rawBody`, where
@@ -158,8 +168,8 @@ const idempotentRoute = (
 
   return async (ctx, next) => {
     const header = ctx.headers['idempotency-key'];
-    const principal = ctx.state.principal;
-    if (ctx.method !== route.method || header === undefined || !principal) {
+    const caller = options.callerOf(ctx);
+    if (ctx.method !== route.method || header === undefined || !caller) {
       await next();
       return;
     }
@@ -167,8 +177,8 @@ const idempotentRoute = (
     if (!validKey.test(key) || key.trim() !== key) {
       throw new InvalidIdempotencyKeyError('Idempotency-Key must be 1 to 255 printable ASCII characters');
     }
-    const id = idOf(ctx, principal, key);
-    const binding = bindingOf(ctx, route, principal);
+    const id = idOf(ctx, caller, key);
+    const binding = bindingOf(ctx, route, caller);
     const now = clock().getTime();
     const claim = await store.claim(id, now, now + leaseMs);
 

@@ -1,5 +1,4 @@
 import type { Context, Middleware } from 'koa';
-import type { Authenticator } from '../auth/authenticate.js';
 import { parseDuration } from '../core/durations.js';
 import { TooManyRequestsError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
@@ -30,6 +29,14 @@ const maxKeys = 100_000;
 const unlimited = new Set(['/health', '/health/live', '/health/ready']);
 
 /**
+ * Who is calling: the service's authenticator (src/auth/authenticate.ts), which app.ts passes in; it
+ * rejects a request without a valid credential.
+ */
+export interface CallerIdentity {
+  authenticate(ctx: Context): Promise<{ actor: string }>;
+}
+
+/**
  * Request rate limits in fixed windows, per credential: a credential that authenticates is counted by its
  * identity (an API key, a user or an OAuth client, across all of its tokens; the platform key), anything
  * else by the client's address. Every limited response says where the caller stands, in the headers of
@@ -45,7 +52,7 @@ export const rateLimit = ({
   clock,
 }: {
   policy: RateLimitPolicy;
-  auth: Authenticator;
+  auth: CallerIdentity;
   clock: Clock;
 }): Middleware => {
   const windows = new Map<string, { count: number; resetAt: number }>();
