@@ -1,7 +1,7 @@
 import { boundedString, strictObject } from '../http/codec.js';
 import { Email } from '../credentials/codecs.js';
 
-/** The request bodies of the login routes (src/auth/api.ts), described in src/auth/openapi.ts. */
+/** The request bodies of the login routes (src/auth/login.api.ts), described in src/auth/openapi.ts. */
 
 /**
  * A login names its tenant: e-mails are unique within a tenant only, and a login that looked the e-mail up

@@ -1,7 +1,7 @@
 import type { Feature } from '../feature.js';
 import { routesOnly } from '../feature.js';
-import { loginApi } from './api.js';
-import { oauthApi } from './oauth-api.js';
+import { loginApi } from './login.api.js';
+import { oauthApi } from './oauth.api.js';
 import { authOperations, authSchemas } from './openapi.js';
 
 /** Logins, refresh tokens, the OAuth 2.0 token endpoint and discovery. */
