@@ -46,7 +46,7 @@ export interface Exchange {
 export const openApiValidator = (doc: Obj) => {
   const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
   addFormats(ajv);
-  // A GeoJSON ring closes: its last position repeats the first (src/openapi/locations.ts).
+  // A GeoJSON ring closes: its last position repeats the first (src/locations/openapi.ts).
   ajv.addKeyword({
     keyword: 'x-closed-ring',
     type: 'array',
