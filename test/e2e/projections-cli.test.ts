@@ -399,12 +399,12 @@ describe('projections and exports on the command line', function () {
       [['projections', 'build', 'observations', '--until', '1', '--into', 'Bad-Name'], /snapshot name/],
       [
         ['projections', 'rebuild', 'sightings'],
-        /Unknown projection sightings; known: observations, .*visits/,
+        /Unknown projection sightings; known: tenants, .*observations, locations, visits/,
       ],
       [['projections', 'rebuild', 'tenants', '--tenant', tenantId], /one partition/],
       [
         ['export', 'sightings', '--format', 'csv'],
-        /Unknown read model sightings; known: observations, cv-jobs, locations, visits/,
+        /Unknown read model sightings; known: observations, locations, visits, cv-jobs/,
       ],
       [['export', 'observations', '--format', 'xml'], /--format must be ndjson or csv/],
       [['export', 'observations', '--format', 'csv', '--from', 'nothing'], /No snapshot named nothing/],
