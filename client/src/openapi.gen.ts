@@ -1342,20 +1342,6 @@ export interface components {
       /** @description Accuracy in metres */
       accuracyM?: number;
     };
-    /** @description An image attached to an observation */
-    Media: {
-      /** @description `m_` and the first 26 hex digits of the SHA-256 */
-      id: string;
-      sha256: string;
-      /** @enum {string} */
-      contentType: 'image/jpeg' | 'image/png' | 'image/webp';
-      /** @description Bytes */
-      size: number;
-      width: number;
-      height: number;
-      /** Format: date-time */
-      addedAt: string;
-    };
     /**
      * @description A field observation
      * @example {
@@ -1402,6 +1388,20 @@ export interface components {
       updatedAt: string;
       /** @description The stream version; the ETag is this number in quotes */
       version: number;
+    };
+    /** @description An image attached to an observation */
+    Media: {
+      /** @description `m_` and the first 26 hex digits of the SHA-256 */
+      id: string;
+      sha256: string;
+      /** @enum {string} */
+      contentType: 'image/jpeg' | 'image/png' | 'image/webp';
+      /** @description Bytes */
+      size: number;
+      width: number;
+      height: number;
+      /** Format: date-time */
+      addedAt: string;
     };
     /** @description An event's envelope metadata */
     EventMetadata: {
