@@ -124,38 +124,61 @@ const parkedLinkInfo = (metadata: unknown, fallbackTime: Date): { reason: string
  * Drives a client subscription as an async iterator, one `deliver` at a time. stop() lets the delivery in
  * hand finish (and ack), then cancels the gRPC call.
  */
-const consume = <E>(source: ReadableSubscription<E>, deliver: (item: E) => Promise<void>): Subscription => {
+/**
+ * Feeds a subscription's items to `deliver`, up to `concurrency` at once (each settles its own item). The
+ * first delivery that fails ends it; stopping lets the deliveries under way finish, then closes the stream.
+ */
+const consume = <E>(
+  source: ReadableSubscription<E>,
+  deliver: (item: E) => Promise<void>,
+  concurrency = 1,
+): Subscription => {
   let stopped = false;
-  let busy = false;
+  let closed: Promise<void> | null = null;
+  let failed: { error: unknown } | null = null;
+  const inFlight = new Set<Promise<void>>();
   // While iterating, the iterator sees stream errors itself; this only keeps a late one from crashing the process.
   source.on('error', () => undefined);
-  const close = async () => {
-    source.destroy();
-    await source.unsubscribe();
+  const close = () =>
+    (closed ??= (async () => {
+      source.destroy();
+      await source.unsubscribe();
+    })());
+  const start = (item: E) => {
+    const delivery: Promise<void> = deliver(item)
+      .catch((error: unknown) => {
+        failed ??= { error };
+      })
+      .finally(() => inFlight.delete(delivery));
+    inFlight.add(delivery);
   };
   const run = async (): Promise<void> => {
     try {
       for await (const item of source) {
-        if (stopped) return;
-        busy = true;
-        await deliver(item);
-        busy = false;
-        if (stopped) return;
+        if (stopped) break;
+        start(item);
+        while (inFlight.size >= concurrency && !failed) await Promise.race(inFlight);
+        if (failed) break;
+        if (stopped) break;
       }
-      if (!stopped) throw new Error('EventStoreDB ended the subscription');
+      if (!stopped && !failed) throw new Error('EventStoreDB ended the subscription');
     } catch (error) {
       // Closing the stream under the iterator on stop() is not a failure; a delivery failing is.
-      if (!stopped || busy) throw error;
+      if (!stopped) throw error;
     } finally {
+      await Promise.all(inFlight);
       await close();
     }
+    if (failed) throw failed.error;
   };
   const done = run();
   return {
     done,
     stop: async () => {
       stopped = true;
-      if (!busy) await close();
+      // The deliveries under way settle their events; then the stream closes, which ends the iteration.
+      await Promise.all(inFlight);
+      await close();
       await done.catch(() => undefined);
     },
   };
@@ -353,28 +376,32 @@ export const openEventStoreDb = (connectionString: string): Promise<EventStore> 
       }
     },
 
-    subscribePersistent: (group, handler) => {
+    subscribePersistent: (group, handler, { concurrency = 1 } = {}) => {
       // A group ensured by another process: only the server-side part of its filter applies here.
       const filter = groupFilters.get(group) ?? {};
       const source = client.subscribeToPersistentSubscriptionToAll(group);
-      return consume(source, async (resolved) => {
-        const event = resolved.event && toRecorded(resolved.event);
-        if (!event || !matches(filter, event)) return source.ack(resolved);
-        // As on the SQLite adapter, a throwing handler is a nack(retry), not the end of the consumer, unless
-        // the store failed under it: then the consumer fails, and its supervisor starts it again.
-        const outcome = await handler({ event, retryCount: resolved.retryCount ?? 0 }).catch(
-          (error: unknown): ConsumerOutcome => {
-            if (isStoreFailure(error)) throw error;
-            return {
-              kind: 'nack',
-              action: 'retry',
-              reason: error instanceof Error ? error.message : String(error),
-            };
-          },
-        );
-        if (outcome.kind === 'ack') return source.ack(resolved);
-        return source.nack(outcome.action === 'park' ? PARK : RETRY, outcome.reason, resolved);
-      });
+      return consume(
+        source,
+        async (resolved) => {
+          const event = resolved.event && toRecorded(resolved.event);
+          if (!event || !matches(filter, event)) return source.ack(resolved);
+          // As on the SQLite adapter, a throwing handler is a nack(retry), not the end of the consumer, unless
+          // the store failed under it: then the consumer fails, and its supervisor starts it again.
+          const outcome = await handler({ event, retryCount: resolved.retryCount ?? 0 }).catch(
+            (error: unknown): ConsumerOutcome => {
+              if (isStoreFailure(error)) throw error;
+              return {
+                kind: 'nack',
+                action: 'retry',
+                reason: error instanceof Error ? error.message : String(error),
+              };
+            },
+          );
+          if (outcome.kind === 'ack') return source.ack(resolved);
+          return source.nack(outcome.action === 'park' ? PARK : RETRY, outcome.reason, resolved);
+        },
+        Math.max(1, concurrency),
+      );
     },
 
     listParked: async (group) => {

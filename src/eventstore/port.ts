@@ -80,6 +80,10 @@ export interface PersistentEvent {
 
 export type PersistentHandler = (delivery: PersistentEvent) => Promise<ConsumerOutcome>;
 
+export interface ConsumerOptions {
+  concurrency?: number;
+}
+
 export interface ParkedEvent {
   event: RecordedEvent;
   reason: string;
@@ -126,8 +130,13 @@ export interface EventStore {
   subscribe(options: CatchUpOptions, handler: BatchHandler): Subscription;
   /** Creates the consumer group if it does not exist; an existing group keeps its checkpoint. */
   ensurePersistentSubscription(group: string, settings: PersistentSubscriptionSettings): Promise<void>;
-  /** Joins a consumer group. The store keeps the group's checkpoint, retry counts and parked events. */
-  subscribePersistent(group: string, handler: PersistentHandler): Subscription;
+  /**
+   * Joins a consumer group. The store keeps the group's checkpoint, retry counts and parked events. With
+   * `concurrency` above 1 (default 1), up to that many events are in the handler at once: their order is
+   * then not kept, and each is still settled on its own (acknowledged, retried, parked). For handlers whose
+   * work is independent per event, so that their writes can share commits.
+   */
+  subscribePersistent(group: string, handler: PersistentHandler, options?: ConsumerOptions): Subscription;
   listParked(group: string): Promise<ParkedEvent[]>;
   /**
    * The group's stored checkpoint, for its lag in the metrics; null when the group does not exist. Optional:

@@ -67,6 +67,17 @@ const safely = async (handler: PersistentHandler, event: RecordedEvent, retryCou
   }
 };
 
+/**
+ * The outcomes of handlers run side by side. A store failure in one fails the consumer, but only once all
+ * have returned, so that none is still at work when the consumer starts again and delivers its event anew.
+ */
+const allOrFirstFailure = async <T>(running: Promise<T>[]): Promise<T[]> => {
+  const settled = await Promise.allSettled(running);
+  const failure = settled.find((result) => result.status === 'rejected');
+  if (failure) throw failure.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
+};
+
 export const persistentSubscriptions = (db: Database.Database, source: LocalSource): PersistentPart => {
   db.exec(schema);
   /** The latch of each group consumed in this process: a replay pokes it out of its sleep. */
@@ -134,7 +145,12 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     else sql.park.run(group, event.position, outcome.reason, 0, new Date().toISOString());
   };
 
-  const consume = async (group: string, handler: PersistentHandler, latch: StopLatch) => {
+  const consume = async (
+    group: string,
+    handler: PersistentHandler,
+    latch: StopLatch,
+    concurrency: number,
+  ) => {
     const stopped = () => latch.stopped();
     const row = sql.group.get(group) as GroupRow | undefined;
     if (!row) throw new Error(`The persistent subscription group "${group}" does not exist`);
@@ -158,24 +174,36 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
         if (acknowledged > 0) sql.moveCheckpoint.run(acknowledged, group);
         acknowledged = 0;
       };
-      for (const event of page.events) {
-        const stored = sql.retryCount.get(group, event.position) as { retry_count: number } | undefined;
-        let retryCount: number | null = stored?.retry_count ?? 0;
-        while (retryCount !== null) {
-          const outcome = await safely(handler, event, retryCount);
-          // Stopping: a retry is left for the next consumer (its count is kept), never burnt down to a park.
-          if (stopped() && outcome.kind === 'nack' && outcome.action === 'retry') {
-            saveAcknowledged();
-            return;
-          }
-          if (outcome.kind === 'ack' && !stored) {
-            acknowledged = event.position;
-            retryCount = null;
-          } else {
+      // Up to `concurrency` events go to the handler at once; their outcomes are then settled in order, each
+      // retried on its own, so the checkpoint never passes an event that is not settled.
+      for (let start = 0; start < page.events.length; start += concurrency) {
+        const chunk = page.events.slice(start, start + concurrency);
+        const stored = chunk.map(
+          (event) => sql.retryCount.get(group, event.position) as { retry_count: number } | undefined,
+        );
+        const firstOutcomes = await allOrFirstFailure(
+          chunk.map((event, index) => safely(handler, event, stored[index]?.retry_count ?? 0)),
+        );
+        for (const [index, event] of chunk.entries()) {
+          let retryCount: number | null = stored[index]?.retry_count ?? 0;
+          let outcome = firstOutcomes[index]!;
+          for (;;) {
+            // Stopping: a retry is left for the next consumer (its count is kept), never burnt down to a park.
+            if (stopped() && outcome.kind === 'nack' && outcome.action === 'retry') {
+              saveAcknowledged();
+              return;
+            }
+            if (outcome.kind === 'ack' && !stored[index]) {
+              acknowledged = event.position;
+              break;
+            }
             saveAcknowledged();
             retryCount = settle(group, row.max_retry_count, event, retryCount, outcome);
+            if (retryCount === null) break;
+            outcome = await safely(handler, event, retryCount);
           }
         }
+        // The chunk's outcomes are all in hand and settled: stopping delivers no further chunk.
         if (stopped()) {
           saveAcknowledged();
           return;
@@ -202,10 +230,10 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       return Promise.resolve();
     },
 
-    subscribePersistent: (group, handler): Subscription => {
+    subscribePersistent: (group, handler, { concurrency = 1 } = {}): Subscription => {
       const latch = stopLatch();
       latches.set(group, latch);
-      const done = consume(group, handler, latch).finally(() => {
+      const done = consume(group, handler, latch, Math.max(1, concurrency)).finally(() => {
         if (latches.get(group) === latch) latches.delete(group);
       });
       return {

@@ -38,7 +38,7 @@ export const superviseGroup = (
   group: string,
   settings: PersistentSubscriptionSettings,
   handler: PersistentHandler,
-  { logger }: { logger: Logger },
+  { logger, concurrency }: { logger: Logger; concurrency?: number },
 ): Supervised =>
   supervise(
     group,
@@ -48,6 +48,7 @@ export const superviseGroup = (
       return eventStore.subscribePersistent(
         group,
         tracedHandler(group, loggingParked(group, settings.maxRetryCount, handler, logger)),
+        { concurrency },
       );
     },
     { logger },

@@ -34,8 +34,12 @@ export const withUpcasting = (
   subscribe: (options, handler) =>
     store.subscribe(options, (events, lastPosition) => handler(events.map(upcast), lastPosition)),
   ensurePersistentSubscription: (group, settings) => store.ensurePersistentSubscription(group, settings),
-  subscribePersistent: (group, handler) =>
-    store.subscribePersistent(group, (delivery) => handler({ ...delivery, event: upcast(delivery.event) })),
+  subscribePersistent: (group, handler, options) =>
+    store.subscribePersistent(
+      group,
+      (delivery) => handler({ ...delivery, event: upcast(delivery.event) }),
+      options,
+    ),
   listParked: async (group) =>
     (await store.listParked(group)).map((parked) => ({ ...parked, event: upcast(parked.event) })),
   replayParked: (group) => store.replayParked(group),

@@ -68,7 +68,8 @@ export const instrumentEventStore = (
         settled: groups.get(group)?.settled ?? 0,
       });
     },
-    subscribePersistent: (group, handler) => store.subscribePersistent(group, measured(group, handler)),
+    subscribePersistent: (group, handler, options) =>
+      store.subscribePersistent(group, measured(group, handler), options),
   };
 
   const probes = (): ConsumerProbe[] =>

@@ -294,6 +294,53 @@ export const eventStoreContract = (
       await subscription.stop();
     });
 
+    it('with concurrency, has several events in the handler at once, and still settles each on its own', async () => {
+      const group = groupName();
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'start',
+        maxRetryCount: 1,
+        filter: { tenantId: tenant },
+      });
+      const types = ['A', 'B', 'Bad', 'C', 'D', 'E'];
+      for (const [index, type] of types.entries()) {
+        await store.appendToStream(stream('thing', `conc${index}`), [anEvent(type, {}, tenant)], 'no_stream');
+      }
+      let inHandler = 0;
+      let most = 0;
+      const deliveries: PersistentEvent[] = [];
+      const subscription = store.subscribePersistent(
+        group,
+        async (delivery) => {
+          deliveries.push(delivery);
+          inHandler += 1;
+          most = Math.max(most, inHandler);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          inHandler -= 1;
+          return delivery.event.type === 'Bad' ? { kind: 'nack', action: 'retry', reason: 'no' } : ack;
+        },
+        { concurrency: 4 },
+      );
+      await eventually(async () => (await store.listParked(group)).length === 1);
+      await eventually(() => new Set(deliveries.map((d) => d.event.type)).size === types.length);
+      await subscription.stop();
+      expect(most, 'events in the handler at once').to.be.within(2, 4);
+      // Each good event once; the bad one retried on its own, then parked.
+      for (const type of ['A', 'B', 'C', 'D', 'E']) {
+        expect(
+          deliveries.filter((d) => d.event.type === type),
+          type,
+        ).to.have.length(1);
+      }
+      expect(deliveries.filter((d) => d.event.type === 'Bad').map((d) => d.retryCount)).to.deep.equal([0, 1]);
+
+      // Nothing is delivered again to the group: it resumes past all six.
+      await store.appendToStream(stream('thing', 'conc-last'), [anEvent('Z', {}, tenant)], 'no_stream');
+      const next = consume(group, () => ack);
+      await eventually(() => next.deliveries.length === 1);
+      expect(next.deliveries[0]?.event.type).to.equal('Z');
+      await next.subscription.stop();
+    });
+
     it('parks at once on nack park, and delivers parked events again on replay', async () => {
       const group = groupName();
       await store.ensurePersistentSubscription(group, {
