@@ -13,8 +13,17 @@ export interface LocalSource {
 export const yieldToEventLoop = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
+ * How often a subscriber is told at most that its position moved past events it does not read. Each such
+ * report is a commit of its checkpoint (a projection's), and a busy store moves every subscriber's position
+ * on every commit: unthrottled, the other subscribers commit more often than the writers do.
+ */
+export const skipReportMs = 20;
+
+/**
  * Reads pages from the caller's checkpoint on. At the end of the store it sleeps until an append in this
- * process or the polling interval, then reads from its position again: a wake-up is only a hint.
+ * process or the polling interval, then reads from its position again: a wake-up is only a hint. Events
+ * are handed over as they are read; a position moved only past events the filter skips is handed over (as
+ * an empty batch) at most every `skipReportMs`, and within that time of the move.
  */
 export const catchUpSubscription = (
   source: LocalSource,
@@ -24,22 +33,37 @@ export const catchUpSubscription = (
   const latch = stopLatch();
   const run = async (): Promise<void> => {
     let position = after;
+    /** The position the handler was last given, and when. */
+    let reported = after;
+    let reportedAt = 0;
+    const hand = async (events: Parameters<BatchHandler>[0]) => {
+      await handler(events, position);
+      reported = position;
+      reportedAt = Date.now();
+    };
     while (!latch.stopped() && !source.signal.isClosed) {
       const page = source.readAll({ after: position, maxCount: batchSize, ...(filter ? { filter } : {}) });
-      // An empty batch that moves the position says how far the read got past filtered-out events, as
+      // An empty page that moves the position says how far the read got past filtered-out events, as
       // EventStoreDB's checkpoints do.
-      if (page.events.length > 0 || page.lastPosition > position) {
-        await handler(page.events, page.lastPosition);
-        position = page.lastPosition;
+      position = Math.max(position, page.lastPosition);
+      if (page.events.length > 0) {
+        await hand(page.events);
         await yieldToEventLoop();
         continue; // read again before sleeping: appends made while the handler ran must not be missed
       }
-      const appended = await source.signal.next(source.pollMs, latch);
-      if (latch.stopped()) break;
-      // A commit of only other types right after our position moves it without a read; anything else reads.
-      if (canSkip(appended, position, filter?.eventTypes, source.head)) {
-        position = appended.lastPosition;
-        await handler([], position);
+      // Caught up. Sleep until an append or the polling interval; a commit of only other types right after
+      // the position moves it without a read. A move not yet handed over is handed over when due.
+      for (;;) {
+        const sinceReport = Date.now() - reportedAt;
+        if (position > reported && sinceReport >= skipReportMs) {
+          await hand([]);
+          break; // and read again, as after any handler
+        }
+        const wait = position > reported ? skipReportMs - sinceReport : source.pollMs;
+        const appended = await source.signal.next(wait, latch);
+        if (latch.stopped()) return;
+        if (canSkip(appended, position, filter?.eventTypes, source.head)) position = appended.lastPosition;
+        else if (appended !== null || position === reported) break; // something to read
       }
     }
   };
