@@ -56,6 +56,12 @@ export const toEnvelope = <Event extends DomainEvent>(event: RecordedEvent): Env
     streamVersion: event.streamVersion,
   }) as Envelope<Event>;
 
+/** A state its holder knows to be the stream's at `version`: what it folded, or what its own append left. */
+export interface KnownState<State> {
+  state: State;
+  version: number;
+}
+
 /**
  * Reads the stream, folds it, decides, and appends with the version it read. When the client sent
  * If-Match, a stale version is a 412 before and after deciding; otherwise a race lost is a 409.
@@ -68,15 +74,48 @@ export const handleCommand = <State, Command, Event extends DomainEvent>(
   command: Command,
   context: CommandContext,
   ifMatch?: number,
+): Promise<CommandResult<State, Event>> =>
+  traced(command, streamName, async () => {
+    const known = await readAggregate(eventStore, decider, streamName);
+    if (ifMatch !== undefined && ifMatch !== known.version) {
+      throw new PreconditionFailedError(
+        `If-Match names version ${ifMatch}, but the resource is at version ${known.version}`,
+      );
+    }
+    return decideAndAppend(eventStore, decider, streamName, known, command, context, ifMatch);
+  });
+
+/**
+ * handleCommand without the read, for a caller that holds the stream's state: the command that follows
+ * its own append (a webhook attempt's outcome after its claim). If the stream moved since, the append is a
+ * VersionConflictError, as a race lost.
+ */
+export const handleCommandOn = <State, Command, Event extends DomainEvent>(
+  eventStore: EventStore,
+  decider: Decider<State, Command, Event>,
+  streamName: string,
+  known: KnownState<State>,
+  command: Command,
+  context: CommandContext,
+): Promise<CommandResult<State, Event>> =>
+  traced(command, streamName, () =>
+    decideAndAppend(eventStore, decider, streamName, known, command, context),
+  );
+
+/** With traces on, `run` is the span `command <type>`, whose traceparent the appended events carry. */
+const traced = <State, Event extends DomainEvent>(
+  command: unknown,
+  streamName: string,
+  run: () => Promise<CommandResult<State, Event>>,
 ): Promise<CommandResult<State, Event>> => {
-  if (!tracingOn()) return decideAndAppend(eventStore, decider, streamName, command, context, ifMatch);
+  if (!tracingOn()) return run();
   const type = (command as { type?: unknown }).type;
   const name = typeof type === 'string' ? type : 'unnamed';
   return inSpan(
     `command ${name}`,
     { attributes: { 'command.type': name, 'event_store.stream': streamName } },
     async (span) => {
-      const result = await decideAndAppend(eventStore, decider, streamName, command, context, ifMatch);
+      const result = await run();
       span?.setAttributes({
         'event_store.events_appended': result.events.length,
         'event_store.stream_version': result.version,
@@ -91,18 +130,11 @@ const decideAndAppend = async <State, Command, Event extends DomainEvent>(
   eventStore: EventStore,
   decider: Decider<State, Command, Event>,
   streamName: string,
+  { state, version }: KnownState<State>,
   command: Command,
   context: CommandContext,
   ifMatch?: number,
 ): Promise<CommandResult<State, Event>> => {
-  const recorded = await eventStore.readStream(streamName);
-  const version = recorded.at(-1)?.streamVersion ?? NO_STREAM;
-  if (ifMatch !== undefined && ifMatch !== version) {
-    throw new PreconditionFailedError(
-      `If-Match names version ${ifMatch}, but the resource is at version ${version}`,
-    );
-  }
-  const state = fold(decider, recorded.map(toEnvelope<Event>));
   const events = decider.decide(command, state);
   if (events.length === 0) return { state, version, position: null, events };
 
@@ -135,7 +167,7 @@ const decideAndAppend = async <State, Command, Event extends DomainEvent>(
 
 /** An aggregate's current state and version, folded from its stream. */
 export const readAggregate = async <State, Event extends DomainEvent>(
-  eventStore: EventStore,
+  eventStore: { readStream(streamName: string): Promise<RecordedEvent[]> },
   decider: Pick<Decider<State, never, Event>, 'initialState' | 'evolve'>,
   streamName: string,
 ): Promise<{ state: State; version: number }> => {

@@ -4,7 +4,7 @@ import { ForbiddenError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';
 import { apiKeyDecider, oauthClientDecider } from '../credentials/secret-credential.decider.js';
 import { userDecider } from '../credentials/user.decider.js';
-import type { EventStore } from '../eventstore/port.js';
+import type { WholeStreamReader } from '../eventstore/cached-streams.js';
 import type { ExternalEventType } from './external.js';
 
 /**
@@ -52,7 +52,7 @@ export const assertMaySubscribe = (held: readonly Scope[], events: readonly Exte
 
 /** The credential behind an actor, as it stands now: its scopes, or why it holds none any more. */
 const credentialNow = async (
-  eventStore: EventStore,
+  eventStore: WholeStreamReader,
   tenantId: string,
   actor: string,
 ): Promise<{ scopes: readonly Scope[] } | { lost: string }> => {
@@ -83,7 +83,7 @@ const credentialNow = async (
  * null when it may.
  */
 export const ownerLacksScope = async (
-  eventStore: EventStore,
+  eventStore: WholeStreamReader,
   tenantId: string,
   owner: WebhookOwner,
   eventType: ExternalEventType,

@@ -61,7 +61,14 @@ export interface Delivery extends Identity {
 export type DeliveryState = { status: 'absent' } | { status: 'present'; delivery: Delivery };
 
 export type DeliveryCommand =
-  | { type: 'Schedule'; identity: Identity; payload: ExternalEvent; now: Date }
+  | {
+      type: 'Schedule';
+      identity: Identity;
+      payload: ExternalEvent;
+      now: Date;
+      /** The instance that makes the first attempt at once: its claim goes in the same append. */
+      claimedBy?: string;
+    }
   | { type: 'Claim'; now: Date; claimTimeoutMs: number; claimedBy: string }
   | { type: 'RecordOutcome'; outcome: Outcome; now: Date; retryDelaysMs: readonly number[] }
   | { type: 'Release'; reason: string }
@@ -84,11 +91,15 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
     case 'Schedule': {
       // The id is derived from the subscription and the event: a redelivered domain event schedules nothing.
       if (state.status === 'present') return [];
+      const scheduled: DeliveryEvent = {
+        type: 'DeliveryScheduled',
+        data: { ...command.identity, payload: command.payload, dueAt: command.now.toISOString() },
+      };
+      if (command.claimedBy === undefined) return [scheduled];
+      const { deliveryId } = command.identity;
       return [
-        {
-          type: 'DeliveryScheduled',
-          data: { ...command.identity, payload: command.payload, dueAt: command.now.toISOString() },
-        },
+        scheduled,
+        { type: 'DeliveryAttemptClaimed', data: { deliveryId, attempt: 1, claimedBy: command.claimedBy } },
       ];
     }
     case 'Claim': {

@@ -68,7 +68,11 @@ export const keyedLimiter = (overall: number, perKey: number) => {
     }
   };
 
-  const run = <T>(key: string, task: () => Promise<T>): Promise<T> =>
+  /**
+   * Runs the task in a slot of the key's once one is free. The slot is given back when the task settles, or
+   * earlier when the task calls `release`: an attempt done with its receiver, still writing its outcome.
+   */
+  const run = <T>(key: string, task: (release: () => void) => Promise<T>): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       let queue = waiting.get(key);
       if (!queue) {
@@ -78,7 +82,7 @@ export const keyedLimiter = (overall: number, perKey: number) => {
       queue.push(() => {
         const release = occupy(key);
         // A task that throws before its promise exists fails like one that rejects, and frees its slot.
-        new Promise<T>((settle) => settle(task())).then(resolve, reject).finally(release);
+        new Promise<T>((settle) => settle(task(release))).then(resolve, reject).finally(release);
       });
       pump();
     });

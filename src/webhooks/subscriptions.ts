@@ -203,8 +203,14 @@ export const webhookEventTypes: readonly WebhookEvent['type'][] = [
   'WebhookDisableNotified',
 ];
 
-/** Folds the stored stream, with each event's global position, which the creation and disable record. */
-export const foldRecorded = (recorded: readonly RecordedEvent[]): WebhooksState =>
+/**
+ * Folds stored events, with each one's global position, which the creation and disable record: the whole
+ * stream, or the events after those `from` was folded from.
+ */
+export const foldRecorded = (
+  recorded: readonly RecordedEvent[],
+  from: WebhooksState = webhooksDecider.initialState(),
+): WebhooksState =>
   recorded.reduce(
     (state, event) =>
       evolve(state, {
@@ -213,13 +219,37 @@ export const foldRecorded = (recorded: readonly RecordedEvent[]): WebhooksState 
         streamVersion: event.streamVersion,
         position: event.position,
       }),
-    webhooksDecider.initialState(),
+    from,
   );
+
+const active = (state: WebhooksState): WebhookEntry[] =>
+  Object.values(state.entries).filter((entry) => entry.subscription.status === 'active');
 
 /** The active subscriptions as they stood just before `position`: who should receive the event stored there. */
 export const subscriptionsAt = (recorded: readonly RecordedEvent[], position: number): WebhookEntry[] =>
-  Object.values(foldRecorded(recorded.filter((event) => event.position < position)).entries).filter(
-    (entry) => entry.subscription.status === 'active',
-  );
+  active(foldRecorded(recorded.filter((event) => event.position < position)));
+
+/** A tenant's subscriptions stream as the workers keep it: its events, and their fold. */
+export interface SubscriptionsView {
+  recorded: readonly RecordedEvent[];
+  state: WebhooksState;
+}
+
+export const subscriptionsView = {
+  empty: { recorded: [], state: webhooksDecider.initialState() } as SubscriptionsView,
+  extend: (view: SubscriptionsView, newer: readonly RecordedEvent[]): SubscriptionsView => ({
+    recorded: [...view.recorded, ...newer],
+    state: foldRecorded(newer, view.state),
+  }),
+};
+
+/**
+ * subscriptionsAt on a view: nearly always nothing changed after the event, and the fold in hand is the
+ * answer; otherwise the events before it are folded again.
+ */
+export const activeAt = (view: SubscriptionsView, position: number): WebhookEntry[] =>
+  (view.recorded.at(-1)?.position ?? 0) < position
+    ? active(view.state)
+    : subscriptionsAt(view.recorded, position);
 
 export type WebhookEntry = Entry;

@@ -64,6 +64,16 @@ describe('the delivery decider', () => {
       .then([scheduled]);
   });
 
+  it('schedules a delivery and claims its first attempt in one append, for an instance with a slot free', () => {
+    given([])
+      .when({ type: 'Schedule', identity, payload, now: at(0), claimedBy: 'instance:a' })
+      .then([scheduled, claimed(1)]);
+    // A redelivered domain event: neither scheduled nor claimed again.
+    given([scheduled, claimed(1)])
+      .when({ type: 'Schedule', identity, payload, now: at(5), claimedBy: 'instance:b' })
+      .then([]);
+  });
+
   it('schedules nothing for a delivery it already has: a duplicate domain event', () => {
     given([scheduled])
       .when({ type: 'Schedule', identity, payload, now: at(5) })

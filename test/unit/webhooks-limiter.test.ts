@@ -153,4 +153,26 @@ describe('the keyed limiter', () => {
     expect(await thrown.catch((error: Error) => error.message)).to.equal('at once');
     expect(await limiter.run('a', () => Promise.resolve('next'))).to.equal('next');
   });
+
+  it('gives a slot back early when the task releases it, once', async () => {
+    const limiter = keyedLimiter(10, 1);
+    const h = harness();
+    let finish!: () => void;
+    const first = limiter.run('a', async (release) => {
+      release();
+      release();
+      await new Promise<void>((resolve) => (finish = resolve));
+    });
+    void limiter.run('a', h.task('a', 'second'));
+    await tick();
+    // The first task still runs, but its slot went to the second.
+    expect(h.started).to.deep.equal(['second']);
+    void limiter.run('a', h.task('a', 'third'));
+    await tick();
+    expect(h.started).to.deep.equal(['second']);
+    finish();
+    await first;
+    await h.releaseAll();
+    expect(h.started).to.deep.equal(['second', 'third']);
+  });
 });

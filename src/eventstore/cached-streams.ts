@@ -1,0 +1,52 @@
+import type { RecordedEvent } from '../core/events.js';
+import type { EventStore } from './port.js';
+
+/**
+ * What a worker keeps of the small streams it reads on every step (a tenant's webhook subscriptions, a
+ * credential): a view of each, extended with only what was appended since, so that a step costs one read
+ * of nothing new rather than a read, an upcast and a fold of every event. Never stale: each read asks the
+ * store for the events after the last version the view holds. Streams are append-only, so extending is
+ * enough. At most `maxStreams` views are kept; the one read longest ago goes first.
+ */
+export const cachedViews = <View>(
+  eventStore: Pick<EventStore, 'readStream'>,
+  view: { empty: View; extend: (view: View, newer: readonly RecordedEvent[]) => View },
+  { maxStreams = 1000 }: { maxStreams?: number } = {},
+) => {
+  const kept = new Map<string, { version: number; view: View }>();
+
+  return async (streamName: string): Promise<View> => {
+    const before = kept.get(streamName);
+    const newer = await eventStore.readStream(streamName, { fromVersion: (before?.version ?? -1) + 1 });
+    // Another read of the stream may have extended the view while this one waited: extend that one.
+    const current = kept.get(streamName) ?? before ?? { version: -1, view: view.empty };
+    const added = newer.filter((event) => event.streamVersion > current.version);
+    const next =
+      added.length === 0
+        ? current
+        : { version: added.at(-1)!.streamVersion, view: view.extend(current.view, added) };
+    kept.delete(streamName);
+    kept.set(streamName, next);
+    if (kept.size > maxStreams) kept.delete(kept.keys().next().value!);
+    return next.view;
+  };
+};
+
+/** Reads a whole stream, in version order: all that readAggregate needs of a store. */
+export interface WholeStreamReader {
+  readStream(streamName: string): Promise<RecordedEvent[]>;
+}
+
+/** Whole streams through cachedViews, for code that folds a stream itself (readAggregate). */
+export const cachedStreams = (
+  eventStore: Pick<EventStore, 'readStream'>,
+  options?: { maxStreams?: number },
+): WholeStreamReader => {
+  const read = cachedViews<readonly RecordedEvent[]>(
+    eventStore,
+    { empty: [], extend: (held, newer) => [...held, ...newer] },
+    options,
+  );
+  // A copy: callers may filter or sort what they get without touching what is kept.
+  return { readStream: async (streamName) => [...(await read(streamName))] };
+};
