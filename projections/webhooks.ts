@@ -1,10 +1,10 @@
 import { toEnvelope } from '../src/core/command-handler.js';
 import type { Projection } from '../src/readmodels/projection.js';
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
-import type { Delivery, DeliveryEvent, DeliveryState } from '../src/webhooks/delivery.js';
-import { deliveryDecider, deliveryEventTypes } from '../src/webhooks/delivery.js';
-import type { WebhookEvent, WebhookSubscription } from '../src/webhooks/subscriptions.js';
-import { evolveSubscription, webhookEventTypes } from '../src/webhooks/subscriptions.js';
+import type { Delivery, DeliveryEvent, DeliveryState } from '../src/webhooks/delivery.decider.js';
+import { deliveryDecider, deliveryEventTypes } from '../src/webhooks/delivery.decider.js';
+import type { WebhookEvent, WebhookSubscription } from '../src/webhooks/subscription.decider.js';
+import { evolveSubscription, webhookEventTypes } from '../src/webhooks/subscription.decider.js';
 
 /** A tenant's webhook subscriptions for the list endpoint; the sealed secrets stay in the event stream. */
 export const webhooksProjection: Projection<WebhookSubscription> = {

@@ -12,9 +12,9 @@ import { locationDecider } from '../locations/decider.js';
 import { observationDecider } from '../observations/decider.js';
 import { tenantDecider } from '../tenants/decider.js';
 import { visitDecider } from '../visits/decider.js';
-import { deliveryDecider } from '../webhooks/delivery.js';
+import { deliveryDecider } from '../webhooks/delivery.decider.js';
 import { cvJobDecider } from '../cv/decider.js';
-import { foldRecorded } from '../webhooks/subscriptions.js';
+import { foldRecorded } from '../webhooks/subscription.decider.js';
 
 type Fold = (events: readonly RecordedEvent[]) => unknown;
 

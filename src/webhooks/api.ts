@@ -17,7 +17,7 @@ import type { Filter, ReadModelStore } from '../readmodels/port.js';
 import type { TenantPrincipal } from '../auth/principal.js';
 import { CreateWebhookBody, DeliveriesQuery, EnableBody } from './codecs.js';
 import { assertMaySubscribe, type WebhookOwner } from './creator.js';
-import { deliveryDecider } from './delivery.js';
+import { deliveryDecider } from './delivery.decider.js';
 import { mappedDomainEventTypes, toExternal, type ExternalEventType } from './external.js';
 import { seal } from './secret-box.js';
 import { checkReceiverUrl } from './sender.js';
@@ -27,7 +27,7 @@ import {
   webhooksDecider,
   webhooksStream,
   type WebhookSubscription,
-} from './subscriptions.js';
+} from './subscription.decider.js';
 import type { WebhookWorker } from './worker.js';
 
 export interface WebhooksApiDeps {

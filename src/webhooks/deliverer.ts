@@ -21,12 +21,12 @@ import {
   type DeliveryEvent,
   type DeliveryState,
   type Outcome,
-} from './delivery.js';
+} from './delivery.decider.js';
 import { keyedLimiter } from './limiter.js';
 import { open } from './secret-box.js';
 import { AttemptAbortedError, type WebhookSender } from './sender.js';
 import { signatureHeaders } from './signing.js';
-import { entryOf, webhooksDecider, webhooksStream, type SubscriptionsView } from './subscriptions.js';
+import { entryOf, webhooksDecider, webhooksStream, type SubscriptionsView } from './subscription.decider.js';
 
 export interface WebhookSettings {
   retryDelaysMs: readonly number[];

@@ -9,7 +9,7 @@ import type { ConsumerOutcome, EventStore } from '../eventstore/port.js';
 import type { Mailer } from '../mail/mailer.js';
 import { tenantDecider } from '../tenants/decider.js';
 import { tenantStream } from '../tenants/load.js';
-import { entryOf, foldRecorded, webhooksDecider, webhooksStream } from './subscriptions.js';
+import { entryOf, foldRecorded, webhooksDecider, webhooksStream } from './subscription.decider.js';
 
 /** Sends the disable e-mail for each WebhookDisabled event, at least once, across crashes and mail outages. */
 export const notifierGroup = 'webhook-disable-notifier';

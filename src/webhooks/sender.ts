@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import { activeSpan, activeTraceparent, SpanStatusCode } from '../observability/tracing.js';
 import { hostNotAllowed, isForbiddenAddress } from './ssrf.js';
-import type { Outcome } from './delivery.js';
+import type { Outcome } from './delivery.decider.js';
 
 export interface SenderSettings {
   timeoutMs: number;

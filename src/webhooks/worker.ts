@@ -11,7 +11,7 @@ import { mappedDomainEventTypes } from './external.js';
 import { disableNotifier, notifierGroup, notifyRetries } from './notifier.js';
 import { projectorGroup, webhookProjector } from './projector.js';
 import type { WebhookSender } from './sender.js';
-import { subscriptionsView } from './subscriptions.js';
+import { subscriptionsView } from './subscription.decider.js';
 
 export type { DisableReason, WebhookObserver, WebhookSettings } from './deliverer.js';
 export { notifierGroup } from './notifier.js';

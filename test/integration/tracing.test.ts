@@ -10,7 +10,7 @@ import { streamName } from '../../src/core/streams.js';
 import { verifyTenant } from '../../src/audit/verify.js';
 import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
 import { tracingOn, useTracerProvider, type Tracing } from '../../src/observability/tracing.js';
-import { deliveryIdFor } from '../../src/webhooks/delivery.js';
+import { deliveryIdFor } from '../../src/webhooks/delivery.decider.js';
 import { cvTenant } from '../support/cv.js';
 import { testImage } from '../support/images.js';
 import { openApiValidator } from '../support/openapi.js';

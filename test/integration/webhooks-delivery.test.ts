@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { streamName } from '../../src/core/streams.js';
 import { outboxMailer } from '../../src/mail/mailer.js';
 import { deliveriesProjection } from '../../projections/webhooks.js';
-import { deliveryIdFor } from '../../src/webhooks/delivery.js';
+import { deliveryIdFor } from '../../src/webhooks/delivery.decider.js';
 import { toExternal } from '../../src/webhooks/external.js';
 import { webhookSender } from '../../src/webhooks/sender.js';
 import { webhookWorker } from '../../src/webhooks/worker.js';

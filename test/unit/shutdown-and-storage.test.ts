@@ -5,7 +5,7 @@ import type { ConsumerState } from '../../src/core/supervisor.js';
 import { readiness, storeFailures, type HealthSources } from '../../src/http/health.js';
 import { toProblem } from '../../src/http/problem.js';
 import type { ExternalEvent } from '../../src/webhooks/external.js';
-import { deliveryDecider, isDue, type DeliveryEvent } from '../../src/webhooks/delivery.js';
+import { deliveryDecider, isDue, type DeliveryEvent } from '../../src/webhooks/delivery.decider.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 const given = deciderSpec(deliveryDecider);

@@ -9,7 +9,7 @@ import {
   isDue,
   type DeliveryEvent,
   type Outcome,
-} from '../../src/webhooks/delivery.js';
+} from '../../src/webhooks/delivery.decider.js';
 import {
   entryOf,
   foldRecorded,
@@ -17,7 +17,7 @@ import {
   webhooksDecider,
   type WebhookCommand,
   type WebhookEvent,
-} from '../../src/webhooks/subscriptions.js';
+} from '../../src/webhooks/subscription.decider.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 const given = deciderSpec(deliveryDecider);
