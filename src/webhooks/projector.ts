@@ -5,7 +5,12 @@ import { streamName } from '../core/streams.js';
 import { lostRace, systemContextOf } from '../core/system-context.js';
 import type { ConsumerOutcome, EventStore } from '../eventstore/port.js';
 import type { Deliverer } from './deliverer.js';
-import { deliveryDecider, deliveryIdFor, type DeliveryEvent, type DeliveryState } from './delivery.decider.js';
+import {
+  deliveryDecider,
+  deliveryIdFor,
+  type DeliveryEvent,
+  type DeliveryState,
+} from './delivery.decider.js';
 import { toExternal, type ExternalEvent } from './external.js';
 import { activeAt, webhooksStream, type SubscriptionsView } from './subscription.decider.js';
 
