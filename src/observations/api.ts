@@ -16,7 +16,12 @@ import type { CursorCodec } from '../http/cursor.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
-import { CreateObservationBody, ListObservationsQuery, PatchObservationBody } from './codecs.js';
+import {
+  CreateObservationBody,
+  ListObservationsQuery,
+  PatchObservationBody,
+  recordedFields,
+} from './codecs.js';
 import { observationDecider } from './decider.js';
 import { assertReferences } from './references.js';
 import type { Observation, ObservationState } from './observation.js';
@@ -60,14 +65,7 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
         type: 'RecordObservation',
         tenantId,
         observationId,
-        fields: {
-          observedAt: body.observedAt,
-          position: body.position ?? null,
-          locationId: body.locationId ?? null,
-          visitId: body.visitId ?? null,
-          notes: body.notes ?? null,
-          attributes: body.attributes ?? {},
-        },
+        fields: recordedFields(body),
       },
       commandContext(ctx, deps),
     );

@@ -13,6 +13,7 @@ import {
   strictObject,
 } from '../http/codec.js';
 import type { BoundingBox } from '../readmodels/port.js';
+import type { ObservationFields } from './observation.js';
 
 const nullable = <A>(codec: t.Type<A, A, unknown>) => t.union([codec, t.null]);
 
@@ -41,6 +42,21 @@ export const PatchObservationBody = strictObject(
   {},
   { observedAt: DateTimeString, ...optionalFields },
 );
+
+/** What a creation records for a field the body leaves out; the type makes a new field name its own. */
+const absentFields = {
+  position: null,
+  locationId: null,
+  visitId: null,
+  notes: null,
+  attributes: {},
+} satisfies Omit<ObservationFields, 'observedAt'>;
+
+/** The fields a creation records: the body's, and the defaults for those it leaves out. */
+export const recordedFields = (body: t.TypeOf<typeof CreateObservationBody>): ObservationFields => ({
+  ...absentFields,
+  ...body,
+});
 
 export const parseBbox = (s: string): BoundingBox | undefined => {
   const parts = s.split(',');
