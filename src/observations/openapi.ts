@@ -50,18 +50,23 @@ const bodyFields: Record<string, Schema> = {
   ),
 };
 
+/** An observation's own fields as stored and sent: the resource's, and the data of its webhook events. */
+export const observationFieldSchemas: Record<string, Schema> = {
+  observedAt: dateTime(),
+  position: nullable(ref('GeoPosition')),
+  locationId: nullable(fields.resourceId),
+  visitId: nullable(fields.resourceId),
+  notes: nullable(string({ maxLength: 10_000 })),
+  attributes: freeObject('Free-form'),
+};
+
 export const observationSchemas: Record<string, Schema> = {
   GeoPosition: geoPosition,
   Observation: object(
     {
       id: fields.id('o'),
       tenantId: fields.tenantId,
-      observedAt: dateTime(),
-      position: nullable(ref('GeoPosition')),
-      locationId: nullable(fields.resourceId),
-      visitId: nullable(fields.resourceId),
-      notes: nullable(string({ maxLength: 10_000 })),
-      attributes: freeObject('Free-form'),
+      ...observationFieldSchemas,
       media: arrayOf(ref('Media'), { description: 'In the order they were added' }),
       createdAt: dateTime(),
       updatedAt: dateTime(),

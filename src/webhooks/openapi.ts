@@ -8,7 +8,6 @@ import {
   boolean,
   dateTime,
   enumOf,
-  freeObject,
   integer,
   nullable,
   object,
@@ -17,6 +16,7 @@ import {
   type Schema,
 } from '../openapi/schema.js';
 import { pagingQuery } from '../openapi/resource.js';
+import { observationFieldSchemas } from '../observations/openapi.js';
 
 /** Webhook subscriptions and their deliveries, and what receivers get (the document's `webhooks`). */
 
@@ -37,26 +37,17 @@ const subscription = {
   createdAt: dateTime(),
 };
 
-const observationFields = {
-  observedAt: dateTime(),
-  position: nullable(ref('GeoPosition')),
-  locationId: nullable(fields.resourceId),
-  visitId: nullable(fields.resourceId),
-  notes: nullable(string({ maxLength: 10_000 })),
-  attributes: freeObject('Free-form'),
-};
-
 /** `data` of each external event type (src/webhooks/external.ts). */
 const eventData: Record<ExternalEventType, Schema> = {
   'observation.created': object(
-    { observationId: fields.id('o'), ...observationFields, version: fields.version },
+    { observationId: fields.id('o'), ...observationFieldSchemas, version: fields.version },
     {},
     { description: 'The observation as recorded' },
   ),
   'observation.updated': object(
     {
       observationId: fields.id('o'),
-      changes: object({}, observationFields, {
+      changes: object({}, observationFieldSchemas, {
         description: 'The new value of every field that changed (`attributes` whole, after the merge)',
       }),
       version: fields.version,
