@@ -2010,6 +2010,7 @@ export interface components {
     /** @description The credential lacks the scope (`requiredScope` names it), or the platform key was used on tenant data */
     Forbidden: {
       headers: {
+        'WWW-Authenticate': components['headers']['WWW-Authenticate'];
         [name: string]: unknown;
       };
       content: {
@@ -2121,7 +2122,7 @@ export interface components {
     'X-Position': string;
     /** @description Seconds to wait before retrying */
     'Retry-After': string;
-    /** @description The schemes the route takes: `Bearer realm="observation-service"…, ApiKey realm=…` */
+    /** @description On 401, the schemes the route takes: `Bearer realm="observation-service"…, ApiKey realm=…`. On a 403 for a missing scope (RFC 6750 §3.1): `Bearer realm="observation-service", error="insufficient_scope", scope="<the scope>"` */
     'WWW-Authenticate': string;
   };
   pathItems: never;

@@ -172,6 +172,14 @@ export class ForbiddenError extends DomainError {
   override get extensions() {
     return this.requiredScope ? { requiredScope: this.requiredScope } : {};
   }
+  /** RFC 6750 §3.1: a missing scope is `insufficient_scope`, naming the scope the request needs. */
+  override get headers(): Record<string, string> {
+    return this.requiredScope
+      ? {
+          'WWW-Authenticate': `Bearer realm="observation-service", error="insufficient_scope", scope="${this.requiredScope}"`,
+        }
+      : {};
+  }
 }
 
 export class TooManyRequestsError extends DomainError {

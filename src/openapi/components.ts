@@ -91,7 +91,8 @@ export const headers = {
   },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: string({ pattern: '^\\d+$' }) },
   'WWW-Authenticate': {
-    description: 'The schemes the route takes: `Bearer realm="observation-service"…, ApiKey realm=…`',
+    description:
+      'On 401, the schemes the route takes: `Bearer realm="observation-service"…, ApiKey realm=…`. On a 403 for a missing scope (RFC 6750 §3.1): `Bearer realm="observation-service", error="insufficient_scope", scope="<the scope>"`',
     schema: string(),
   },
 } satisfies Record<string, { description: string; schema: Schema }>;
@@ -170,6 +171,7 @@ const problemContent = { 'application/problem+json': { schema: ref('Problem') } 
 
 const problemHeaders: Partial<Record<ProblemStatus, Record<string, unknown>>> = {
   '401': { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
+  '403': { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
   '409': { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
   '429': { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
   '503': { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },

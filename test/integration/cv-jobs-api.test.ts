@@ -264,6 +264,10 @@ describe('CV jobs over HTTP', () => {
       });
       expect(response.status).to.equal(403);
       expect(response.body.requiredScope).to.equal('cv:write');
+      // RFC 6750 §3.1, for clients that read the scope from the header.
+      expect(response.headers.get('www-authenticate')).to.equal(
+        'Bearer realm="observation-service", error="insufficient_scope", scope="cv:write"',
+      );
     });
   });
 
