@@ -1,4 +1,4 @@
-import type { EventStore } from '../eventstore/port.js';
+import type { EventStore, WholeStreamReader } from '../eventstore/port.js';
 import type { Decider, DomainEvent, Envelope } from './decider.js';
 import { fold } from './decider.js';
 import { PreconditionFailedError, VersionConflictError } from './errors.js';
@@ -167,10 +167,10 @@ const decideAndAppend = async <State, Command, Event extends DomainEvent>(
 
 /** An aggregate's current state and version, folded from its stream. */
 export const readAggregate = async <State, Event extends DomainEvent>(
-  eventStore: { readStream(streamName: string): Promise<RecordedEvent[]> },
+  eventStore: WholeStreamReader,
   decider: Pick<Decider<State, never, Event>, 'initialState' | 'evolve'>,
   streamName: string,
-): Promise<{ state: State; version: number }> => {
+): Promise<KnownState<State>> => {
   const recorded = await eventStore.readStream(streamName);
   return {
     state: fold(decider, recorded.map(toEnvelope<Event>)),

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../core/events.js';
-import type { EventStore } from './port.js';
+import type { EventStore, WholeStreamReader } from './port.js';
 
 /**
  * What a worker keeps of the small streams it reads on every step (a tenant's webhook subscriptions, a
@@ -31,11 +31,6 @@ export const cachedViews = <View>(
     return next.view;
   };
 };
-
-/** Reads a whole stream, in version order: all that readAggregate needs of a store. */
-export interface WholeStreamReader {
-  readStream(streamName: string): Promise<RecordedEvent[]>;
-}
 
 /** Whole streams through cachedViews, for code that folds a stream itself (readAggregate). */
 export const cachedStreams = (

@@ -98,6 +98,11 @@ export interface Lease {
   expiresAt: Date;
 }
 
+/** Reads a whole stream, in version order: all that folding an aggregate needs of a store. */
+export interface WholeStreamReader {
+  readStream(streamName: string): Promise<RecordedEvent[]>;
+}
+
 export interface EventStore {
   readonly kind: 'sqlite' | 'eventstoredb';
   /**

@@ -4,7 +4,7 @@ import { ForbiddenError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';
 import { apiKeyDecider, oauthClientDecider } from '../credentials/secret-credential.decider.js';
 import { userDecider } from '../credentials/user.decider.js';
-import type { WholeStreamReader } from '../eventstore/cached-streams.js';
+import type { WholeStreamReader } from '../eventstore/port.js';
 import type { ExternalEventType } from './external.js';
 
 /**

@@ -9,7 +9,13 @@ import type { ConsumerOutcome, EventStore } from '../eventstore/port.js';
 import type { Mailer } from '../mail/mailer.js';
 import { tenantDecider } from '../tenants/decider.js';
 import { tenantStream } from '../tenants/load.js';
-import { entryOf, foldRecorded, webhooksDecider, webhooksStream } from './subscription.decider.js';
+import {
+  entryOf,
+  foldRecorded,
+  webhooksDecider,
+  webhooksStream,
+  type SubscriptionsView,
+} from './subscription.decider.js';
 
 /** Sends the disable e-mail for each WebhookDisabled event, at least once, across crashes and mail outages. */
 export const notifierGroup = 'webhook-disable-notifier';
@@ -21,6 +27,8 @@ const webhooksContext = systemContextOf('system:webhooks');
 
 export interface NotifierDeps {
   eventStore: EventStore;
+  /** The tenants' subscriptions, read incrementally (the worker's one view, see worker.ts). */
+  subscriptions: (stream: string) => Promise<SubscriptionsView>;
   mailer: Mailer;
   clock: Clock;
   logger: Logger;
@@ -67,7 +75,7 @@ export const disableNotifier = (deps: NotifierDeps) => {
   ): Promise<ConsumerOutcome> => {
     const { webhookId, reason } = event.data as { webhookId: string; reason: string };
     const tenantId = event.metadata.tenantId;
-    const recorded = await eventStore.readStream(webhooksStream(tenantId));
+    const { recorded } = await deps.subscriptions(webhooksStream(tenantId));
     const alreadySent = recorded.some(
       (later) =>
         later.streamVersion > event.streamVersion &&

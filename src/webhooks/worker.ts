@@ -45,7 +45,7 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
   const subscriptions = cachedViews(eventStore, subscriptionsView);
   const delivering = deliverer({ ...deps, subscriptions });
   const projector = webhookProjector({ eventStore, clock: deps.clock, deliverer: delivering, subscriptions });
-  const notify = disableNotifier(deps);
+  const notify = disableNotifier({ ...deps, subscriptions });
   let consumers: Supervised[] = [];
   /** Aborts the notifier's wait between retries, so stopping never waits for a back-off. New per start. */
   let stopping = new AbortController();
