@@ -58,6 +58,8 @@ export interface Config {
     retryDelaysMs: number[];
     allowPrivateNetworks: boolean;
     allowHttp: boolean;
+    /** Loopback receivers (over http too): WEBHOOK_ALLOW_LOOPBACK, else true outside production. */
+    allowLoopback: boolean;
     maxSubscriptions: number;
     /** Seals subscription secrets in events; generated into DATA_DIR/secrets.json in development. */
     secretKey: string | null;
@@ -230,6 +232,7 @@ export const loadConfig = (env: Environment = process.env): Config => {
       retryDelaysMs: readSetting(env, S.WEBHOOK_RETRY_SCHEDULE),
       allowPrivateNetworks: readSetting(env, S.WEBHOOK_ALLOW_PRIVATE_NETWORKS),
       allowHttp: readSetting(env, S.WEBHOOK_ALLOW_HTTP),
+      allowLoopback: readOptionalSetting(env, S.WEBHOOK_ALLOW_LOOPBACK) ?? !production,
       maxSubscriptions: readSetting(env, S.WEBHOOK_MAX_SUBSCRIPTIONS),
       secretKey: readOptionalSetting(env, S.WEBHOOK_SECRET_KEY),
       concurrency: readSetting(env, S.WEBHOOK_CONCURRENCY),

@@ -342,6 +342,14 @@ export const settings = {
     description: 'allow subscription URLs on loopback, private and other non-public addresses (development)',
     parse: flag,
   }),
+  WEBHOOK_ALLOW_LOOPBACK: declare('WEBHOOK_ALLOW_LOOPBACK')({
+    default: null,
+    defaultShown: '`true`, but `false` with NODE_ENV=production',
+    expected: 'true or false',
+    description:
+      'allow subscription URLs on loopback (127.0.0.0/8, ::1, `localhost`), over `http` too: a receiver on the same machine, for development',
+    parse: flag,
+  }),
   WEBHOOK_ALLOW_HTTP: declare('WEBHOOK_ALLOW_HTTP')({
     default: 'false',
     expected: 'true or false',

@@ -880,6 +880,50 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/tenants/{tenantId}/webhooks/{id}/secret/rotate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate the secret
+     * @description Replaces the secret with a new one, generated unless given, shown in this answer only. For 24 hours the previous secret signs too: `webhook-signature` then carries both signatures, so receivers can switch without losing a delivery. `X-Service-Signature` uses the new secret at once. The body is optional.
+     *
+     *     Needs the scope `webhooks:manage`.
+     */
+    post: operations['rotateWebhookSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenantId}/webhooks/{id}/test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a test event
+     * @description Sends a signed example event of the chosen type (the first the subscription lists by default) to the receiver at once, and answers with the attempt's outcome, whatever the receiver answered. The event's id starts `evt_test_` and its data name no real resource; it has the shape of a real delivery of its type. The attempt is in the delivery log. It is never retried, does not count towards disabling the subscription, and is sent to a disabled subscription too. The body is optional.
+     *
+     *     Needs the scope `webhooks:manage`.
+     */
+    post: operations['sendWebhookTest'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/tenants/{tenantId}/webhooks/{id}/deliveries': {
     parameters: {
       query?: never;
@@ -1593,7 +1637,7 @@ export interface components {
         };
       };
     };
-    /** @description A webhook subscription; its secret is never returned */
+    /** @description A webhook subscription; its secret is returned only when it is created or rotated */
     WebhookSubscription: {
       id: string;
       /** @example t_01m7xr44nde6cpe35md841agpz */
@@ -1615,6 +1659,81 @@ export interface components {
       disabledAt: string | null;
       /** Format: date-time */
       createdAt: string;
+    };
+    /** @description The new subscription, with its secret: the only answer that holds it */
+    CreatedWebhookSubscription: {
+      id: string;
+      /** @example t_01m7xr44nde6cpe35md841agpz */
+      tenantId: string;
+      /** Format: uri */
+      url: string;
+      /** @description A non-empty list of distinct event types */
+      events: (
+        | 'observation.created'
+        | 'observation.updated'
+        | 'cv.job.completed'
+        | 'cv.job.failed'
+        | 'visit.submitted'
+      )[];
+      /** @enum {string} */
+      status: 'active' | 'disabled';
+      disabledReason: string | null;
+      /** Format: date-time */
+      disabledAt: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** @description The secret in the Standard Webhooks form, as their libraries take it: `new Webhook(secret)`. Keep it: it is never shown again */
+      secret: string;
+    };
+    /** @description The subscription with its new secret, shown in this answer only */
+    RotatedWebhookSubscription: {
+      id: string;
+      /** @example t_01m7xr44nde6cpe35md841agpz */
+      tenantId: string;
+      /** Format: uri */
+      url: string;
+      /** @description A non-empty list of distinct event types */
+      events: (
+        | 'observation.created'
+        | 'observation.updated'
+        | 'cv.job.completed'
+        | 'cv.job.failed'
+        | 'visit.submitted'
+      )[];
+      /** @enum {string} */
+      status: 'active' | 'disabled';
+      disabledReason: string | null;
+      /** Format: date-time */
+      disabledAt: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** @description The secret in the Standard Webhooks form, as their libraries take it: `new Webhook(secret)`. Keep it: it is never shown again */
+      secret: string;
+      /**
+       * Format: date-time
+       * @description Until then the previous secret signs too, as a second signature in `webhook-signature`
+       */
+      previousSecretExpiresAt: string;
+    };
+    /** @description The outcome of the one attempt of a test event */
+    WebhookTestResult: {
+      deliveryId: string;
+      eventId: string;
+      /** @enum {string} */
+      eventType:
+        | 'observation.created'
+        | 'observation.updated'
+        | 'cv.job.completed'
+        | 'cv.job.failed'
+        | 'visit.submitted';
+      /** @description The receiver answered 2xx */
+      ok: boolean;
+      /** @description null when nothing answered */
+      statusCode: number | null;
+      durationMs: number;
+      error: string | null;
+      /** @description The first 1024 bytes of the receiver's answer, as text; null when nothing answered */
+      responseBody: string | null;
     };
     /** @description The subscription, active again */
     EnabledWebhookSubscription: {
@@ -1665,6 +1784,8 @@ export interface components {
       claimedAt: string | null;
       /** @description A redelivery: one attempt that neither retries nor disables */
       manual: boolean;
+      /** @description A test event (`POST …/test`), which is manual too */
+      test: boolean;
       /** Format: date-time */
       updatedAt: string;
     };
@@ -1691,6 +1812,8 @@ export interface components {
       error: string | null;
       /** Format: date-time */
       nextAttemptAt: string | null;
+      /** @description The first 1024 bytes of the receiver's answer, as text; absent when nothing answered, and on attempts recorded before it was kept */
+      responseBody?: string;
     };
     /** @description The envelope of `observation.created` */
     ObservationCreatedEvent: {
@@ -1979,12 +2102,28 @@ export interface components {
         | 'cv.job.failed'
         | 'visit.submitted'
       )[];
-      /** @description Signs every delivery; never returned */
-      secret: string;
+      /**
+       * @description Optional: the service generates one when it is left out (recommended). Either the Standard Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain secret of 16 to 256 characters (the key is its UTF-8 bytes). The answer shows it once, in the standard form.
+       * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+       */
+      secret?: string;
     };
     EnableWebhookRequest: {
       /** @default false */
       replayMissed?: boolean;
+    };
+    RotateWebhookSecretRequest: {
+      /** @description As at creation; generated when left out */
+      secret?: string;
+    };
+    WebhookTestRequest: {
+      /** @enum {string} */
+      type?:
+        | 'observation.created'
+        | 'observation.updated'
+        | 'cv.job.completed'
+        | 'cv.job.failed'
+        | 'visit.submitted';
     };
   };
   responses: {
@@ -4516,7 +4655,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Subscribed */
+      /** @description Subscribed; the only answer with the secret */
       201: {
         headers: {
           Location: components['headers']['Location'];
@@ -4525,7 +4664,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['WebhookSubscription'];
+          'application/json': components['schemas']['CreatedWebhookSubscription'];
         };
       };
       400: components['responses']['BadRequest'];
@@ -4643,6 +4782,92 @@ export interface operations {
       default: components['responses']['UnexpectedError'];
     };
   };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the POST safe to retry: the first answer (except 5xx, 408 and 429) is kept for 24 hours, sealed, and replayed, with `Idempotency-Replayed: true`, to the same credential with the same scopes sending the same key to the same route with the same parameters and body, once the route has admitted it (a credential that may not call the route gets its 401 or 403). 1 to 255 printable ASCII characters. */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /** @description The tenant's id; a credential may only name its own tenant */
+        tenantId: components['parameters']['TenantId'];
+        /** @description The subscription's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['RotateWebhookSecretRequest'];
+      };
+    };
+    responses: {
+      /** @description Rotated */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Position': components['headers']['X-Position'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RotatedWebhookSubscription'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['Unprocessable'];
+      429: components['responses']['TooManyRequests'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  sendWebhookTest: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the POST safe to retry: the first answer (except 5xx, 408 and 429) is kept for 24 hours, sealed, and replayed, with `Idempotency-Replayed: true`, to the same credential with the same scopes sending the same key to the same route with the same parameters and body, once the route has admitted it (a credential that may not call the route gets its 401 or 403). 1 to 255 printable ASCII characters. */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /** @description The tenant's id; a credential may only name its own tenant */
+        tenantId: components['parameters']['TenantId'];
+        /** @description The subscription's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': components['schemas']['WebhookTestRequest'];
+      };
+    };
+    responses: {
+      /** @description The attempt's outcome */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookTestResult'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['Unprocessable'];
+      429: components['responses']['TooManyRequests'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
   listDeliveryAttempts: {
     parameters: {
       query?: {
@@ -4733,13 +4958,13 @@ export interface operations {
     parameters: {
       query?: never;
       header: {
-        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the subscription secret */
+        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the secret's key: the decoded bytes of a `whsec_` secret, the UTF-8 bytes of a plain one */
         'X-Service-Signature': string;
         /** @description Standard Webhooks: the envelope id */
         'webhook-id': string;
         /** @description Standard Webhooks: Unix seconds; refuse one more than a few minutes from your clock */
         'webhook-timestamp': string;
-        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` */
+        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`; for 24 hours after a rotation, a second signature with the previous secret follows, after a space */
         'webhook-signature': string;
       };
       path?: never;
@@ -4771,13 +4996,13 @@ export interface operations {
     parameters: {
       query?: never;
       header: {
-        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the subscription secret */
+        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the secret's key: the decoded bytes of a `whsec_` secret, the UTF-8 bytes of a plain one */
         'X-Service-Signature': string;
         /** @description Standard Webhooks: the envelope id */
         'webhook-id': string;
         /** @description Standard Webhooks: Unix seconds; refuse one more than a few minutes from your clock */
         'webhook-timestamp': string;
-        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` */
+        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`; for 24 hours after a rotation, a second signature with the previous secret follows, after a space */
         'webhook-signature': string;
       };
       path?: never;
@@ -4809,13 +5034,13 @@ export interface operations {
     parameters: {
       query?: never;
       header: {
-        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the subscription secret */
+        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the secret's key: the decoded bytes of a `whsec_` secret, the UTF-8 bytes of a plain one */
         'X-Service-Signature': string;
         /** @description Standard Webhooks: the envelope id */
         'webhook-id': string;
         /** @description Standard Webhooks: Unix seconds; refuse one more than a few minutes from your clock */
         'webhook-timestamp': string;
-        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` */
+        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`; for 24 hours after a rotation, a second signature with the previous secret follows, after a space */
         'webhook-signature': string;
       };
       path?: never;
@@ -4847,13 +5072,13 @@ export interface operations {
     parameters: {
       query?: never;
       header: {
-        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the subscription secret */
+        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the secret's key: the decoded bytes of a `whsec_` secret, the UTF-8 bytes of a plain one */
         'X-Service-Signature': string;
         /** @description Standard Webhooks: the envelope id */
         'webhook-id': string;
         /** @description Standard Webhooks: Unix seconds; refuse one more than a few minutes from your clock */
         'webhook-timestamp': string;
-        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` */
+        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`; for 24 hours after a rotation, a second signature with the previous secret follows, after a space */
         'webhook-signature': string;
       };
       path?: never;
@@ -4885,13 +5110,13 @@ export interface operations {
     parameters: {
       query?: never;
       header: {
-        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the subscription secret */
+        /** @description Lower-case hex HMAC-SHA256 of the raw body, keyed with the secret's key: the decoded bytes of a `whsec_` secret, the UTF-8 bytes of a plain one */
         'X-Service-Signature': string;
         /** @description Standard Webhooks: the envelope id */
         'webhook-id': string;
         /** @description Standard Webhooks: Unix seconds; refuse one more than a few minutes from your clock */
         'webhook-timestamp': string;
-        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` */
+        /** @description Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`; for 24 hours after a rotation, a second signature with the previous secret follows, after a space */
         'webhook-signature': string;
       };
       path?: never;

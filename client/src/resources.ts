@@ -22,12 +22,17 @@ import type {
   CreateUserInput,
   CreateVisitInput,
   CreateWebhookInput,
+  CreatedWebhook,
   CvJob,
   CvModel,
   Delivery,
   DeliveryAttempt,
   EnabledWebhook,
   EnableWebhookInput,
+  RotatedWebhook,
+  RotateWebhookSecretInput,
+  WebhookTestInput,
+  WebhookTestResult,
   EventHistoryParams,
   Health,
   HistoryEvent,
@@ -379,7 +384,7 @@ export class Visits extends TenantCollection<Visit, CreateVisitInput, Visit, Lis
 export class Webhooks extends TenantCollection<
   WebhookSubscription,
   CreateWebhookInput,
-  WebhookSubscription,
+  CreatedWebhook,
   PageParams
 > {
   constructor(http: Transport) {
@@ -398,6 +403,37 @@ export class Webhooks extends TenantCollection<
     return this.http.json({
       method: 'POST',
       path: `${this.path(tenantId, id)}/enable`,
+      json: input,
+      ...withOptions(options),
+    });
+  }
+  /**
+   * A new secret, generated unless given, shown in this answer only; the previous one signs too for 24 h
+   * (`previousSecretExpiresAt`).
+   */
+  rotateSecret(
+    tenantId: string,
+    id: string,
+    input: RotateWebhookSecretInput = {},
+    options?: PostOptions,
+  ): Promise<RotatedWebhook> {
+    return this.http.json({
+      method: 'POST',
+      path: `${this.path(tenantId, id)}/secret/rotate`,
+      json: input,
+      ...withOptions(options),
+    });
+  }
+  /** Sends a signed example event of a type to the receiver now, and answers with the attempt's outcome. */
+  test(
+    tenantId: string,
+    id: string,
+    input: WebhookTestInput = {},
+    options?: PostOptions,
+  ): Promise<WebhookTestResult> {
+    return this.http.json({
+      method: 'POST',
+      path: `${this.path(tenantId, id)}/test`,
       json: input,
       ...withOptions(options),
     });

@@ -161,6 +161,12 @@ export type CreateWebhookInput = Schemas['CreateWebhookRequest'];
 export type EnableWebhookInput = Schemas['EnableWebhookRequest'];
 /** The answer to enabling a subscription: `replayed` counts the deliveries scheduled for what it missed. */
 export type EnabledWebhook = Schemas['EnabledWebhookSubscription'];
+/** The answer to creating a subscription: the only one with its secret (`whsec_…`). */
+export type CreatedWebhook = Schemas['CreatedWebhookSubscription'];
+export type RotatedWebhook = Schemas['RotatedWebhookSubscription'];
+export type RotateWebhookSecretInput = Schemas['RotateWebhookSecretRequest'];
+export type WebhookTestInput = Schemas['WebhookTestRequest'];
+export type WebhookTestResult = Schemas['WebhookTestResult'];
 /** One attempt of one delivery, from `GET .../webhooks/{id}/deliveries` (newest first). */
 export type DeliveryAttempt = Schemas['DeliveryAttempt'];
 export type ListDeliveriesParams = Query<'listDeliveryAttempts'>;

@@ -15,6 +15,13 @@ const bytesOf = (raw: RawBody): Buffer =>
     ? Buffer.from(raw, 'utf8')
     : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
 
+/**
+ * The HMAC key of a subscription secret: the base64-decoded rest of a `whsec_` secret (the Standard
+ * Webhooks form, which the API shows), or the UTF-8 bytes of a plain one chosen at creation.
+ */
+export const webhookSigningKey = (secret: string): Buffer =>
+  secret.startsWith('whsec_') ? Buffer.from(secret.slice(6), 'base64') : Buffer.from(secret, 'utf8');
+
 const sameBytes = (a: Buffer, b: Buffer): boolean => a.length === b.length && timingSafeEqual(a, b);
 
 const headerOf = (headers: WebhookHeaders, name: string): string | undefined => {
@@ -27,7 +34,8 @@ const headerOf = (headers: WebhookHeaders, name: string): string | undefined => 
 
 /**
  * Checks `X-Service-Signature`: the lowercase hex HMAC-SHA256 of the raw body, keyed with the subscription
- * secret. Pass the header's value as received (a missing or malformed one is simply not valid).
+ * secret's key (`webhookSigningKey`). Pass the header's value as received (a missing or malformed one is
+ * simply not valid).
  */
 export const verifyWebhookSignature = (
   rawBody: RawBody,
@@ -35,7 +43,7 @@ export const verifyWebhookSignature = (
   secret: string,
 ): boolean => {
   const value = (Array.isArray(header) ? header[0] : header)?.trim().toLowerCase() ?? '';
-  const expected = createHmac('sha256', secret).update(bytesOf(rawBody)).digest();
+  const expected = createHmac('sha256', webhookSigningKey(secret)).update(bytesOf(rawBody)).digest();
   const given = /^[0-9a-f]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.alloc(0);
   return sameBytes(given, expected);
 };
@@ -57,8 +65,8 @@ export type StandardWebhookCheck =
 /**
  * Checks the Standard Webhooks headers (https://www.standardwebhooks.com/) and says why a delivery fails:
  * `webhook-signature` holds one or more space-separated `v1,<base64>` signatures, each the HMAC-SHA256 of
- * `<webhook-id>.<webhook-timestamp>.<raw body>` keyed with the secret's UTF-8 bytes (this service signs
- * with the secret as given, not a base64-decoded `whsec_` key); one matching is enough. A timestamp
+ * `<webhook-id>.<webhook-timestamp>.<raw body>` keyed with the secret's key (`webhookSigningKey`: the
+ * decoded bytes of a `whsec_` secret, as the standard says); one matching is enough. A timestamp
  * further than `toleranceSeconds` from now is refused, so a captured delivery cannot be replayed later.
  */
 export const checkStandardWebhook = (
@@ -77,7 +85,7 @@ export const checkStandardWebhook = (
   if (Math.abs(nowSeconds - timestamp) > toleranceSeconds) {
     return { ok: false, reason: 'timestamp-out-of-tolerance' };
   }
-  const expected = createHmac('sha256', Buffer.from(secret, 'utf8'))
+  const expected = createHmac('sha256', webhookSigningKey(secret))
     .update(`${id}.${timestampText.trim()}.`)
     .update(bytesOf(rawBody))
     .digest();

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { deliveryAttemptsProjection, webhooksProjection } from '../../projections/webhooks.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
-import { NotFoundError, ValidationError } from '../core/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
@@ -15,11 +15,13 @@ import { ListParams, listPage, sendPage } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import type { Filter, ReadModelStore } from '../readmodels/port.js';
 import type { TenantPrincipal } from '../auth/principal.js';
-import { CreateWebhookBody, DeliveriesQuery, EnableBody } from './codecs.js';
+import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
 import { assertMaySubscribe, type WebhookOwner } from './creator.js';
 import { deliveryDecider } from './delivery.decider.js';
 import { mappedDomainEventTypes, toExternal, type ExternalEventType } from './external.js';
+import { exampleEvent } from './examples.js';
 import { seal } from './secret-box.js';
+import { generateSecret, standardForm } from './secrets.js';
 import { checkReceiverUrl } from './sender.js';
 import {
   entryOf,
@@ -41,6 +43,7 @@ export interface WebhooksApiDeps {
   worker: WebhookWorker;
   webhooks: {
     allowHttp: boolean;
+    allowLoopback: boolean;
     allowPrivateNetworks: boolean;
     maxSubscriptions: number;
     secretKey: string;
@@ -58,6 +61,9 @@ const ownerOf = (ctx: Context): WebhookOwner => {
   const principal = ctx.state.principal as TenantPrincipal;
   return { actor: principal.actor, scopes: [...principal.scopes] };
 };
+
+/** How long the secret a rotation replaces keeps signing beside the new one. */
+export const rotationGraceMs = 24 * 60 * 60 * 1000;
 
 const subscriptionOf = (subscription: WebhookSubscription | undefined): WebhookSubscription => {
   if (!subscription) throw new NotFoundError('No such webhook subscription');
@@ -79,6 +85,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     const urlProblem = await checkReceiverUrl(body.url, deps.webhooks);
     if (urlProblem) throw new ValidationError([{ path: 'url', message: urlProblem }]);
     const webhookId = deps.ids('w');
+    const secret = body.secret ?? generateSecret();
     const result = await handleCommand(
       deps.eventStore,
       webhooksDecider,
@@ -88,14 +95,47 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
         webhookId,
         url: body.url,
         events,
-        sealedSecret: seal(body.secret, deps.webhooks.secretKey),
+        sealedSecret: seal(secret, deps.webhooks.secretKey),
         max: deps.webhooks.maxSubscriptions,
         owner: ownerOf(ctx),
       },
       commandContext(ctx, deps),
     );
     ctx.set('Location', `/v1/tenants/${tenantOf(ctx)}/webhooks/${webhookId}`);
-    sendResource(ctx, 201, subscriptionOf(entryOf(result.state, webhookId)?.subscription), result);
+    // The only answer that holds the secret, in the form the Standard Webhooks libraries take.
+    const subscription = subscriptionOf(entryOf(result.state, webhookId)?.subscription);
+    sendResource(ctx, 201, { ...subscription, secret: standardForm(secret) }, result);
+  });
+
+  router.post('/:id/secret/rotate', manage, async (ctx) => {
+    const body = hasBody(ctx)
+      ? decodeOrThrow(RotateSecretBody, await readJsonBody(ctx, { limit: deps.bodyLimit }))
+      : {};
+    const webhookId = pathParam(ctx, 'id');
+    const secret = body.secret ?? generateSecret();
+    const result = await handleCommand(
+      deps.eventStore,
+      webhooksDecider,
+      webhooksStream(tenantOf(ctx)),
+      {
+        type: 'RotateSecret',
+        webhookId,
+        sealedSecret: seal(secret, deps.webhooks.secretKey),
+        previousSecretExpiresAt: new Date(deps.clock().getTime() + rotationGraceMs),
+      },
+      commandContext(ctx, deps),
+    );
+    const entry = entryOf(result.state, webhookId);
+    sendResource(
+      ctx,
+      200,
+      {
+        ...subscriptionOf(entry?.subscription),
+        secret: standardForm(secret),
+        previousSecretExpiresAt: entry?.previousSecretExpiresAt ?? null,
+      },
+      result,
+    );
   });
 
   router.get('/', manage, async (ctx) => {
@@ -201,6 +241,28 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     if (state.status === 'absent' || state.delivery.webhookId !== webhookId) return false;
     return deps.worker.resume(tenantOf(ctx), deliveryId);
   };
+
+  router.post('/:id/test', manage, async (ctx) => {
+    const body = hasBody(ctx)
+      ? decodeOrThrow(TestEventBody, await readJsonBody(ctx, { limit: deps.bodyLimit }))
+      : {};
+    const webhookId = pathParam(ctx, 'id');
+    const subscription = subscriptionOf(entryOf(await stored(ctx), webhookId)?.subscription);
+    const type = (body.type as ExternalEventType | undefined) ?? subscription.events[0]!;
+    const payload = exampleEvent(type, tenantOf(ctx), deps.clock());
+    const { deliveryId, outcome } = await deps.worker.test(tenantOf(ctx), webhookId, payload);
+    if (!outcome)
+      throw new ConflictError(
+        'The test event was not sent: the subscription was deleted or disabled meanwhile',
+      );
+    ctx.body = {
+      deliveryId,
+      eventId: payload.id,
+      eventType: type,
+      ...outcome,
+      responseBody: outcome.responseBody ?? null,
+    };
+  });
 
   router.get('/:id/deliveries', manage, async (ctx) => {
     const params = decodeOrThrow(DeliveriesQuery, ctx.query);

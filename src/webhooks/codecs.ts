@@ -2,6 +2,7 @@ import * as t from 'io-ts';
 import { boundedString, paramOf, refined, strictObject } from '../http/codec.js';
 import { pageParams } from '../http/paging.js';
 import { externalEventTypes } from './external.js';
+import { secretProblem } from './secrets.js';
 
 /**
  * The request bodies and query strings of the webhook routes (src/webhooks/api.ts), described in
@@ -45,11 +46,27 @@ const EventTypeList = new t.Type<string[], string[], unknown>(
   t.identity,
 );
 
-export const CreateWebhookBody = strictObject('a webhook subscription', {
-  url: boundedString(1, 2048),
-  events: EventTypeList,
-  secret: boundedString(16, 256),
-});
+/** A secret a tenant chooses (secrets.ts): the standard's `whsec_` form, or a plain one. */
+const ChosenSecret = new t.Type<string, string, unknown>(
+  'a webhook secret',
+  (u): u is string => typeof u === 'string' && secretProblem(u) === null,
+  (u, context) => {
+    if (typeof u !== 'string') return t.failure(u, context, 'must be a string');
+    const problem = secretProblem(u);
+    return problem === null ? t.success(u) : t.failure(u, context, problem);
+  },
+  t.identity,
+);
+
+export const CreateWebhookBody = strictObject(
+  'a webhook subscription',
+  { url: boundedString(1, 2048), events: EventTypeList },
+  { secret: ChosenSecret },
+);
+
+export const TestEventBody = strictObject('a test event request', {}, { type: ListedEventType });
+
+export const RotateSecretBody = strictObject('a secret rotation', {}, { secret: ChosenSecret });
 
 export const EnableBody = strictObject('an enable request', {}, { replayMissed: t.boolean });
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { retryOnConflict } from '../auth/conflicts.js';
 import { handleCommand, handleCommandOn, type KnownState } from '../core/command-handler.js';
-import { VersionConflictError } from '../core/errors.js';
+import { UnavailableError, VersionConflictError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import { everySecond } from '../core/sweeper.js';
@@ -16,17 +16,25 @@ import type { ReadModelStore } from '../readmodels/port.js';
 import { ownerLacksScope } from './creator.js';
 import {
   deliveryDecider,
+  deliveryIdFor,
   type Delivery,
   type DeliveryCommand,
   type DeliveryEvent,
   type DeliveryState,
   type Outcome,
 } from './delivery.decider.js';
+import type { ExternalEvent } from './external.js';
 import { keyedLimiter } from './limiter.js';
 import { open } from './secret-box.js';
 import { AttemptAbortedError, type WebhookSender } from './sender.js';
 import { signatureHeaders } from './signing.js';
-import { entryOf, webhooksDecider, webhooksStream, type SubscriptionsView } from './subscription.decider.js';
+import {
+  entryOf,
+  webhooksDecider,
+  webhooksStream,
+  type SubscriptionsView,
+  type WebhookEntry,
+} from './subscription.decider.js';
 
 export interface WebhookSettings {
   retryDelaysMs: readonly number[];
@@ -121,6 +129,13 @@ export const deliverer = (deps: DelivererDeps) => {
     return secret;
   };
 
+  /** The secret a rotation replaced, while it still signs beside the new one. */
+  const previousSecretOf = (entry: WebhookEntry): string | undefined =>
+    entry.previousSealedSecret !== null &&
+    Date.parse(entry.previousSecretExpiresAt ?? '') > deps.clock().getTime()
+      ? secretOf(entry.previousSealedSecret)
+      : undefined;
+
   /** The command that follows one's own claim, on the state it left; if the stream moved since, as before. */
   const onClaimed = async (tenantId: string, claimed: Claimed, command: DeliveryCommand) => {
     const { deliveryId } = claimed.state.delivery;
@@ -198,7 +213,11 @@ export const deliverer = (deps: DelivererDeps) => {
    * The receiver gets only what the subscription's owner may still read (creator.ts); when it may not, the
    * subscription is disabled with the reason, as after failed deliveries, and the e-mail follows.
    */
-  const attemptClaimed = async (tenantId: string, claimed: Claimed, release: () => void) => {
+  const attemptClaimed = async (
+    tenantId: string,
+    claimed: Claimed,
+    release: () => void,
+  ): Promise<Outcome | null> => {
     const delivery = claimed.state.delivery;
     const entry = entryOf((await deps.subscriptions(webhooksStream(tenantId))).state, delivery.webhookId);
     if (!entry || (entry.subscription.status !== 'active' && !delivery.manual)) {
@@ -207,19 +226,25 @@ export const deliverer = (deps: DelivererDeps) => {
         type: 'Cancel',
         reason: entry ? 'subscription disabled' : 'subscription deleted',
       });
-      return;
+      return null;
     }
     const lacking = await ownerLacksScope(credentials, tenantId, entry.owner, delivery.eventType);
     if (lacking) {
       release();
       await disable(delivery, 'owner_lacks_scope', lacking);
       await onClaimed(tenantId, claimed, { type: 'Cancel', reason: 'subscription disabled' });
-      return;
+      return null;
     }
     // Canonical JSON: every attempt sends the same bytes, whether its payload came from the store (which
     // keeps it canonical) or from the append that scheduled it.
     const body = canonicalJson(delivery.payload);
-    const headers = signatureHeaders(delivery.payload.id, body, secretOf(entry.sealedSecret), deps.clock());
+    const headers = signatureHeaders(
+      delivery.payload.id,
+      body,
+      secretOf(entry.sealedSecret),
+      deps.clock(),
+      previousSecretOf(entry),
+    );
     let outcome: Outcome;
     try {
       outcome = await deps.sender.send(entry.subscription.url, body, headers, interrupting.signal);
@@ -232,7 +257,7 @@ export const deliverer = (deps: DelivererDeps) => {
         { deliveryId: delivery.deliveryId },
         'webhook attempt cut by the shutdown deadline; released for a retry',
       );
-      return;
+      return null;
     }
     // A success gives its slot back now. A failure keeps it until recorded (and the subscription disabled
     // if that was the last retry), so that a failing receiver's next delivery never slips in before that.
@@ -249,6 +274,7 @@ export const deliverer = (deps: DelivererDeps) => {
     if (recorded.state.status === 'present' && recorded.state.delivery.status === 'scheduled') {
       kickWhenDue(recorded.state.delivery);
     }
+    return outcome;
   };
 
   /** Claims the delivery, then attempts it; a lost claim means another instance is on it. */
@@ -269,8 +295,48 @@ export const deliverer = (deps: DelivererDeps) => {
     if (isClaimed(claimed)) await attemptClaimed(tenantId, claimed, release);
   };
 
+  /**
+   * A test delivery (`POST …/webhooks/{id}/test`): scheduled and claimed in one append, attempted at once
+   * outside the subscription's queue (someone is waiting for the answer), and recorded like any attempt, so
+   * it is in the delivery log. It is manual: a failure neither retries nor counts towards a disable. Null
+   * when it was not attempted: the subscription was deleted or disabled in the meantime.
+   */
+  const test = async (
+    tenantId: string,
+    webhookId: string,
+    payload: ExternalEvent,
+  ): Promise<{ deliveryId: string; outcome: Outcome | null }> => {
+    if (stopping.signal.aborted) throw new UnavailableError('The service is stopping', 5);
+    const deliveryId = deliveryIdFor(webhookId, payload.id);
+    const scheduled = await handleCommand(
+      eventStore,
+      deliveryDecider,
+      streamName('delivery', tenantId, deliveryId),
+      {
+        type: 'Schedule',
+        identity: { deliveryId, webhookId, eventId: payload.id, eventType: payload.type },
+        payload,
+        now: deps.clock(),
+        claimedBy: instance,
+        test: true,
+      },
+      systemContext(tenantId, deps.clock(), deliveryId),
+    );
+    if (!isClaimed(scheduled)) return { deliveryId, outcome: null };
+    const attempt = traced(tenantId, deliveryId, webhookId, () =>
+      attemptClaimed(tenantId, scheduled, () => {}),
+    );
+    const settled = attempt.then(
+      () => undefined,
+      () => undefined,
+    );
+    inFlight.add(settled);
+    void settled.finally(() => inFlight.delete(settled));
+    return { deliveryId, outcome: await attempt };
+  };
+
   /** With traces on, an attempt is the CLIENT span `webhook attempt`, in the trace of what made it due. */
-  const traced = (tenantId: string, deliveryId: string, webhookId: string, attempt: () => Promise<void>) =>
+  const traced = <T>(tenantId: string, deliveryId: string, webhookId: string, attempt: () => Promise<T>) =>
     inStreamSpan(
       'webhook attempt',
       { eventStore, stream: streamName('delivery', tenantId, deliveryId), at: 'last' },
@@ -279,8 +345,9 @@ export const deliverer = (deps: DelivererDeps) => {
     );
 
   /** Keeps an attempt queued here until it settles, and lets a stop wait for it. */
-  const track = (deliveryId: string, webhookId: string, attempt: Promise<void>) => {
-    const settled = attempt
+  const track = (deliveryId: string, webhookId: string, attempt: Promise<unknown>) => {
+    const settled: Promise<void> = attempt
+      .then(() => undefined)
       .catch((error: unknown) =>
         logger.error({ err: error, subscriptionId: webhookId, deliveryId }, 'webhook attempt could not run'),
       )
@@ -402,6 +469,7 @@ export const deliverer = (deps: DelivererDeps) => {
     kick,
     reserve,
     resume,
+    test,
     start: () => {
       stopping = new AbortController();
       sweeper.start();

@@ -16,12 +16,17 @@ export interface Outcome {
   statusCode: number | null;
   durationMs: number;
   error: string | null;
+  /**
+   * The start of the receiver's answer (sender.ts `responseBodyLimit`), when it answered; absent on
+   * attempts recorded before it was kept.
+   */
+  responseBody?: string;
 }
 
 type Identity = { deliveryId: string; webhookId: string; eventId: string; eventType: ExternalEventType };
 
 export type DeliveryEvent =
-  | DomainEvent<'DeliveryScheduled', Identity & { payload: ExternalEvent; dueAt: string }>
+  | DomainEvent<'DeliveryScheduled', Identity & { payload: ExternalEvent; dueAt: string; test?: true }>
   | DomainEvent<'DeliveryAttemptClaimed', { deliveryId: string; attempt: number; claimedBy: string }>
   | DomainEvent<'DeliveryAttempted', Identity & Outcome & { attempt: number; nextAttemptAt: string | null }>
   | DomainEvent<'DeliveryAttemptInterrupted', { deliveryId: string; attempt: number; reason: string }>
@@ -52,8 +57,13 @@ export interface Delivery extends Identity {
   /** When the next attempt is due (scheduled), or when the current claim was taken (claimed). */
   dueAt: string | null;
   claimedAt: string | null;
-  /** A redelivery is one manual attempt: its failure neither retries nor disables the subscription. */
+  /**
+   * A redelivery is one manual attempt: its failure neither retries nor disables the subscription. A test
+   * delivery (`POST …/test`) is manual from the start.
+   */
   manual: boolean;
+  /** Sent by `POST …/webhooks/{id}/test`: an example event, not one of the tenant's. */
+  test: boolean;
   payload: ExternalEvent;
   updatedAt: string;
 }
@@ -68,6 +78,8 @@ export type DeliveryCommand =
       now: Date;
       /** The instance that makes the first attempt at once: its claim goes in the same append. */
       claimedBy?: string;
+      /** A test delivery: one attempt, made whatever the subscription's state. */
+      test?: true;
     }
   | { type: 'Claim'; now: Date; claimTimeoutMs: number; claimedBy: string }
   | { type: 'RecordOutcome'; outcome: Outcome; now: Date; retryDelaysMs: readonly number[] }
@@ -93,7 +105,12 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
       if (state.status === 'present') return [];
       const scheduled: DeliveryEvent = {
         type: 'DeliveryScheduled',
-        data: { ...command.identity, payload: command.payload, dueAt: command.now.toISOString() },
+        data: {
+          ...command.identity,
+          payload: command.payload,
+          dueAt: command.now.toISOString(),
+          ...(command.test ? { test: true as const } : {}),
+        },
       };
       if (command.claimedBy === undefined) return [scheduled];
       const { deliveryId } = command.identity;
@@ -190,7 +207,7 @@ const redeliveryIsManual = (delivery: Delivery): boolean =>
 const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] = (state, event) => {
   const at = event.metadata.occurredAt;
   if (event.type === 'DeliveryScheduled') {
-    const { payload, dueAt, ...identity } = event.data;
+    const { payload, dueAt, test, ...identity } = event.data;
     return {
       status: 'present',
       delivery: {
@@ -201,7 +218,8 @@ const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] =
         attempts: 0,
         dueAt,
         claimedAt: null,
-        manual: false,
+        manual: test === true,
+        test: test === true,
         payload,
         updatedAt: at,
       },

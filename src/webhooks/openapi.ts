@@ -1,5 +1,6 @@
 import { failureCodes } from '../cv/models/port.js';
-import { CreateWebhookBody, DeliveriesQuery, EnableBody } from './codecs.js';
+import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
+import { responseBodyLimit } from './sender.js';
 import { externalEventTypes, type ExternalEventType } from './external.js';
 import { fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
@@ -117,11 +118,50 @@ const envelope = (type: ExternalEventType): Schema =>
     { description: `The envelope of \`${type}\`` },
   );
 
+const shownSecret = string({
+  pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$',
+  description:
+    'The secret in the Standard Webhooks form, as their libraries take it: `new Webhook(secret)`. Keep it: it is never shown again',
+});
+
 export const webhookSchemas: Record<string, Schema> = {
   WebhookSubscription: object(
     subscription,
     {},
-    { description: 'A webhook subscription; its secret is never returned' },
+    { description: 'A webhook subscription; its secret is returned only when it is created or rotated' },
+  ),
+  CreatedWebhookSubscription: object(
+    { ...subscription, secret: shownSecret },
+    {},
+    { description: 'The new subscription, with its secret: the only answer that holds it' },
+  ),
+  RotatedWebhookSubscription: object(
+    {
+      ...subscription,
+      secret: shownSecret,
+      previousSecretExpiresAt: dateTime(
+        'Until then the previous secret signs too, as a second signature in `webhook-signature`',
+      ),
+    },
+    {},
+    { description: 'The subscription with its new secret, shown in this answer only' },
+  ),
+  WebhookTestResult: object(
+    {
+      deliveryId: string({ pattern: '^d_[0-9a-f]{26}$' }),
+      eventId: string({ pattern: '^evt_test_' }),
+      eventType: fields.eventType,
+      ok: boolean({ description: 'The receiver answered 2xx' }),
+      statusCode: { type: ['integer', 'null'], description: 'null when nothing answered' },
+      durationMs: { type: 'number', minimum: 0 },
+      error: { type: ['string', 'null'] },
+      responseBody: {
+        type: ['string', 'null'],
+        description: `The first ${responseBodyLimit} bytes of the receiver's answer, as text; null when nothing answered`,
+      },
+    },
+    {},
+    { description: 'The outcome of the one attempt of a test event' },
   ),
   EnabledWebhookSubscription: object(
     { ...subscription, replayed: integer(0, undefined, { description: 'Missed events scheduled again' }) },
@@ -141,6 +181,7 @@ export const webhookSchemas: Record<string, Schema> = {
       dueAt: nullable(dateTime()),
       claimedAt: nullable(dateTime()),
       manual: boolean({ description: 'A redelivery: one attempt that neither retries nor disables' }),
+      test: boolean({ description: 'A test event (`POST …/test`), which is manual too' }),
       updatedAt: dateTime(),
     },
     {},
@@ -161,7 +202,11 @@ export const webhookSchemas: Record<string, Schema> = {
       error: { type: ['string', 'null'] },
       nextAttemptAt: nullable(dateTime()),
     },
-    {},
+    {
+      responseBody: string({
+        description: `The first ${responseBodyLimit} bytes of the receiver's answer, as text; absent when nothing answered, and on attempts recorded before it was kept`,
+      }),
+    },
     { description: 'One attempt to deliver' },
   ),
   ...Object.fromEntries(externalEventTypes.map((type) => [schemaName(type), envelope(type)])),
@@ -201,7 +246,12 @@ export const webhookOperations = (): BuiltOperation[] => [
         secret: string({
           minLength: 16,
           maxLength: 256,
-          description: 'Signs every delivery; never returned',
+          description:
+            'Optional: the service generates one when it is left out (recommended). Either the Standard ' +
+            'Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain ' +
+            'secret of 16 to 256 characters (the key is its UTF-8 bytes). The answer shows it once, in the ' +
+            'standard form.',
+          examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
         }),
       },
       mediaTypes: ['application/json'],
@@ -209,9 +259,9 @@ export const webhookOperations = (): BuiltOperation[] => [
     },
     responses: {
       '201': {
-        description: 'Subscribed',
+        description: 'Subscribed; the only answer with the secret',
         headers: ['Location', 'ETag', 'X-Position'],
-        content: { 'application/json': ref('WebhookSubscription') },
+        content: { 'application/json': ref('CreatedWebhookSubscription') },
       },
     },
   }),
@@ -279,6 +329,69 @@ export const webhookOperations = (): BuiltOperation[] => [
     },
   }),
   operation({
+    method: 'post',
+    path: `${base}/:id/secret/rotate`,
+    operationId: 'rotateWebhookSecret',
+    summary: 'Rotate the secret',
+    description:
+      'Replaces the secret with a new one, generated unless given, shown in this answer only. For 24 hours the ' +
+      'previous secret signs too: `webhook-signature` then carries both signatures, so receivers can switch ' +
+      'without losing a delivery. `X-Service-Signature` uses the new secret at once. The body is optional.',
+    tag,
+    access,
+    pathParameters: webhookId,
+    body: {
+      codec: RotateSecretBody,
+      name: 'RotateWebhookSecretRequest',
+      properties: {
+        secret: string({
+          minLength: 16,
+          maxLength: 256,
+          description: 'As at creation; generated when left out',
+        }),
+      },
+      mediaTypes: ['application/json'],
+      required: false,
+      json: true,
+    },
+    responses: {
+      '200': {
+        description: 'Rotated',
+        headers: ['ETag', 'X-Position'],
+        content: { 'application/json': ref('RotatedWebhookSubscription') },
+      },
+    },
+  }),
+  operation({
+    method: 'post',
+    path: `${base}/:id/test`,
+    operationId: 'sendWebhookTest',
+    summary: 'Send a test event',
+    description:
+      'Sends a signed example event of the chosen type (the first the subscription lists by default) to the ' +
+      "receiver at once, and answers with the attempt's outcome, whatever the receiver answered. The event's " +
+      'id starts `evt_test_` and its data name no real resource; it has the shape of a real delivery of its ' +
+      'type. The attempt is in the delivery log. It is never retried, does not count towards disabling the ' +
+      'subscription, and is sent to a disabled subscription too. The body is optional.',
+    tag,
+    access,
+    pathParameters: webhookId,
+    body: {
+      codec: TestEventBody,
+      name: 'WebhookTestRequest',
+      properties: { type: fields.eventType },
+      mediaTypes: ['application/json'],
+      required: false,
+      json: true,
+    },
+    responses: {
+      '200': {
+        description: "The attempt's outcome",
+        content: { 'application/json': ref('WebhookTestResult') },
+      },
+    },
+  }),
+  operation({
     method: 'get',
     path: `${base}/:id/deliveries`,
     operationId: 'listDeliveryAttempts',
@@ -320,7 +433,8 @@ export const webhookOperations = (): BuiltOperation[] => [
 const signatureHeaders = [
   {
     name: 'X-Service-Signature',
-    description: 'Lower-case hex HMAC-SHA256 of the raw body, keyed with the subscription secret',
+    description:
+      "Lower-case hex HMAC-SHA256 of the raw body, keyed with the secret's key: the decoded bytes of a `whsec_` secret, the UTF-8 bytes of a plain one",
     schema: string({ pattern: '^[0-9a-f]{64}$' }),
   },
   {
@@ -336,7 +450,8 @@ const signatureHeaders = [
   {
     name: 'webhook-signature',
     description:
-      'Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`',
+      'Standard Webhooks: `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`; ' +
+      'for 24 hours after a rotation, a second signature with the previous secret follows, after a space',
     schema: string(),
   },
 ].map((header) => ({ ...header, in: 'header', required: true }));

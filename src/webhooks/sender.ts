@@ -2,12 +2,11 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import { activeSpan, activeTraceparent, SpanStatusCode } from '../observability/tracing.js';
-import { hostNotAllowed, isForbiddenAddress } from './ssrf.js';
+import { hostNotAllowed, isAllowedAddress, isLoopbackAddress, type AddressRules } from './ssrf.js';
 import type { Outcome } from './delivery.decider.js';
 
-export interface SenderSettings {
+export interface SenderSettings extends AddressRules {
   timeoutMs: number;
-  allowPrivateNetworks: boolean;
 }
 
 export class ForbiddenAddressError extends Error {}
@@ -28,12 +27,12 @@ type LookupCallback = (
  * this returns, the check holds against DNS rebinding: it is made on the address actually dialled.
  */
 const guardedLookup =
-  (allowPrivateNetworks: boolean) =>
+  (rules: AddressRules) =>
   (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, []);
-      const forbidden = addresses.find((entry) => isForbiddenAddress(entry.address));
-      if (forbidden && !allowPrivateNetworks) {
+      const forbidden = addresses.find((entry) => !isAllowedAddress(entry.address, rules));
+      if (forbidden) {
         return callback(
           new ForbiddenAddressError(`${hostname} resolves to a forbidden address (${forbidden.address})`),
           [],
@@ -47,13 +46,41 @@ const guardedLookup =
     });
   };
 
+/** What an attempt records of the receiver's answer: its first bytes, enough to show why it failed. */
+export const responseBodyLimit = 1024;
+/** Read past the recorded part, so the connection can be reused, but never waiting for a large body. */
+const drainLimit = 64 * 1024;
+
+/**
+ * The first `responseBodyLimit` bytes of an answer as text (an incomplete character at the cut dropped),
+ * draining up to `drainLimit`; a larger body is abandoned, and its connection with it.
+ */
+const readStart = async (body: AsyncIterable<Buffer> & { destroy: () => void }): Promise<string> => {
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let readBytes = 0;
+  for await (const chunk of body) {
+    readBytes += chunk.length;
+    if (keptBytes < responseBodyLimit) {
+      const part = chunk.subarray(0, responseBodyLimit - keptBytes);
+      kept.push(part);
+      keptBytes += part.length;
+    }
+    if (readBytes > drainLimit) {
+      body.destroy();
+      break;
+    }
+  }
+  return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(kept), { stream: true });
+};
+
 /**
  * POSTs signed bodies to receivers: no redirects followed (a 3xx is a failure), a hard time-out over the
  * whole exchange, and connections only to addresses the SSRF rules allow, IP literals included.
  */
 export const webhookSender = (settings: SenderSettings) => {
   const agent = new Agent({
-    connect: { lookup: guardedLookup(settings.allowPrivateNetworks), timeout: settings.timeoutMs },
+    connect: { lookup: guardedLookup(settings), timeout: settings.timeoutMs },
     headersTimeout: settings.timeoutMs,
     bodyTimeout: settings.timeoutMs,
     connections: 16,
@@ -93,7 +120,7 @@ export const webhookSender = (settings: SenderSettings) => {
     const elapsed = () => Math.round(performance.now() - started);
     try {
       const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-      if (isIP(host) && isForbiddenAddress(host) && !settings.allowPrivateNetworks) {
+      if (isIP(host) && !isAllowedAddress(host, settings)) {
         throw new ForbiddenAddressError(`${host} is a forbidden address`);
       }
       const response = await request(url, {
@@ -110,14 +137,14 @@ export const webhookSender = (settings: SenderSettings) => {
           ? AbortSignal.any([signal, AbortSignal.timeout(settings.timeoutMs)])
           : AbortSignal.timeout(settings.timeoutMs),
       });
-      // Read a little of the answer, so the connection can be reused, but never wait for a large body.
-      await response.body.dump({ limit: 64 * 1024 });
+      const responseBody = await readStart(response.body);
       const ok = response.statusCode >= 200 && response.statusCode < 300;
       return {
         ok,
         statusCode: response.statusCode,
         durationMs: elapsed(),
         error: ok ? null : `HTTP ${response.statusCode}`,
+        responseBody,
       };
     } catch (error) {
       if (signal?.aborted) {
@@ -140,14 +167,20 @@ export const webhookSender = (settings: SenderSettings) => {
 
 export type WebhookSender = ReturnType<typeof webhookSender>;
 
+/** The addresses a host name resolves to; none when it does not resolve. */
+const resolve = (host: string): Promise<LookupAddress[]> =>
+  new Promise((done) => dnsLookup(host, { all: true }, (error, found) => done(error ? [] : found)));
+
 /**
- * The check at creation: an absolute https URL (http only when allowed) whose host resolves to allowed
- * addresses. Every refused host gets the same words (`hostNotAllowed`): an internal name, one that does not
- * resolve and a private address are not told apart, so the check tells a caller nothing about DNS.
+ * The check at creation: an absolute https URL whose host resolves to allowed addresses only (ssrf.ts). An
+ * `http` URL is allowed with WEBHOOK_ALLOW_HTTP, and for a loopback receiver wherever loopback is allowed
+ * (outside production by default), since a local receiver has no certificate. Every refused host gets the
+ * same words (`hostNotAllowed`): an internal name, one that does not resolve and a private address are not
+ * told apart, so the check tells a caller nothing about DNS.
  */
 export const checkReceiverUrl = async (
   url: string,
-  { allowHttp, allowPrivateNetworks }: { allowHttp: boolean; allowPrivateNetworks: boolean },
+  rules: AddressRules & { allowHttp: boolean },
 ): Promise<string | null> => {
   let parsed: URL;
   try {
@@ -155,21 +188,19 @@ export const checkReceiverUrl = async (
   } catch {
     return 'must be an absolute URL';
   }
-  if (parsed.protocol !== 'https:' && !(allowHttp && parsed.protocol === 'http:')) {
-    return allowHttp ? 'must be an http or https URL' : 'must be an https URL';
-  }
+  const httpsOnly = rules.allowLoopback
+    ? 'must be an https URL (http only for a loopback receiver, or with WEBHOOK_ALLOW_HTTP=true)'
+    : 'must be an https URL (http only with WEBHOOK_ALLOW_HTTP=true)';
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    return rules.allowHttp ? 'must be an http or https URL' : httpsOnly;
   if (parsed.username || parsed.password) return 'must not carry credentials';
-  if (allowPrivateNetworks) return null;
+  const schemeAllowed = parsed.protocol === 'https:' || rules.allowHttp;
+  if (rules.allowPrivateNetworks && schemeAllowed) return null;
   const host = parsed.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host)) return isForbiddenAddress(host) ? hostNotAllowed : null;
-  try {
-    const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
-      dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
-    );
-    return addresses.length === 0 || addresses.some((entry) => isForbiddenAddress(entry.address))
-      ? hostNotAllowed
-      : null;
-  } catch {
-    return hostNotAllowed;
-  }
+  const addresses = isIP(host) ? [host] : (await resolve(host)).map((entry) => entry.address);
+  const allowed = addresses.length > 0 && addresses.every((address) => isAllowedAddress(address, rules));
+  const loopbackOnly =
+    rules.allowLoopback && addresses.length > 0 && addresses.every((address) => isLoopbackAddress(address));
+  if (!schemeAllowed && !loopbackOnly) return httpsOnly;
+  return allowed ? null : hostNotAllowed;
 };

@@ -2,9 +2,11 @@ import { BlockList, isIP } from 'node:net';
 
 /**
  * What a refused receiver URL's host is told, whatever the reason: a private or reserved address, a name
- * that resolves to one, a name that does not resolve. One text, so that URL validation is no DNS oracle.
+ * that resolves to one, a name that does not resolve. One text, so that URL validation is no DNS oracle;
+ * it names the settings a developer would be looking for, which says nothing about this host.
  */
-export const hostNotAllowed = 'has a host that is not allowed';
+export const hostNotAllowed =
+  'has a host that is not allowed: it must resolve to public addresses only (loopback receivers are allowed outside NODE_ENV=production, or with WEBHOOK_ALLOW_LOOPBACK=true; other private networks need WEBHOOK_ALLOW_PRIVATE_NETWORKS=true)';
 
 /**
  * Addresses a webhook may never reach: loopback, private, link-local (cloud metadata lives there),
@@ -61,6 +63,33 @@ const embeddedIpv4 = (address: string): string | null => {
   const low = parseInt(hex[2]!, 16);
   return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 };
+
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+/** 127.0.0.0/8 or ::1, also written inside IPv6: the machine itself, which development receivers use. */
+export const isLoopbackAddress = (address: string): boolean => {
+  const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+  const family = isIP(bare);
+  if (family === 4) return loopback.check(bare, 'ipv4');
+  if (family === 6) {
+    const inner = embeddedIpv4(bare.toLowerCase());
+    return inner !== null ? loopback.check(inner, 'ipv4') : loopback.check(bare, 'ipv6');
+  }
+  return false;
+};
+
+/** Which addresses a receiver may have, under the settings (WEBHOOK_ALLOW_LOOPBACK, …_PRIVATE_NETWORKS). */
+export interface AddressRules {
+  allowPrivateNetworks: boolean;
+  allowLoopback: boolean;
+}
+
+export const isAllowedAddress = (address: string, rules: AddressRules): boolean =>
+  rules.allowPrivateNetworks ||
+  !isForbiddenAddress(address) ||
+  (rules.allowLoopback && isLoopbackAddress(address));
 
 export const isForbiddenAddress = (address: string): boolean => {
   const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');

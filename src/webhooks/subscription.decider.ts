@@ -26,6 +26,9 @@ interface Entry {
   subscription: WebhookSubscription;
   /** The secret, sealed (secret-box.ts): events never hold it in the clear. */
   sealedSecret: string;
+  /** The secret before the last rotation, which signs beside the new one until `previousSecretExpiresAt`. */
+  previousSealedSecret: string | null;
+  previousSecretExpiresAt: string | null;
   /** Global position of the event that created it, and of its last disable: which events it may receive. */
   createdAtPosition: number;
   disabledAtPosition: number | null;
@@ -64,7 +67,11 @@ export type WebhookEvent =
   | DomainEvent<'WebhookDeleted', { webhookId: string }>
   | DomainEvent<'WebhookDisabled', { webhookId: string; reason: string }>
   | DomainEvent<'WebhookEnabled', { webhookId: string; replayMissed: boolean; owner?: WebhookOwner }>
-  | DomainEvent<'WebhookDisableNotified', { webhookId: string; to: string; messageId: string }>;
+  | DomainEvent<'WebhookDisableNotified', { webhookId: string; to: string; messageId: string }>
+  | DomainEvent<
+      'WebhookSecretRotated',
+      { webhookId: string; sealedSecret: string; previousSecretExpiresAt: string }
+    >;
 
 export type WebhookCommand =
   | {
@@ -79,7 +86,8 @@ export type WebhookCommand =
   | { type: 'Delete'; webhookId: string }
   | { type: 'Disable'; webhookId: string; reason: string }
   | { type: 'Enable'; webhookId: string; replayMissed: boolean; owner: WebhookOwner }
-  | { type: 'RecordNotification'; webhookId: string; to: string; messageId: string };
+  | { type: 'RecordNotification'; webhookId: string; to: string; messageId: string }
+  | { type: 'RotateSecret'; webhookId: string; sealedSecret: string; previousSecretExpiresAt: Date };
 
 const existing = (state: WebhooksState, webhookId: string): Entry => {
   const entry = entryOf(state, webhookId);
@@ -123,6 +131,12 @@ const decide = (command: WebhookCommand, state: WebhooksState): WebhookEvent[] =
       const { webhookId, to, messageId } = command;
       return [{ type: 'WebhookDisableNotified', data: { webhookId, to, messageId } }];
     }
+    case 'RotateSecret': {
+      existing(state, command.webhookId);
+      const { webhookId, sealedSecret } = command;
+      const previousSecretExpiresAt = command.previousSecretExpiresAt.toISOString();
+      return [{ type: 'WebhookSecretRotated', data: { webhookId, sealedSecret, previousSecretExpiresAt } }];
+    }
   }
 };
 
@@ -151,6 +165,7 @@ export const evolveSubscription = (
     case 'WebhookEnabled':
       return current && { ...current, status: 'active', disabledReason: null, disabledAt: null };
     case 'WebhookDisableNotified':
+    case 'WebhookSecretRotated':
       return current;
   }
 };
@@ -160,6 +175,30 @@ const ownerAfter = (entry: Entry | undefined, event: Envelope<WebhookEvent>): We
   if (event.type === 'WebhookSubscribed' || event.type === 'WebhookEnabled')
     return event.data.owner ?? entry?.owner ?? { actor: event.metadata.actor, scopes: null };
   return entry?.owner ?? { actor: event.metadata.actor, scopes: null };
+};
+
+/** The secrets an event leaves: a rotation keeps the one it replaces, for the grace period it names. */
+const secretsAfter = (
+  entry: Entry | undefined,
+  event: Envelope<WebhookEvent>,
+): Pick<Entry, 'sealedSecret' | 'previousSealedSecret' | 'previousSecretExpiresAt'> => {
+  if (event.type === 'WebhookSubscribed')
+    return {
+      sealedSecret: event.data.sealedSecret,
+      previousSealedSecret: null,
+      previousSecretExpiresAt: null,
+    };
+  if (event.type === 'WebhookSecretRotated')
+    return {
+      sealedSecret: event.data.sealedSecret,
+      previousSealedSecret: entry?.sealedSecret ?? null,
+      previousSecretExpiresAt: event.data.previousSecretExpiresAt,
+    };
+  return {
+    sealedSecret: entry?.sealedSecret ?? '',
+    previousSealedSecret: entry?.previousSealedSecret ?? null,
+    previousSecretExpiresAt: entry?.previousSecretExpiresAt ?? null,
+  };
 };
 
 /** Positions are only known once events are stored; evolve sees them when folding recorded events. */
@@ -177,8 +216,7 @@ const evolve = (state: WebhooksState, event: PositionedEnvelope): WebhooksState 
     entries: Object.assign(others, {
       [webhookId]: {
         subscription,
-        sealedSecret:
-          event.type === 'WebhookSubscribed' ? event.data.sealedSecret : (entry?.sealedSecret ?? ''),
+        ...secretsAfter(entry, event),
         createdAtPosition:
           event.type === 'WebhookSubscribed' ? position : (entry?.createdAtPosition ?? position),
         disabledAtPosition: event.type === 'WebhookDisabled' ? position : (entry?.disabledAtPosition ?? null),
@@ -201,6 +239,7 @@ export const webhookEventTypes: readonly WebhookEvent['type'][] = [
   'WebhookDisabled',
   'WebhookEnabled',
   'WebhookDisableNotified',
+  'WebhookSecretRotated',
 ];
 
 /**

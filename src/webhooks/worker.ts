@@ -54,6 +54,7 @@ export const webhookWorker = (deps: WebhookWorkerDeps) => {
     schedule: projector.schedule,
     kick: delivering.kick,
     resume: delivering.resume,
+    test: delivering.test,
     start: () => {
       stopping = new AbortController();
       consumers = [

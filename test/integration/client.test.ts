@@ -581,6 +581,8 @@ describe('the TypeScript client (client/) against the running service', function
           secret,
         });
         expect(subscription).to.include({ status: 'active', url: receiver.url });
+        // The answer shows the plain secret in the standard's form, which the helpers take as well.
+        expect(subscription.secret).to.equal(`whsec_${Buffer.from(secret).toString('base64')}`);
         const observation = await client.observations.create(tenantId, fox);
         const [delivery] = await receiver.waitFor(1);
         const raw = delivery!.rawBody;
@@ -597,6 +599,10 @@ describe('the TypeScript client (client/) against the running service', function
           false,
         );
         expect(verifyStandardWebhook(raw, delivery!.headers, secret)).to.equal(true);
+        expect(verifyStandardWebhook(raw, delivery!.headers, subscription.secret)).to.equal(true);
+        expect(
+          verifyWebhookSignature(raw, delivery!.headers['x-service-signature'], subscription.secret),
+        ).to.equal(true);
         expect(verifyStandardWebhook(`${raw} `, delivery!.headers, secret)).to.equal(false);
 
         const attempts = await eventually(async () => {
@@ -624,6 +630,12 @@ describe('the TypeScript client (client/) against the running service', function
         });
         expect(all.every((attempt) => attempt.eventId === envelope.id)).to.equal(true);
 
+        const tested = await client.webhooks.test(tenantId, subscription.id, { type: 'observation.created' });
+        expect(tested).to.include({ ok: true, statusCode: 204, eventType: 'observation.created' });
+        // The receiver checks with the secret it knows, so after a rotation to another one it refuses (401).
+        const rotated = await client.webhooks.rotateSecret(tenantId, subscription.id);
+        expect(rotated.secret).to.match(/^whsec_/);
+        expect(rotated.previousSecretExpiresAt).to.be.a('string');
         expect(await client.webhooks.enable(tenantId, subscription.id, { replayMissed: true })).to.include({
           status: 'active',
           replayed: 0,

@@ -557,6 +557,14 @@ describe('the OpenAPI document', function () {
         params: hook,
         body: { replayMissed: true },
       });
+      const tested = await call('POST', '/v1/tenants/{tenantId}/webhooks/{id}/test', {
+        params: hook,
+        body: { type: 'visit.submitted' },
+      });
+      expect(tested.status).to.equal(200);
+      expect(
+        (await call('POST', '/v1/tenants/{tenantId}/webhooks/{id}/secret/rotate', { params: hook })).status,
+      ).to.equal(200);
 
       await call('GET', '/v1/tenants/{tenantId}/observations/{id}/history', { params: observation });
       await call('GET', '/v1/tenants/{tenantId}/events', {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { eventually } from '../support/wait.js';
+import { hostNotAllowed } from '../../src/webhooks/ssrf.js';
 import { request as anonymous, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 const secret = 'a-secret-of-16-chars-or-more';
@@ -38,7 +39,7 @@ describe('the webhook subscription API', () => {
       WEBHOOK_MAX_SUBSCRIPTIONS: '2',
     });
 
-    it('creates a subscription: 201 with a string id, Location, status, createdAt, and never the secret', async () => {
+    it('creates a subscription: 201 with a string id, Location, status, createdAt, and the secret only in its standard form', async () => {
       const response = await create({ url, events: ['observation.created', 'cv.job.failed'], secret });
       expect(response.status, JSON.stringify(response.body)).to.equal(201);
       expect(response.body.id).to.be.a('string').and.match(/^w_/);
@@ -53,16 +54,19 @@ describe('the webhook subscription API', () => {
         disabledReason: null,
       });
       expect(Date.parse(response.body.createdAt)).to.be.closeTo(Date.now(), 10_000);
-      expect(JSON.stringify(response.body)).not.to.include(secret);
-      expect(response.body).not.to.have.any.keys('secret', 'sealedSecret');
+      // A plain secret keys with its UTF-8 bytes; the answer gives it as the standard's libraries take it.
+      expect(response.body.secret).to.equal(`whsec_${Buffer.from(secret).toString('base64')}`);
+      expect(response.body).not.to.have.any.keys('sealedSecret');
     });
 
     it('reads one subscription back without its secret, and answers 404 for an unknown id', async () => {
       const created = await create({ url, events: ['observation.updated'], secret });
       const read = await call(`/${created.body.id}`);
       expect(read.status).to.equal(200);
-      expect(read.body).to.deep.equal(created.body);
-      expect(JSON.stringify(read.body)).not.to.include(secret);
+      const { secret: shownOnce, ...subscription } = created.body;
+      expect(shownOnce).to.be.a('string');
+      expect(read.body).to.deep.equal(subscription);
+      expect(JSON.stringify(read.body)).not.to.include(secret).and.not.include(shownOnce);
       expectProblem(await call('/w_00000000000000000000000000'), 404);
     });
 
@@ -198,8 +202,26 @@ describe('the webhook subscription API', () => {
     });
   });
 
-  describe('with the defaults: https only, private networks refused', () => {
-    const { state, create } = fixture({});
+  describe('in development, with no setting: a loopback receiver over http is allowed, nothing else private', () => {
+    const { create } = fixture({});
+
+    it('accepts http://127.0.0.1 and http://localhost receivers', async () => {
+      for (const url of ['http://127.0.0.1:9/hooks', 'http://localhost:9/hooks']) {
+        const response = await create({ url, events: ['observation.created'] });
+        expect(response.status, url).to.equal(201);
+      }
+    });
+
+    it('refuses a private address with a message naming the settings', async () => {
+      const response = await create({ url: 'https://10.0.0.1/x', events: ['observation.created'] });
+      expectProblem(response, 400);
+      expect(response.body.errors).to.deep.equal([{ path: 'url', message: hostNotAllowed }]);
+      expect(hostNotAllowed).to.include('WEBHOOK_ALLOW_PRIVATE_NETWORKS');
+    });
+  });
+
+  describe('as in production (WEBHOOK_ALLOW_LOOPBACK=false): https only, private networks refused', () => {
+    const { state, create } = fixture({ WEBHOOK_ALLOW_LOOPBACK: 'false' });
 
     it('refuses an http URL with 400 naming url', async () => {
       const response = await create({
@@ -208,7 +230,9 @@ describe('the webhook subscription API', () => {
         secret,
       });
       expectProblem(response, 400);
-      expect(response.body.errors).to.deep.equal([{ path: 'url', message: 'must be an https URL' }]);
+      expect(response.body.errors).to.deep.equal([
+        { path: 'url', message: 'must be an https URL (http only with WEBHOOK_ALLOW_HTTP=true)' },
+      ]);
     });
 
     for (const target of [
@@ -229,7 +253,7 @@ describe('the webhook subscription API', () => {
         const response = await create({ url: target, events: ['observation.created'], secret });
         expectProblem(response, 400);
         expect(response.body.errors[0].path).to.equal('url');
-        expect(response.body.errors[0].message).to.equal('has a host that is not allowed');
+        expect(response.body.errors[0].message).to.equal(hostNotAllowed);
         expect(await state.server.stores.eventStore.headPosition()).to.equal(before);
       });
     }

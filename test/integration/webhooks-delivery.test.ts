@@ -701,7 +701,7 @@ describe('webhook delivery', () => {
       // A second worker over the same stores, as another instance would be: it is never started.
       const { dir, remove } = tempDir();
       cleanups.push(remove);
-      const sender = webhookSender({ timeoutMs: 500, allowPrivateNetworks: true });
+      const sender = webhookSender({ timeoutMs: 500, allowPrivateNetworks: true, allowLoopback: false });
       cleanups.push(() => sender.close());
       const other = webhookWorker({
         eventStore: t.server.stores.eventStore,

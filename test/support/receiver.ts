@@ -17,11 +17,15 @@ export interface Received {
   status: number | null;
 }
 
-/** What the receiver does with a correctly signed request: a status, a status with headers, or hang. */
-export type Answer = number | { status: number; headers: Record<string, string> } | 'hang';
+/** What the receiver does with a correctly signed request: a status, one with headers and a body, or hang. */
+export type Answer = number | { status: number; headers?: Record<string, string>; body?: string } | 'hang';
 
 const equal = (a: string, b: string) =>
   a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/** The HMAC key, as docs/webhooks.md says: the base64-decoded rest of a `whsec_` secret, else its UTF-8. */
+const keyOf = (secret: string): Buffer =>
+  secret.startsWith('whsec_') ? Buffer.from(secret.slice(6), 'base64') : Buffer.from(secret, 'utf8');
 
 /**
  * Checks a delivery as a receiver written from the documentation would: the hex HMAC-SHA256 of the raw
@@ -34,10 +38,8 @@ export const verifySignatures = (headers: IncomingHttpHeaders, rawBody: string, 
   const standard = headers['webhook-signature'];
   if (typeof service !== 'string' || typeof id !== 'string' || typeof timestamp !== 'string') return false;
   if (typeof standard !== 'string') return false;
-  const hex = createHmac('sha256', secret).update(rawBody).digest('hex');
-  const base64 = createHmac('sha256', Buffer.from(secret, 'utf8'))
-    .update(`${id}.${timestamp}.${rawBody}`)
-    .digest('base64');
+  const hex = createHmac('sha256', keyOf(secret)).update(rawBody).digest('hex');
+  const base64 = createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.${rawBody}`).digest('base64');
   // The header may carry several space-separated signatures; one matching is enough.
   const standardOk = standard.split(' ').some((candidate) => equal(candidate, `v1,${base64}`));
   return equal(service, hex) && standardOk;
@@ -79,9 +81,9 @@ export const startReceiver = async (
       if (wanted === 'hang') {
         hanging.add(res);
       } else {
-        const { status, headers } = typeof wanted === 'number' ? { status: wanted, headers: {} } : wanted;
+        const { status, headers = {}, body = '' } = typeof wanted === 'number' ? { status: wanted } : wanted;
         record.status = status;
-        res.writeHead(status, headers).end();
+        res.writeHead(status, headers).end(body);
       }
       const ready = waiters;
       waiters = [];

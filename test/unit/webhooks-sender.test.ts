@@ -14,7 +14,7 @@ describe('the webhook sender', () => {
   let receiver: Receiver;
   const senders: ReturnType<typeof webhookSender>[] = [];
   const sender = (allowPrivateNetworks: boolean, timeoutMs = 500) => {
-    const created = webhookSender({ timeoutMs, allowPrivateNetworks });
+    const created = webhookSender({ timeoutMs, allowPrivateNetworks, allowLoopback: false });
     senders.push(created);
     return created;
   };
@@ -104,18 +104,18 @@ describe('the webhook sender', () => {
 });
 
 describe('the receiver URL check at creation', () => {
-  const strict = { allowHttp: false, allowPrivateNetworks: false };
+  const strict = { allowHttp: false, allowPrivateNetworks: false, allowLoopback: false };
 
   it('wants an absolute https URL, http only when allowed, and no credentials', async () => {
     expect(await checkReceiverUrl('/relative', strict)).to.equal('must be an absolute URL');
     expect(
       await checkReceiverUrl('http://203.0.113.1/x', { ...strict, allowPrivateNetworks: true }),
-    ).to.equal('must be an https URL');
+    ).to.equal('must be an https URL (http only with WEBHOOK_ALLOW_HTTP=true)');
     expect(
-      await checkReceiverUrl('http://127.0.0.1/x', { allowHttp: true, allowPrivateNetworks: true }),
+      await checkReceiverUrl('http://127.0.0.1/x', { ...strict, allowHttp: true, allowPrivateNetworks: true }),
     ).to.equal(null);
     expect(
-      await checkReceiverUrl('ftp://127.0.0.1/x', { allowHttp: true, allowPrivateNetworks: true }),
+      await checkReceiverUrl('ftp://127.0.0.1/x', { ...strict, allowHttp: true, allowPrivateNetworks: true }),
     ).to.equal('must be an http or https URL');
     expect(
       await checkReceiverUrl('https://u:p@127.0.0.1/x', { ...strict, allowPrivateNetworks: true }),
@@ -133,6 +133,16 @@ describe('the receiver URL check at creation', () => {
       expect(await checkReceiverUrl(url, strict), url).to.equal(hostNotAllowed);
     }
     expect(await checkReceiverUrl('https://localhost/x', strict)).to.equal(hostNotAllowed);
+  });
+
+  it('allows loopback receivers, over http too, where loopback is allowed (development), and nothing else private', async () => {
+    const development = { ...strict, allowLoopback: true };
+    for (const url of ['http://127.0.0.1:4000/hooks', 'http://localhost:4000/hooks', 'https://[::1]/hooks'])
+      expect(await checkReceiverUrl(url, development), url).to.equal(null);
+    expect(await checkReceiverUrl('https://10.0.0.1/x', development)).to.equal(hostNotAllowed);
+    expect(await checkReceiverUrl('http://93.184.216.34/x', development)).to.equal(
+      'must be an https URL (http only for a loopback receiver, or with WEBHOOK_ALLOW_HTTP=true)',
+    );
   });
 
   it('accepts public IP literals (checked as strings: nothing connects)', async () => {

@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import type { RecordedEvent } from '../core/events.js';
+import { toExternal, type ExternalEvent, type ExternalEventType } from './external.js';
+
+/**
+ * Example events for `POST …/webhooks/{id}/test`. Each is a made-up domain event put through the same
+ * mapping as real ones (external.ts), so a test delivery has exactly the shape of a real delivery of its
+ * type. Its id starts `evt_test_`, so a receiver can tell it apart; its data names no real resource.
+ */
+const observationId = 'o_01m7xq3mn18snzhf2p99rppm8q';
+
+const domainEvents: Record<
+  ExternalEventType,
+  { type: string; data: Record<string, unknown>; version: number }
+> = {
+  'observation.created': {
+    type: 'ObservationRecorded',
+    version: 0,
+    data: {
+      observationId,
+      observedAt: '2026-05-01T07:30:00.000Z',
+      position: { lat: 45.1, lon: 7.2, accuracyM: 5 },
+      locationId: null,
+      visitId: null,
+      notes: 'near the creek',
+      attributes: { species: 'fox', count: 2 },
+    },
+  },
+  'observation.updated': {
+    type: 'ObservationUpdated',
+    version: 1,
+    data: { observationId, changes: { notes: 'two foxes near the creek' } },
+  },
+  'cv.job.completed': {
+    type: 'CvJobCompleted',
+    version: 2,
+    data: {
+      jobId: 'j_01m7xq4a2b3c4d5e6f7g8h9j0k',
+      observationId,
+      model: 'object-proposals',
+      attempt: 1,
+      result: {
+        // Boxes are fractions of the image's width and height, from its top left corner.
+        detections: [
+          { label: 'object', confidence: 0.82, bbox: { x: 0.31, y: 0.22, width: 0.4, height: 0.35 } },
+        ],
+        summary: {
+          objects: 1,
+          candidates: 3,
+          threshold: 112,
+          polarity: 'dark',
+          backgroundLuminance: 187.4,
+          analysed: { width: 512, height: 384 },
+        },
+      },
+    },
+  },
+  'cv.job.failed': {
+    type: 'CvJobFailed',
+    version: 2,
+    data: {
+      jobId: 'j_01m7xq4a2b3c4d5e6f7g8h9j0k',
+      observationId,
+      model: 'object-proposals',
+      attempt: 3,
+      error: { code: 'media_unreadable', message: 'The stored bytes are not an image that can be decoded' },
+    },
+  },
+  'visit.submitted': {
+    type: 'VisitSubmitted',
+    version: 1,
+    data: {
+      visitId: 'v_01m7xq5b6c7d8e9f0g1h2j3k4m',
+      observationIds: [observationId],
+      locationId: 'l_01m7xq6c7d8e9f0g1h2j3k4m5n',
+      startedAt: '2026-05-01T07:00:00.000Z',
+      endedAt: '2026-05-01T09:00:00.000Z',
+      participants: ['ada@acme.test'],
+      notes: 'morning round',
+    },
+  },
+};
+
+/** A test event of this type for the tenant, stamped now. */
+export const exampleEvent = (type: ExternalEventType, tenantId: string, now: Date): ExternalEvent => {
+  const example = domainEvents[type];
+  const recorded: RecordedEvent = {
+    id: `test_${randomUUID().replaceAll('-', '')}`,
+    type: example.type,
+    data: example.data,
+    metadata: {
+      tenantId,
+      actor: 'system:webhook-test',
+      correlationId: randomUUID(),
+      causationId: null,
+      occurredAt: now.toISOString(),
+      schemaVersion: 1,
+    },
+    streamName: `example-${tenantId}`,
+    streamVersion: example.version,
+    position: 0,
+  };
+  const [external] = toExternal(recorded).filter((candidate) => candidate.type === type);
+  if (!external) throw new Error(`No example for ${type}`);
+  return external;
+};
