@@ -185,7 +185,8 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     );
     const replayed =
       body.replayMissed && result.position !== null && before?.disabledAtPosition != null
-        ? await replayMissed(ctx, before.subscription, before.disabledAtPosition, result.position)
+        ? (await redeliverExhausted(ctx, webhookId, before.disabledByDelivery)) +
+          (await replayMissed(ctx, before.subscription, before.disabledAtPosition, result.position))
         : 0;
     sendResource(
       ctx,
@@ -232,6 +233,26 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
       after = page.lastPosition;
       if (page.isEnd || after >= until) return replayed;
     }
+  };
+
+  /**
+   * The delivery whose retries ran out, which disabled the subscription, is sent again: once, as a
+   * redelivery (its retry schedule is spent). 1 when it was, 0 when there is none or it has moved on.
+   */
+  const redeliverExhausted = async (ctx: Context, webhookId: string, deliveryId: string | null) => {
+    if (deliveryId === null) return 0;
+    const stream = streamName('delivery', tenantOf(ctx), deliveryId);
+    const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
+    if (state.status === 'absent' || state.delivery.status !== 'failed') return 0;
+    await handleCommand(
+      deps.eventStore,
+      deliveryDecider,
+      stream,
+      { type: 'Redeliver' },
+      commandContext(ctx, deps),
+    );
+    deps.worker.kick(tenantOf(ctx), deliveryId, webhookId);
+    return 1;
   };
 
   /** A cancelled delivery of this subscription (cancels are only ever for a disable or a delete) resumes. */

@@ -163,7 +163,13 @@ export const deliverer = (deps: DelivererDeps) => {
         eventStore,
         webhooksDecider,
         webhooksStream(delivery.tenantId),
-        { type: 'Disable', webhookId: delivery.webhookId, reason },
+        {
+          type: 'Disable',
+          webhookId: delivery.webhookId,
+          reason,
+          // The delivery that used up its retries is the one a replay must send again.
+          ...(cause === 'retries_exhausted' ? { deliveryId: delivery.deliveryId } : {}),
+        },
         systemContext(delivery.tenantId, deps.clock(), delivery.deliveryId),
       ),
     );

@@ -54,7 +54,8 @@ export const disableNotifier = (deps: NotifierDeps) => {
         '',
         'Nothing more is delivered to it. Fix the receiver, then enable the subscription again with',
         `POST /v1/tenants/${tenantId}/webhooks/${webhookId}/enable {"replayMissed": true}`,
-        'to receive the events it missed.',
+        'to receive what it missed: the delivery that disabled it (sent once more), the deliveries the disable',
+        'cancelled, and the events since the disable.',
       ].join('\n'),
     });
     await retryOnConflict(() =>

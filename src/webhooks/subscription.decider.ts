@@ -32,6 +32,8 @@ interface Entry {
   /** Global position of the event that created it, and of its last disable: which events it may receive. */
   createdAtPosition: number;
   disabledAtPosition: number | null;
+  /** The delivery whose retries ran out and so disabled it, when that was the cause: a replay sends it again. */
+  disabledByDelivery: string | null;
   /**
    * Who it acts for: the credential that created it, or enabled it last. Events from before this was
    * recorded name the credential as their actor, with `scopes: null` (see creator.ts).
@@ -65,7 +67,7 @@ export type WebhookEvent =
       }
     >
   | DomainEvent<'WebhookDeleted', { webhookId: string }>
-  | DomainEvent<'WebhookDisabled', { webhookId: string; reason: string }>
+  | DomainEvent<'WebhookDisabled', { webhookId: string; reason: string; deliveryId?: string }>
   | DomainEvent<'WebhookEnabled', { webhookId: string; replayMissed: boolean; owner?: WebhookOwner }>
   | DomainEvent<'WebhookDisableNotified', { webhookId: string; to: string; messageId: string }>
   | DomainEvent<
@@ -84,7 +86,7 @@ export type WebhookCommand =
       owner: WebhookOwner;
     }
   | { type: 'Delete'; webhookId: string }
-  | { type: 'Disable'; webhookId: string; reason: string }
+  | { type: 'Disable'; webhookId: string; reason: string; deliveryId?: string }
   | { type: 'Enable'; webhookId: string; replayMissed: boolean; owner: WebhookOwner }
   | { type: 'RecordNotification'; webhookId: string; to: string; messageId: string }
   | { type: 'RotateSecret'; webhookId: string; sealedSecret: string; previousSecretExpiresAt: Date };
@@ -109,10 +111,16 @@ const decide = (command: WebhookCommand, state: WebhooksState): WebhookEvent[] =
     case 'Delete':
       existing(state, command.webhookId);
       return [{ type: 'WebhookDeleted', data: { webhookId: command.webhookId } }];
-    case 'Disable':
-      return existing(state, command.webhookId).subscription.status === 'disabled'
-        ? []
-        : [{ type: 'WebhookDisabled', data: { webhookId: command.webhookId, reason: command.reason } }];
+    case 'Disable': {
+      if (existing(state, command.webhookId).subscription.status === 'disabled') return [];
+      const { webhookId, reason, deliveryId } = command;
+      return [
+        {
+          type: 'WebhookDisabled',
+          data: { webhookId, reason, ...(deliveryId === undefined ? {} : { deliveryId }) },
+        },
+      ];
+    }
     case 'Enable':
       return existing(state, command.webhookId).subscription.status === 'active'
         ? []
@@ -220,6 +228,10 @@ const evolve = (state: WebhooksState, event: PositionedEnvelope): WebhooksState 
         createdAtPosition:
           event.type === 'WebhookSubscribed' ? position : (entry?.createdAtPosition ?? position),
         disabledAtPosition: event.type === 'WebhookDisabled' ? position : (entry?.disabledAtPosition ?? null),
+        disabledByDelivery:
+          event.type === 'WebhookDisabled'
+            ? (event.data.deliveryId ?? null)
+            : (entry?.disabledByDelivery ?? null),
         owner: ownerAfter(entry, event),
       },
     }),
