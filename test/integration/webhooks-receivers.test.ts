@@ -87,6 +87,10 @@ describe('the receivers in docs/webhooks.md, against real deliveries', function 
     { name: 'python', command: python ?? 'python3', file: 'receiver.py', available: python !== null },
   ];
 
+  it('shows examples/webhook-receiver.mjs, which the README runs, as it is', () => {
+    expect(snippet('node')).to.equal(readFileSync(join(root, 'examples', 'webhook-receiver.mjs'), 'utf8'));
+  });
+
   for (const { name, command, file, available } of receivers) {
     it(`the ${name} receiver verifies a test event and a real delivery, and refuses a forged one`, async function () {
       if (!available) {
