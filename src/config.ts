@@ -29,6 +29,10 @@ export interface Config {
   dataDir: string;
   eventStoreUrl: string | null;
   mongodbUrl: string | null;
+  /** PostgreSQL (DATABASE_URL): the stores of every kind, unless EVENTSTORE_URL or MONGODB_URL take theirs. */
+  databaseUrl: string | null;
+  /** Connections of this process to PostgreSQL at most (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
   production: boolean;
   /** What this process does (ROLE): `api` serves HTTP, `worker` runs the consumers, `all` both. */
   role: Role;
@@ -210,6 +214,8 @@ export const loadConfig = (env: Environment = process.env): Config => {
     dataDir,
     eventStoreUrl: readOptionalSetting(env, S.EVENTSTORE_URL),
     mongodbUrl: readOptionalSetting(env, S.MONGODB_URL),
+    databaseUrl: readOptionalSetting(env, S.DATABASE_URL),
+    databasePoolSize: readSetting(env, S.DATABASE_POOL_SIZE),
     production,
     role: readSetting(env, S.ROLE),
     workerLeaseTtlMs: readSetting(env, S.WORKER_LEASE_TTL),

@@ -164,6 +164,20 @@ export const settings = {
     description: 'use MongoDB for the read models, blobs and limits',
     parse: url(['mongodb', 'mongodb+srv']),
   }),
+  DATABASE_URL: declare('DATABASE_URL')({
+    default: null,
+    defaultShown: 'none: embedded SQLite',
+    expected: urlForm(['postgres', 'postgresql'], 'postgres://user:password@host:5432/observations'),
+    description:
+      'use PostgreSQL for the events (unless EVENTSTORE_URL is set) and the other stores; its schema is migrated on start',
+    parse: url(['postgres', 'postgresql']),
+  }),
+  DATABASE_POOL_SIZE: declare('DATABASE_POOL_SIZE')({
+    default: '10',
+    expected: 'a positive whole number',
+    description: 'PostgreSQL connections one process opens at most, all its stores together',
+    parse: positiveCount,
+  }),
 
   PLATFORM_ADMIN_KEY: declare('PLATFORM_ADMIN_KEY')({
     default: null,

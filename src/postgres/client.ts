@@ -1,0 +1,151 @@
+import pg from 'pg';
+import { UnavailableError } from '../core/errors.js';
+
+/**
+ * The PostgreSQL side of the process in one place: the pool every adapter of the process shares (event
+ * store, read models, blobs, idempotency records, limits: one pool per connection string, not five), and
+ * how a server that cannot serve reads on the request path.
+ */
+
+/** DATABASE_POOL_SIZE's default: connections one process opens at most, all adapters together. */
+export const defaultPoolSize = 10;
+
+/** Whether a connection string names PostgreSQL (DATABASE_URL). */
+export const isPostgresUrl = (url: string | null | undefined): url is string =>
+  typeof url === 'string' && /^postgres(?:ql)?:\/\//.test(url);
+
+/** System error codes of a socket that cannot reach the server or lost it. */
+const connectionCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  // A unix socket that is not there: the local server is down.
+  'ENOENT',
+]);
+
+/**
+ * SQLSTATEs that say the server, not the statement, failed: class 08 (connection exception), 53 (out of
+ * disk, memory or connections), 57P01–57P03 (shut down, crashed, starting), 58 (system error), 25006 (a
+ * read-only standby after a failover).
+ */
+const serverStates = /^(08|53|57P0[123]|58)|^25006$/;
+
+/** node-pg's own words for a pool or connection that gave up (it sets no code on these). */
+const driverMessages =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end/;
+
+/** The server cannot serve this request: a 503, not a bug, and never a reason to park an event. */
+export const isConnectionFailure = (error: unknown): error is Error => {
+  if (!(error instanceof Error)) return false;
+  const { code } = error as { code?: unknown };
+  if (typeof code === 'string' && (connectionCodes.has(code) || serverStates.test(code))) return true;
+  return driverMessages.test(error.message);
+};
+
+export const unreachable = (error: Error): UnavailableError => {
+  const unavailable = new UnavailableError(`PostgreSQL is unavailable: ${error.message}`);
+  unavailable.cause = error;
+  return unavailable;
+};
+
+/**
+ * Connection failures become UnavailableError: a 503 on the request path, and a store failure to the
+ * consumers (src/core/store-failures.ts), which then restart rather than count the event; anything else is
+ * a bug to report as such.
+ */
+export const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
+  try {
+    return await work;
+  } catch (error) {
+    throw isConnectionFailure(error) ? unreachable(error) : error;
+  }
+};
+
+export interface PostgresHandle {
+  pool: pg.Pool;
+  /** The adapter is done with the pool; the last one to release it ends it. Idempotent. */
+  release: () => Promise<void>;
+}
+
+export interface PoolOptions {
+  /** Connections at most (DATABASE_POOL_SIZE); the first adapter to open the pool sets it. */
+  poolSize?: number;
+}
+
+const shared = new Map<string, { pool: pg.Pool; users: number }>();
+
+const newPool = (url: string, poolSize: number): pg.Pool => {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    // A server that does not answer, or a pool that stays exhausted, fails the request (503) rather than
+    // holding it for ever.
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+    application_name: 'observation-service',
+  });
+  // An idle connection the server closed (a restart, a failover) reports here; without a listener it would
+  // end the process. The next query opens a new connection, or fails with a 503.
+  pool.on('error', () => undefined);
+  return pool;
+};
+
+/**
+ * The pool for `url`, shared with every other adapter of this process that asked for it. It connects
+ * lazily: this resolves even while the server is down, and each query then fails as unreachable.
+ */
+export const acquirePostgres = (
+  url: string,
+  { poolSize = defaultPoolSize }: PoolOptions = {},
+): PostgresHandle => {
+  let entry = shared.get(url);
+  if (!entry) {
+    entry = { pool: newPool(url, poolSize), users: 0 };
+    shared.set(url, entry);
+  }
+  const mine = entry;
+  mine.users += 1;
+  let released = false;
+  return {
+    pool: mine.pool,
+    release: async () => {
+      if (released) return;
+      released = true;
+      mine.users -= 1;
+      if (mine.users > 0) return;
+      // A later acquire gets a new pool rather than this ending one.
+      if (shared.get(url) === mine) shared.delete(url);
+      await mine.pool.end();
+    },
+  };
+};
+
+/** Runs `work` in one transaction on one connection of the pool: committed when it resolves, else rolled back. */
+export const inTransaction = async <T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> => {
+  const client = await orUnavailable(pool.connect());
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch {
+      // The connection is gone: it must not go back to the pool.
+      broken = true;
+    }
+    throw isConnectionFailure(error) ? unreachable(error) : error;
+  } finally {
+    client.release(broken);
+  }
+};
