@@ -1193,7 +1193,7 @@ export interface components {
         use: 'sig';
       }[];
     };
-    /** @description RFC 8414 authorization server metadata */
+    /** @description RFC 8414 authorization server metadata. There is no authorization endpoint, so no `response_types_supported` (§3.2: no empty arrays). Its URLs are built from PUBLIC_URL, the issuer: discovery works for clients that reach the service at that URL. */
     AuthorizationServerMetadata: {
       /** Format: uri */
       issuer: string;
@@ -1203,7 +1203,6 @@ export interface components {
       jwks_uri: string;
       grant_types_supported: 'client_credentials'[];
       token_endpoint_auth_methods_supported: ('client_secret_basic' | 'client_secret_post')[];
-      response_types_supported: string[];
       scopes_supported: (
         | 'observations:read'
         | 'observations:write'
@@ -1214,6 +1213,8 @@ export interface components {
         | 'webhooks:manage'
         | 'admin'
       )[];
+      /** Format: uri */
+      service_documentation: string;
     };
     /** @description A tenant: every resource and credential belongs to one */
     Tenant: {

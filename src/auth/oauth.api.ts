@@ -182,6 +182,13 @@ export const oauthApi = (deps: OAuthApiDeps): Router => {
     ctx.body = deps.keyring().jwks;
   });
 
+  /**
+   * RFC 8414 metadata. `response_types_supported` is left out: it lists what the authorization endpoint
+   * takes, and there is none (client credentials only). §3.2 forbids the empty array a literal reading of
+   * "REQUIRED" would give, and leaving it out is what the OAuth working group advises for such servers.
+   * Every URL is built from PUBLIC_URL, which is also the tokens' issuer: a client that reaches the service
+   * under another host must not trust this document (RFC 8414 §3.3 has it compare the issuer).
+   */
   router.get('/.well-known/oauth-authorization-server', (ctx) => {
     const issuer = deps.tokens.issuer;
     ctx.body = {
@@ -190,8 +197,8 @@ export const oauthApi = (deps: OAuthApiDeps): Router => {
       jwks_uri: `${issuer}/.well-known/jwks.json`,
       grant_types_supported: ['client_credentials'],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-      response_types_supported: [],
       scopes_supported: scopes,
+      service_documentation: `${issuer}/docs`,
     };
   });
 

@@ -89,11 +89,16 @@ export const authSchemas: Record<string, Schema> = {
       jwks_uri: string({ format: 'uri' }),
       grant_types_supported: arrayOf({ type: 'string', const: 'client_credentials' }),
       token_endpoint_auth_methods_supported: arrayOf(enumOf(['client_secret_basic', 'client_secret_post'])),
-      response_types_supported: arrayOf(string(), { maxItems: 0 }),
       scopes_supported: arrayOf(enumOf(scopes)),
+      service_documentation: string({ format: 'uri' }),
     },
     {},
-    { description: 'RFC 8414 authorization server metadata' },
+    {
+      description:
+        'RFC 8414 authorization server metadata. There is no authorization endpoint, so no ' +
+        '`response_types_supported` (§3.2: no empty arrays). Its URLs are built from PUBLIC_URL, the issuer: ' +
+        'discovery works for clients that reach the service at that URL.',
+    },
   ),
 };
 

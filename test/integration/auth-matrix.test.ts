@@ -206,6 +206,8 @@ const table: Row[] = [
       ['GET', '/webhooks/:id', 'webhook', 200],
       ['DELETE', '/webhooks/:id', 'freshWebhook', 204],
       ['POST', '/webhooks/:id/enable', 'webhook', 200],
+      ['POST', '/webhooks/:id/secret/rotate', 'webhook', 200],
+      ['POST', '/webhooks/:id/test', 'webhook', 200],
       ['GET', '/webhooks/:id/deliveries', 'webhook', 200],
       ['POST', '/webhooks/:id/deliveries/:deliveryId/redeliver', 'webhook', 202],
     ] as const

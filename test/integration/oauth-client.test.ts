@@ -240,6 +240,10 @@ describe('OAuth 2.0 client credentials', () => {
         'client_secret_post',
       ]);
       expect(response.body.scopes_supported).to.include.members(['observations:read', 'admin']);
+      // No authorization endpoint, so no response types; RFC 8414 §3.2 allows no empty array either.
+      expect(response.body).not.to.have.property('response_types_supported');
+      for (const [name, value] of Object.entries(response.body as Record<string, unknown>))
+        if (Array.isArray(value)) expect(value, name).not.to.be.empty;
       const jwks = await request(response.body.jwks_uri as string);
       expect(jwks.status).to.equal(200);
       expect(jwks.body.keys).to.have.length(1);
