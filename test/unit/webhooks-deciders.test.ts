@@ -190,6 +190,18 @@ describe('the delivery decider', () => {
       .then([attempted(2, failure, null)]);
   });
 
+  it('schedules a test delivery claimed at once, whose failed attempt neither retries nor gives up', () => {
+    const test = { ...scheduled, data: { ...scheduled.data, test: true } } as DeliveryEvent;
+    given([])
+      .when({ type: 'Schedule', identity, payload, now: at(0), claimedBy: 'instance:a', test: true })
+      .then([test, claimed(1)]);
+    const { state } = given([test, claimed(1)]);
+    expect(state.status === 'present' && state.delivery).to.deep.include({ test: true, manual: true });
+    given([test, claimed(1)])
+      .when(record(failure))
+      .then([attempted(1, failure, null)]);
+  });
+
   it('keeps the retries of a delivery redelivered while it waits for one: the attempt comes sooner, the schedule goes on', () => {
     const waiting = [scheduled, claimed(1), attempted(1, failure, at(60).toISOString())];
     const { state } = given([
@@ -341,6 +353,48 @@ describe('the webhook subscriptions decider', () => {
         .when({ type: 'Enable', webhookId: id, replayMissed: false, owner })
         .thenThrows(NotFoundError);
     }
+  });
+
+  it('rotates the secret of a known subscription, keeping the previous one for the grace period', () => {
+    const rotated: WebhookEvent = {
+      type: 'WebhookSecretRotated',
+      data: { webhookId: 'w_1', sealedSecret: 'v1.new', previousSecretExpiresAt: '2026-01-02T00:00:00.000Z' },
+    };
+    givenSet([subscribed('w_1')])
+      .when({
+        type: 'RotateSecret',
+        webhookId: 'w_1',
+        sealedSecret: 'v1.new',
+        previousSecretExpiresAt: new Date('2026-01-02T00:00:00.000Z'),
+      })
+      .then([rotated]);
+    givenSet([])
+      .when({
+        type: 'RotateSecret',
+        webhookId: 'w_1',
+        sealedSecret: 'v1.new',
+        previousSecretExpiresAt: new Date(),
+      })
+      .thenThrows(NotFoundError);
+    const { state } = givenSet([subscribed('w_1'), rotated]);
+    expect(entryOf(state, 'w_1')).to.deep.include({
+      sealedSecret: 'v1.new',
+      previousSealedSecret: 'v1.a.b.c',
+      previousSecretExpiresAt: '2026-01-02T00:00:00.000Z',
+    });
+  });
+
+  it('records the delivery whose retries ran out on the disable, for a replay to send again', () => {
+    givenSet([subscribed('w_1')])
+      .when({ type: 'Disable', webhookId: 'w_1', reason: 'failed 6 times', deliveryId: 'd_1' })
+      .then([
+        { type: 'WebhookDisabled', data: { webhookId: 'w_1', reason: 'failed 6 times', deliveryId: 'd_1' } },
+      ]);
+    const { state } = givenSet([
+      subscribed('w_1'),
+      { type: 'WebhookDisabled', data: { webhookId: 'w_1', reason: 'failed 6 times', deliveryId: 'd_1' } },
+    ]);
+    expect(entryOf(state, 'w_1')?.disabledByDelivery).to.equal('d_1');
   });
 
   it('shows status, disabledReason and createdAt, and never the sealed secret, on the subscription', () => {
