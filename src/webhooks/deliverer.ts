@@ -338,7 +338,11 @@ export const deliverer = (deps: DelivererDeps) => {
     );
     inFlight.add(settled);
     void settled.finally(() => inFlight.delete(settled));
-    return { deliveryId, outcome: await attempt };
+    const outcome = await attempt;
+    // Cut by a shutdown: released like any attempt, and worth trying again on another instance.
+    if (outcome === null && interrupting.signal.aborted)
+      throw new UnavailableError('The service stopped before the receiver answered', 5);
+    return { deliveryId, outcome };
   };
 
   /** With traces on, an attempt is the CLIENT span `webhook attempt`, in the trace of what made it due. */
