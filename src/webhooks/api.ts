@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import type * as t from 'io-ts';
 import type { Context } from 'koa';
 import { deliveryAttemptsProjection, webhooksProjection } from '../../projections/webhooks.js';
 import { requireScope, type Authenticator } from '../auth/authenticate.js';
@@ -28,6 +29,7 @@ import {
   foldRecorded,
   webhooksDecider,
   webhooksStream,
+  type WebhookCommand,
   type WebhookSubscription,
 } from './subscription.decider.js';
 import type { WebhookWorker } from './worker.js';
@@ -77,6 +79,18 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
   const tenantOf = (ctx: Context) => pathParam(ctx, 'tenantId');
   const stored = async (ctx: Context) =>
     foldRecorded(await deps.eventStore.readStream(webhooksStream(tenantOf(ctx))));
+  /** A command on the tenant's subscriptions, on behalf of the request. */
+  const onSubscriptions = (ctx: Context, command: WebhookCommand) =>
+    handleCommand(
+      deps.eventStore,
+      webhooksDecider,
+      webhooksStream(tenantOf(ctx)),
+      command,
+      commandContext(ctx, deps),
+    );
+  /** The body of a route whose body is optional: `{}` without one. */
+  const optionalBody = async <A>(ctx: Context, codec: t.Type<A, A, unknown>): Promise<Partial<A>> =>
+    hasBody(ctx) ? decodeOrThrow(codec, await readJsonBody(ctx, { limit: deps.bodyLimit })) : {};
 
   router.post('/', manage, async (ctx) => {
     const body = decodeOrThrow(CreateWebhookBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
@@ -86,21 +100,15 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     if (urlProblem) throw new ValidationError([{ path: 'url', message: urlProblem }]);
     const webhookId = deps.ids('w');
     const secret = body.secret ?? generateSecret();
-    const result = await handleCommand(
-      deps.eventStore,
-      webhooksDecider,
-      webhooksStream(tenantOf(ctx)),
-      {
-        type: 'Subscribe',
-        webhookId,
-        url: body.url,
-        events,
-        sealedSecret: seal(secret, deps.webhooks.secretKey),
-        max: deps.webhooks.maxSubscriptions,
-        owner: ownerOf(ctx),
-      },
-      commandContext(ctx, deps),
-    );
+    const result = await onSubscriptions(ctx, {
+      type: 'Subscribe',
+      webhookId,
+      url: body.url,
+      events,
+      sealedSecret: seal(secret, deps.webhooks.secretKey),
+      max: deps.webhooks.maxSubscriptions,
+      owner: ownerOf(ctx),
+    });
     ctx.set('Location', `/v1/tenants/${tenantOf(ctx)}/webhooks/${webhookId}`);
     // The only answer that holds the secret, in the form the Standard Webhooks libraries take.
     const subscription = subscriptionOf(entryOf(result.state, webhookId)?.subscription);
@@ -108,23 +116,15 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
   });
 
   router.post('/:id/secret/rotate', manage, async (ctx) => {
-    const body = hasBody(ctx)
-      ? decodeOrThrow(RotateSecretBody, await readJsonBody(ctx, { limit: deps.bodyLimit }))
-      : {};
+    const body = await optionalBody(ctx, RotateSecretBody);
     const webhookId = pathParam(ctx, 'id');
     const secret = body.secret ?? generateSecret();
-    const result = await handleCommand(
-      deps.eventStore,
-      webhooksDecider,
-      webhooksStream(tenantOf(ctx)),
-      {
-        type: 'RotateSecret',
-        webhookId,
-        sealedSecret: seal(secret, deps.webhooks.secretKey),
-        previousSecretExpiresAt: new Date(deps.clock().getTime() + rotationGraceMs),
-      },
-      commandContext(ctx, deps),
-    );
+    const result = await onSubscriptions(ctx, {
+      type: 'RotateSecret',
+      webhookId,
+      sealedSecret: seal(secret, deps.webhooks.secretKey),
+      previousSecretExpiresAt: new Date(deps.clock().getTime() + rotationGraceMs),
+    });
     const entry = entryOf(result.state, webhookId);
     sendResource(
       ctx,
@@ -157,32 +157,23 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
   });
 
   router.delete('/:id', manage, async (ctx) => {
-    await handleCommand(
-      deps.eventStore,
-      webhooksDecider,
-      webhooksStream(tenantOf(ctx)),
-      { type: 'Delete', webhookId: pathParam(ctx, 'id') },
-      commandContext(ctx, deps),
-    );
+    await onSubscriptions(ctx, { type: 'Delete', webhookId: pathParam(ctx, 'id') });
     ctx.status = 204;
   });
 
   router.post('/:id/enable', manage, async (ctx) => {
-    const body = hasBody(ctx)
-      ? decodeOrThrow(EnableBody, await readJsonBody(ctx, { limit: deps.bodyLimit }))
-      : {};
+    const body = await optionalBody(ctx, EnableBody);
     const webhookId = pathParam(ctx, 'id');
     const before = entryOf(await stored(ctx), webhookId);
     // Whoever enables a disabled subscription becomes its owner, so they must be able to read what it lists.
     if (subscriptionOf(before?.subscription).status === 'disabled')
       assertMaySubscribe(ownerOf(ctx).scopes ?? [], before!.subscription.events);
-    const result = await handleCommand(
-      deps.eventStore,
-      webhooksDecider,
-      webhooksStream(tenantOf(ctx)),
-      { type: 'Enable', webhookId, replayMissed: body.replayMissed ?? false, owner: ownerOf(ctx) },
-      commandContext(ctx, deps),
-    );
+    const result = await onSubscriptions(ctx, {
+      type: 'Enable',
+      webhookId,
+      replayMissed: body.replayMissed ?? false,
+      owner: ownerOf(ctx),
+    });
     const replayed =
       body.replayMissed && result.position !== null && before?.disabledAtPosition != null
         ? (await redeliverExhausted(ctx, webhookId, before.disabledByDelivery)) +
@@ -264,9 +255,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
   };
 
   router.post('/:id/test', manage, async (ctx) => {
-    const body = hasBody(ctx)
-      ? decodeOrThrow(TestEventBody, await readJsonBody(ctx, { limit: deps.bodyLimit }))
-      : {};
+    const body = await optionalBody(ctx, TestEventBody);
     const webhookId = pathParam(ctx, 'id');
     const subscription = subscriptionOf(entryOf(await stored(ctx), webhookId)?.subscription);
     const type = (body.type as ExternalEventType | undefined) ?? subscription.events[0]!;
