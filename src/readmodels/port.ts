@@ -124,7 +124,7 @@ export class CollectionSwappedError extends Error {
 }
 
 export interface ReadModelStore {
-  readonly kind: 'sqlite' | 'mongodb';
+  readonly kind: 'sqlite' | 'mongodb' | 'postgres';
   /**
    * Creates the collection and its indexes if they do not exist. With `physicalName`, creates a separate
    * collection of the same shape under that name (a rebuild or a snapshot), which get, list and commit then
