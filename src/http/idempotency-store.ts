@@ -39,7 +39,7 @@ export type Claim =
   | { outcome: 'completed'; record: CompletedRecord };
 
 export interface IdempotencyStore {
-  readonly kind: 'sqlite' | 'mongodb';
+  readonly kind: 'sqlite' | 'mongodb' | 'postgres';
   /**
    * Claims the key atomically, also across processes sharing the store. A record whose `expiresAt` is at
    * or before `now` counts as absent. A new claim is pending until `leaseUntil` (epoch ms): a process that

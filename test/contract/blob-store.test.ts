@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { openFileBlobs } from '../../src/media/file-blobs.js';
 import { openGridFsBlobs } from '../../src/media/gridfs-blobs.js';
+import { openPostgresBlobs } from '../../src/media/postgres-blobs.js';
 import { sha256Of } from '../../src/media/hash.js';
 import { describeBackend, tempDir } from '../support/adapters.js';
+import { describePostgres } from '../support/postgres.js';
 import { blobStoreContract } from './blob-store.contract.js';
 
 describe('BlobStore contract', () => {
@@ -50,6 +52,14 @@ describe('BlobStore contract', () => {
         openFileBlobs(join(dir, 'blobs'));
         expect(readdirSync(tmp)).to.deep.equal([fresh.slice(tmp.length + 1)]);
       });
+    });
+  });
+
+  describePostgres('on PostgreSQL', (url) => {
+    // Every test stores random bytes, so the run's one table serves them all.
+    blobStoreContract(async () => {
+      const blobs = await openPostgresBlobs(url);
+      return { blobs, reopen: () => openPostgresBlobs(url), close: () => blobs.close() };
     });
   });
 

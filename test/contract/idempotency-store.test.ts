@@ -4,9 +4,11 @@ import { chmodSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { openMongoIdempotencyStore } from '../../src/http/idempotency-store-mongo.js';
+import { openPostgresIdempotencyStore } from '../../src/http/idempotency-store-postgres.js';
 import { openSqliteIdempotencyStore } from '../../src/http/idempotency-store-sqlite.js';
 import { databaseName } from '../../src/mongodb/client.js';
 import { describeBackend, tempDir } from '../support/adapters.js';
+import { describePostgres } from '../support/postgres.js';
 import { idempotencyStoreContract } from './idempotency-store.contract.js';
 
 describe('IdempotencyStore contract', () => {
@@ -55,6 +57,14 @@ describe('IdempotencyStore contract', () => {
         await store.close();
         remove();
       }
+    });
+  });
+
+  describePostgres('on PostgreSQL', (url) => {
+    // Every test uses keys of its own, so the run's one table serves them all.
+    idempotencyStoreContract(async () => {
+      const store = await openPostgresIdempotencyStore(url);
+      return { store, reopen: () => openPostgresIdempotencyStore(url), close: () => store.close() };
     });
   });
 
