@@ -71,6 +71,9 @@ export const historySchemas: Record<string, Schema> = {
   ),
 };
 
+/** An event type's name, as EventTypesParam (./codecs.ts) checks each one. */
+const eventTypeName = '[A-Za-z][A-Za-z0-9._-]{0,99}';
+
 const dateQuery = (description: string) => ({ schema: dateTime(), description });
 
 const observationId = { id: { description: "The observation's id", schema: string() } };
@@ -110,9 +113,19 @@ export const historyOperations = (): BuiltOperation[] => [
       codec: EventHistoryQuery,
       parameters: {
         type: {
-          schema: arrayOf(string({ pattern: '^[A-Za-z][A-Za-z0-9._-]{0,99}$' }), { maxItems: 100 }),
+          // Each value is one name or a comma-separated list (`type=A,B`), so both forms match the schema.
+          schema: arrayOf(
+            string({
+              maxLength: 10_099,
+              pattern: `^${eventTypeName}(,${eventTypeName}){0,99}$`,
+              examples: ['ObservationRecorded,ObservationUpdated'],
+            }),
+            { maxItems: 100 },
+          ),
           explode: true,
-          description: 'Event types, repeated or comma-separated',
+          description:
+            'Event types, repeated (`type=A&type=B`) or comma-separated (`type=A,B`), or both; at most 100 ' +
+            'distinct names in all',
         },
         stream: {
           schema: string({ maxLength: 300, pattern: '^[a-z][a-zA-Z]*-t_[0-9a-z]+_.+$' }),

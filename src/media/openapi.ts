@@ -75,10 +75,10 @@ export const mediaOperations = (): BuiltOperation[] => [
     responses: {
       '200': {
         description: 'The image',
-        headers: ['ETag'],
+        headers: ['MediaETag'],
         content: Object.fromEntries(mediaTypes.map((type) => [type, {}])),
       },
-      '304': { description: 'Not modified', headers: ['ETag'] },
+      '304': { description: 'Not modified', headers: ['MediaETag'] },
     },
   }),
 ];

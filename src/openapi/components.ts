@@ -84,6 +84,14 @@ export const page = (item: Schema, description: string): Schema =>
 
 export const headers = {
   ETag: { description: 'The stream version in quotes, e.g. `"0"`', schema: string({ pattern: '^"\\d+"$' }) },
+  MediaETag: {
+    description: "The image's SHA-256 in quotes: the bytes under a media id never change",
+    schema: string({ pattern: '^"[0-9a-f]{64}"$' }),
+  },
+  ScriptETag: {
+    description: 'The version of the Redoc bundle in quotes, e.g. `"redoc-2.5.4"`',
+    schema: string({ pattern: '^"redoc-[0-9A-Za-z.+-]{1,64}"$' }),
+  },
   Location: { description: 'The path of the created resource', schema: string() },
   'X-Position': {
     description: 'The global position of the write: pass it as `minPosition` to a list to read your write',
@@ -95,7 +103,38 @@ export const headers = {
       'On 401, the schemes the route takes: `Bearer realm="observation-service"…, ApiKey realm=…`. On a 403 for a missing scope (RFC 6750 §3.1): `Bearer realm="observation-service", error="insufficient_scope", scope="<the scope>"`',
     schema: string(),
   },
+  RateLimit: {
+    description:
+      'Where the credential stands in its window (draft-ietf-httpapi-ratelimit-headers): the requests left ' +
+      '(`r`) and the seconds until the window resets (`t`). On every response but those of `/health…`, unless ' +
+      'RATE_LIMIT is `off`.',
+    schema: string({
+      maxLength: 100,
+      pattern: '^"default";r=\\d+;t=\\d+$',
+      examples: ['"default";r=599;t=60'],
+    }),
+  },
+  'RateLimit-Policy': {
+    description: 'The limit per credential: `q` requests in `w` seconds (RATE_LIMIT). Sent with `RateLimit`.',
+    schema: string({
+      maxLength: 100,
+      pattern: '^"default";q=\\d+;w=\\d+$',
+      examples: ['"default";q=600;w=60'],
+    }),
+  },
 } satisfies Record<string, { description: string; schema: Schema }>;
+
+/** The response header each component describes, where the two names differ. */
+export const headerNames: Partial<Record<keyof typeof headers, string>> = {
+  MediaETag: 'ETag',
+  ScriptETag: 'ETag',
+};
+
+/** The rate limit's headers (src/http/rate-limit.ts), on every response of every rate-limited route. */
+export const rateLimitHeaders = {
+  RateLimit: { $ref: '#/components/headers/RateLimit' },
+  'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
+};
 
 export const parameters = {
   TenantId: {
@@ -177,13 +216,14 @@ const problemHeaders: Partial<Record<ProblemStatus, Record<string, unknown>>> = 
   '503': { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
 };
 
+/** Problems of the routes the rate limit counts: every route but `/health…`, which has none of these. */
 export const responseComponents = {
   ...Object.fromEntries(
     (Object.keys(problemResponses) as ProblemStatus[]).map((status) => [
       problemNames[status],
       {
         description: problemResponses[status],
-        ...(problemHeaders[status] ? { headers: problemHeaders[status] } : {}),
+        headers: { ...problemHeaders[status], ...rateLimitHeaders },
         content: problemContent,
       },
     ]),

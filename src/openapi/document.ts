@@ -113,6 +113,8 @@ export const openApiDocument = ({ publicUrl, version = '0.1.0' }: OpenApiOptions
   const base = publicUrl.replace(/\/+$/, '');
   return {
     openapi: '3.1.0',
+    // The dialect of every schema without a $schema of its own: 3.1 tools then read them as 2020-12.
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     info: {
       title: 'Observation service',
       version,

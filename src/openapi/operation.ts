@@ -1,6 +1,12 @@
 import type { Scope } from '../auth/scopes.js';
 import type { StrictObjectCodec } from '../http/codec.js';
-import { headers as headerComponents, problemRef, type ProblemStatus } from './components.js';
+import {
+  headerNames,
+  headers as headerComponents,
+  problemRef,
+  rateLimitHeaders,
+  type ProblemStatus,
+} from './components.js';
 import { codecObject, codecQuery, type QueryParameter, type Schema } from './schema.js';
 
 /**
@@ -148,19 +154,24 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
   if (idempotent) ['400', '409', '422'].forEach((s) => problems.add(s as ProblemStatus));
   // Every write may lose a race with another one (version-conflict) or conflict with the state.
   if (spec.method !== 'get' && !isAuthPath(spec.path)) problems.add('409');
-  if (!spec.path.startsWith('/health')) problems.add('429');
+  // As src/http/rate-limit.ts counts: every route but the health checks, whose answers carry its headers.
+  const rateLimited = !spec.path.startsWith('/health');
+  if (rateLimited) problems.add('429');
 
   const responses: Record<string, unknown> = {};
   for (const [status, response] of Object.entries(spec.responses)) {
+    const headers = {
+      ...Object.fromEntries(
+        (response.headers ?? []).map((header) => [
+          headerNames[header] ?? header,
+          { $ref: `#/components/headers/${header}` },
+        ]),
+      ),
+      ...(rateLimited ? rateLimitHeaders : {}),
+    };
     responses[status] = {
       description: response.description,
-      ...(response.headers
-        ? {
-            headers: Object.fromEntries(
-              response.headers.map((header) => [header, { $ref: `#/components/headers/${header}` }]),
-            ),
-          }
-        : {}),
+      ...(Object.keys(headers).length > 0 ? { headers } : {}),
       ...(response.content
         ? {
             content: Object.fromEntries(

@@ -140,10 +140,10 @@ export const serviceOperations = (): BuiltOperation[] => [
     responses: {
       '200': {
         description: 'JavaScript',
-        headers: ['ETag'],
+        headers: ['ScriptETag'],
         content: { 'application/javascript': string() },
       },
-      '304': { description: 'Not modified', headers: ['ETag'] },
+      '304': { description: 'Not modified', headers: ['ScriptETag'] },
     },
   }),
 ];

@@ -1,7 +1,11 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { openApiDocument, type OpenApiDocument } from '../../src/openapi/document.js';
+import { freePort } from './process.js';
 
 /**
  * Validating HTTP exchanges against the OpenAPI document with Ajv (JSON Schema 2020-12, as OpenAPI 3.1
@@ -148,3 +152,95 @@ export const exchange = async (method: string, path: string, response: Response)
   contentType: response.headers.get('content-type'),
   text: Buffer.from(await response.arrayBuffer()).toString('utf8'),
 });
+
+/** One thing prism found wrong with an exchange: where, and what. */
+export interface PrismViolation {
+  exchange: string;
+  violation: string;
+}
+
+/** Prism's own answers (a request it refused, a response it found wrong) are problems of this type family. */
+const prismErrorType = 'https://stoplight.io/prism/errors#';
+
+/**
+ * What prism's validating proxy says about one exchange: its `sl-violations` header, and, with `--errors`,
+ * the error it answered in the service's place (a request or response that breaks the document).
+ */
+export const prismViolations = (
+  exchangeName: string,
+  response: { headers: Headers; contentType: string | null; text: string },
+): PrismViolation[] => {
+  const found: PrismViolation[] = [];
+  const header = response.headers.get('sl-violations');
+  if (header) {
+    for (const violation of JSON.parse(header) as Obj[])
+      found.push({ exchange: exchangeName, violation: JSON.stringify(violation) });
+  }
+  // With `--errors` the same violations come back as prism's error body too: counted once.
+  if (!header && response.text.includes(prismErrorType)) {
+    let body: Obj | undefined;
+    try {
+      body = JSON.parse(response.text) as Obj;
+    } catch {
+      body = undefined;
+    }
+    if (typeof body?.type === 'string' && body.type.startsWith(prismErrorType)) {
+      const details = (body.validation as Obj[] | undefined) ?? [{ detail: body.detail }];
+      for (const detail of details)
+        found.push({
+          exchange: exchangeName,
+          violation: `${body.type}: ${JSON.stringify(detail)}`,
+        });
+    }
+  }
+  return found;
+};
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * `prism proxy --errors` (@stoplight/prism-cli) in front of a service on loopback: it forwards each request
+ * to `upstream` and checks the request and the response against the document in `documentFile`. It listens
+ * on 127.0.0.1, and is given no HTTP proxy, so it reaches nothing but the upstream. `stop` kills it by PID.
+ */
+export const startPrismProxy = async (documentFile: string, upstream: string) => {
+  const port = await freePort();
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^(https?|all|no)_proxy$/i.test(name)),
+  );
+  const child = spawn(
+    join(root, 'node_modules', '.bin', 'prism'),
+    [
+      'proxy',
+      '--errors',
+      '--cors=false',
+      documentFile,
+      upstream,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+    ],
+    { env: { ...env, NO_PROXY: '*' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 30_000;
+  while (!output.includes('Prism is listening')) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill();
+      throw new Error(`prism did not start: ${output.slice(-2000)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGTERM');
+      await exited;
+    },
+  };
+};
