@@ -3,6 +3,7 @@ import { ownerOnlyDatabase } from '../core/private-files.js';
 import { join } from 'node:path';
 import {
   RateLimiterMongo,
+  RateLimiterPostgres,
   RateLimiterRes,
   RateLimiterSQLite,
   type RateLimiterStoreAbstract,
@@ -11,8 +12,8 @@ import type { FailureLimiter, FailureLimiterStore, FailurePolicy } from './rate-
 
 /**
  * The failed-authentication counters, kept by rate-limiter-flexible in a store every process shares: the
- * SQLite file DATA_DIR/limits.db (processes on one DATA_DIR), or the MongoDB collection `auth_failures`
- * (instances on one database). Only this file knows the library.
+ * SQLite file DATA_DIR/limits.db (processes on one DATA_DIR), or the MongoDB collection or PostgreSQL table
+ * `auth_failures` (instances on one database). Only this file knows the library.
  */
 const fromLibrary = (limiter: RateLimiterStoreAbstract): FailureLimiter => ({
   take: async (key) => {
@@ -98,11 +99,69 @@ export const openMongoFailureStore = async (url: string): Promise<FailureLimiter
   };
 };
 
-/** MongoDB when MONGODB_URL is set (shared by every instance), else DATA_DIR/limits.db. */
+/** The table the library would make with a key of at most 255 characters; ours are longer (an e-mail and more). */
+const postgresSchema = [
+  `CREATE TABLE ${table} (key text PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint);
+   CREATE INDEX ${table}_by_expire ON ${table} (expire);`,
+];
+
+export const openPostgresFailureStore = async (
+  url: string,
+  options: { poolSize?: number } = {},
+): Promise<FailureLimiterStore> => {
+  const { acquirePostgres, orUnavailable } = await import('../postgres/client.js');
+  const { migrate } = await import('../postgres/migrate.js');
+  const handle = acquirePostgres(url, options);
+  try {
+    await migrate(handle.pool, table, postgresSchema);
+  } catch (error) {
+    await handle.release();
+    throw error;
+  }
+  // Expired counters are ignored on read; this only keeps the table small. Our own timer (the library's
+  // would outlive close), cleared on close.
+  const sweep = () =>
+    handle.pool.query(`DELETE FROM ${table} WHERE expire < $1`, [Date.now()]).catch(() => undefined);
+  const timer = setInterval(() => void sweep(), 5 * 60_000);
+  timer.unref();
+  return {
+    limiter: (policy) => {
+      const limiter = fromLibrary(
+        new RateLimiterPostgres({
+          ...libraryOptions(policy),
+          storeClient: handle.pool,
+          storeType: 'pool',
+          tableName: table,
+          tableCreated: true,
+          clearExpiredByTimeout: false,
+        }),
+      );
+      // A server that cannot answer is a 503, as on the other routes.
+      return {
+        take: (key) => orUnavailable(limiter.take(key)),
+        giveBack: (key) => orUnavailable(limiter.giveBack(key)),
+        reset: (key) => orUnavailable(limiter.reset(key)),
+      };
+    },
+    close: () => {
+      clearInterval(timer);
+      return handle.release();
+    },
+  };
+};
+
+/**
+ * Shared by every instance when MONGODB_URL or DATABASE_URL (always PostgreSQL) is set, MongoDB first as for
+ * the read models; else DATA_DIR/limits.db.
+ */
 export const openFailureStore = async (config: {
   dataDir: string;
   mongodbUrl: string | null;
-}): Promise<FailureLimiterStore> =>
-  config.mongodbUrl
-    ? openMongoFailureStore(config.mongodbUrl)
-    : openSqliteFailureStore(join(config.dataDir, 'limits.db'));
+  databaseUrl?: string | null;
+  databasePoolSize?: number;
+}): Promise<FailureLimiterStore> => {
+  if (config.mongodbUrl) return openMongoFailureStore(config.mongodbUrl);
+  if (config.databaseUrl)
+    return openPostgresFailureStore(config.databaseUrl, { poolSize: config.databasePoolSize });
+  return openSqliteFailureStore(join(config.dataDir, 'limits.db'));
+};

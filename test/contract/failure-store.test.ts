@@ -3,9 +3,15 @@ import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { openMongoFailureStore, openSqliteFailureStore } from '../../src/auth/failure-store.js';
+import pg from 'pg';
+import {
+  openMongoFailureStore,
+  openPostgresFailureStore,
+  openSqliteFailureStore,
+} from '../../src/auth/failure-store.js';
 import { databaseName } from '../../src/mongodb/client.js';
 import { describeBackend, tempDir } from '../support/adapters.js';
+import { describePostgres } from '../support/postgres.js';
 import { failureStoreContract } from './failure-store.contract.js';
 
 describe('FailureLimiterStore contract', () => {
@@ -37,6 +43,23 @@ describe('FailureLimiterStore contract', () => {
         await store.close();
         remove();
       }
+    });
+  });
+
+  describePostgres('on PostgreSQL', (url) => {
+    // The run's one table: each test starts from no counters.
+    failureStoreContract(async () => {
+      const store = await openPostgresFailureStore(url);
+      const pool = new pg.Pool({ connectionString: url, max: 1 });
+      await pool.query('DELETE FROM auth_failures');
+      return {
+        store,
+        second: () => openPostgresFailureStore(url),
+        close: async () => {
+          await pool.end();
+          await store.close();
+        },
+      };
     });
   });
 
