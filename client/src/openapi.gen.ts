@@ -2131,6 +2131,8 @@ export interface components {
     /** @description The request is not valid: `errors` lists every field or parameter that failed */
     BadRequest: {
       headers: {
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2141,6 +2143,8 @@ export interface components {
     Unauthorized: {
       headers: {
         'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2151,6 +2155,8 @@ export interface components {
     Forbidden: {
       headers: {
         'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2160,6 +2166,8 @@ export interface components {
     /** @description No such resource, or a tenant the credential does not belong to */
     NotFound: {
       headers: {
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2170,6 +2178,8 @@ export interface components {
     Conflict: {
       headers: {
         'Retry-After': components['headers']['Retry-After'];
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2179,6 +2189,8 @@ export interface components {
     /** @description If-Match names a version that is not current */
     PreconditionFailed: {
       headers: {
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2188,6 +2200,8 @@ export interface components {
     /** @description The body is larger than the limit */
     PayloadTooLarge: {
       headers: {
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2197,6 +2211,8 @@ export interface components {
     /** @description The body is not of a supported media type, not UTF-8, or compressed */
     UnsupportedMediaType: {
       headers: {
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2206,6 +2222,8 @@ export interface components {
     /** @description The request names something that does not exist, or reuses an Idempotency-Key for another request */
     Unprocessable: {
       headers: {
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2216,6 +2234,8 @@ export interface components {
     TooManyRequests: {
       headers: {
         'Retry-After': components['headers']['Retry-After'];
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2226,6 +2246,8 @@ export interface components {
     Unavailable: {
       headers: {
         'Retry-After': components['headers']['Retry-After'];
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
         [name: string]: unknown;
       };
       content: {
@@ -2256,6 +2278,10 @@ export interface components {
   headers: {
     /** @description The stream version in quotes, e.g. `"0"` */
     ETag: string;
+    /** @description The image's SHA-256 in quotes: the bytes under a media id never change */
+    MediaETag: string;
+    /** @description The version of the Redoc bundle in quotes, e.g. `"redoc-2.5.4"` */
+    ScriptETag: string;
     /** @description The path of the created resource */
     Location: string;
     /** @description The global position of the write: pass it as `minPosition` to a list to read your write */
@@ -2264,6 +2290,10 @@ export interface components {
     'Retry-After': string;
     /** @description On 401, the schemes the route takes: `Bearer realm="observation-service"…, ApiKey realm=…`. On a 403 for a missing scope (RFC 6750 §3.1): `Bearer realm="observation-service", error="insufficient_scope", scope="<the scope>"` */
     'WWW-Authenticate': string;
+    /** @description Where the credential stands in its window (draft-ietf-httpapi-ratelimit-headers): the requests left (`r`) and the seconds until the window resets (`t`). On every response but those of `/health…`, unless RATE_LIMIT is `off`. */
+    RateLimit: string;
+    /** @description The limit per credential: `q` requests in `w` seconds (RATE_LIMIT). Sent with `RateLimit`. */
+    'RateLimit-Policy': string;
   };
   pathItems: never;
 }
@@ -2827,6 +2857,8 @@ export interface operations {
       /** @description The OpenAPI document */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -2854,6 +2886,8 @@ export interface operations {
       /** @description An HTML page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -2879,7 +2913,9 @@ export interface operations {
       /** @description JavaScript */
       200: {
         headers: {
-          ETag: components['headers']['ETag'];
+          ETag: components['headers']['ScriptETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -2889,7 +2925,9 @@ export interface operations {
       /** @description Not modified */
       304: {
         headers: {
-          ETag: components['headers']['ETag'];
+          ETag: components['headers']['ScriptETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -2914,6 +2952,8 @@ export interface operations {
       /** @description Logged in */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -2944,6 +2984,8 @@ export interface operations {
       /** @description A new pair */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -2974,6 +3016,8 @@ export interface operations {
       /** @description A token */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -2983,6 +3027,8 @@ export interface operations {
       /** @description `invalid_request`, `invalid_scope` or `unsupported_grant_type` */
       400: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -2993,6 +3039,8 @@ export interface operations {
       401: {
         headers: {
           'WWW-Authenticate': components['headers']['WWW-Authenticate'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3016,6 +3064,8 @@ export interface operations {
       /** @description The JWKS */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3038,6 +3088,8 @@ export interface operations {
       /** @description The metadata */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3065,6 +3117,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3103,6 +3157,8 @@ export interface operations {
           Location: components['headers']['Location'];
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3139,6 +3195,8 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3149,6 +3207,8 @@ export interface operations {
       304: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3180,6 +3240,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3222,6 +3284,8 @@ export interface operations {
           Location: components['headers']['Location'];
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3261,6 +3325,8 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3271,6 +3337,8 @@ export interface operations {
       304: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3304,6 +3372,8 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3340,6 +3410,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3382,6 +3454,8 @@ export interface operations {
           Location: components['headers']['Location'];
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3421,6 +3495,8 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3431,6 +3507,8 @@ export interface operations {
       304: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3460,6 +3538,8 @@ export interface operations {
       204: {
         headers: {
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3492,6 +3572,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3534,6 +3616,8 @@ export interface operations {
           Location: components['headers']['Location'];
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3573,6 +3657,8 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3583,6 +3669,8 @@ export interface operations {
       304: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3612,6 +3700,8 @@ export interface operations {
       204: {
         headers: {
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3660,6 +3750,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3703,6 +3795,8 @@ export interface operations {
           Location: components['headers']['Location'];
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3742,6 +3836,8 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3752,6 +3848,8 @@ export interface operations {
       304: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3790,6 +3888,8 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3838,6 +3938,8 @@ export interface operations {
       200: {
         headers: {
           Location: components['headers']['Location'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3849,6 +3951,8 @@ export interface operations {
         headers: {
           Location: components['headers']['Location'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3890,7 +3994,9 @@ export interface operations {
       /** @description The image */
       200: {
         headers: {
-          ETag: components['headers']['ETag'];
+          ETag: components['headers']['MediaETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3902,7 +4008,9 @@ export interface operations {
       /** @description Not modified */
       304: {
         headers: {
-          ETag: components['headers']['ETag'];
+          ETag: components['headers']['MediaETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3935,6 +4043,8 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -3945,6 +4055,8 @@ export interface operations {
       304: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -3959,7 +4071,7 @@ export interface operations {
   listEvents: {
     parameters: {
       query?: {
-        /** @description Event types, repeated or comma-separated */
+        /** @description Event types, repeated (`type=A&type=B`) or comma-separated (`type=A,B`), or both; at most 100 distinct names in all */
         type?: string[];
         /** @description One stream */
         stream?: string;
@@ -3986,6 +4098,8 @@ export interface operations {
       /** @description A page, or the NDJSON stream */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4032,6 +4146,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4075,6 +4191,8 @@ export interface operations {
           Location: components['headers']['Location'];
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4114,6 +4232,8 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4124,6 +4244,8 @@ export interface operations {
       304: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -4156,6 +4278,8 @@ export interface operations {
       204: {
         headers: {
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -4196,6 +4320,8 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4246,6 +4372,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4289,6 +4417,8 @@ export interface operations {
           Location: components['headers']['Location'];
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4328,6 +4458,8 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4338,6 +4470,8 @@ export interface operations {
       304: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -4376,6 +4510,8 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4419,6 +4555,8 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4465,6 +4603,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4508,6 +4648,8 @@ export interface operations {
           Location: components['headers']['Location'];
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4547,6 +4689,8 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4557,6 +4701,8 @@ export interface operations {
       304: {
         headers: {
           ETag: components['headers']['ETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -4583,6 +4729,8 @@ export interface operations {
       /** @description Every model */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4620,6 +4768,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4662,6 +4812,8 @@ export interface operations {
           Location: components['headers']['Location'];
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4697,6 +4849,8 @@ export interface operations {
       /** @description The subscription */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4727,6 +4881,8 @@ export interface operations {
       /** @description Deleted */
       204: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content?: never;
@@ -4765,6 +4921,8 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4809,6 +4967,8 @@ export interface operations {
         headers: {
           ETag: components['headers']['ETag'];
           'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4851,6 +5011,8 @@ export interface operations {
       /** @description The attempt's outcome */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4900,6 +5062,8 @@ export interface operations {
       /** @description A page */
       200: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
@@ -4939,6 +5103,8 @@ export interface operations {
       /** @description Scheduled */
       202: {
         headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;
         };
         content: {
