@@ -16,9 +16,9 @@ import { openSqliteIdempotencyStore } from './http/idempotency-store-sqlite.js';
 export interface Stores {
   eventStore: EventStore;
   readModels: ReadModelStore;
-  /** Image bytes by SHA-256: files under DATA_DIR/blobs, or GridFS when MONGODB_URL is set. */
+  /** Image bytes by SHA-256: files under DATA_DIR/blobs, GridFS (MONGODB_URL), or the table blobs (DATABASE_URL). */
   blobs: BlobStore;
-  /** Idempotency-Key records: DATA_DIR/idempotency.db, or the collection idempotency_keys in MongoDB. */
+  /** Idempotency-Key records: DATA_DIR/idempotency.db, or idempotency_keys in MongoDB or PostgreSQL. */
   idempotency: IdempotencyStore;
   close: () => Promise<void>;
 }
@@ -28,7 +28,7 @@ export interface Stores {
  * loaded only when used, so the embedded default starts without them.
  */
 export const openStores = async (
-  config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl'>,
+  config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl' | 'databaseUrl' | 'databasePoolSize'>,
 ): Promise<Stores> => {
   mkdirSync(config.dataDir, { recursive: true });
   // Every event read through the service's store comes out at the current version of its type.
@@ -37,15 +37,28 @@ export const openStores = async (
       ? await (await import('./eventstore/esdb.js')).openEventStoreDb(config.eventStoreUrl)
       : openSqliteEventStore(join(config.dataDir, 'events.db')),
   );
+  // Read models, blobs and idempotency records: MongoDB when MONGODB_URL is set, else PostgreSQL with
+  // DATABASE_URL (one pool for every adapter), else the embedded files.
+  const postgres = { url: config.databaseUrl, options: { poolSize: config.databasePoolSize } };
   const readModels = config.mongodbUrl
     ? await (await import('./readmodels/mongo.js')).openMongoReadModels(config.mongodbUrl)
-    : openSqliteReadModels(join(config.dataDir, 'readmodels.db'));
+    : postgres.url
+      ? await (
+          await import('./readmodels/postgres.js')
+        ).openPostgresReadModels(postgres.url, postgres.options)
+      : openSqliteReadModels(join(config.dataDir, 'readmodels.db'));
   const blobs = config.mongodbUrl
     ? await (await import('./media/gridfs-blobs.js')).openGridFsBlobs(config.mongodbUrl)
-    : openFileBlobs(join(config.dataDir, 'blobs'));
+    : postgres.url
+      ? await (await import('./media/postgres-blobs.js')).openPostgresBlobs(postgres.url, postgres.options)
+      : openFileBlobs(join(config.dataDir, 'blobs'));
   const idempotency = config.mongodbUrl
     ? await (await import('./http/idempotency-store-mongo.js')).openMongoIdempotencyStore(config.mongodbUrl)
-    : openSqliteIdempotencyStore(join(config.dataDir, 'idempotency.db'));
+    : postgres.url
+      ? await (
+          await import('./http/idempotency-store-postgres.js')
+        ).openPostgresIdempotencyStore(postgres.url, postgres.options)
+      : openSqliteIdempotencyStore(join(config.dataDir, 'idempotency.db'));
   return {
     eventStore,
     readModels,
