@@ -16,7 +16,7 @@ import { openSqliteIdempotencyStore } from './http/idempotency-store-sqlite.js';
 export interface Stores {
   eventStore: EventStore;
   readModels: ReadModelStore;
-  /** Image bytes by SHA-256: files under DATA_DIR/blobs, GridFS (MONGODB_URL), or the table blobs (DATABASE_URL). */
+  /** Image bytes by SHA-256: files in DATA_DIR/blobs, GridFS (MONGODB_URL) or PostgreSQL (DATABASE_URL). */
   blobs: BlobStore;
   /** Idempotency-Key records: DATA_DIR/idempotency.db, or idempotency_keys in MongoDB or PostgreSQL. */
   idempotency: IdempotencyStore;
