@@ -104,7 +104,7 @@ export interface WholeStreamReader {
 }
 
 export interface EventStore {
-  readonly kind: 'sqlite' | 'eventstoredb';
+  readonly kind: 'sqlite' | 'eventstoredb' | 'postgres';
   /**
    * Appends the events to the stream in one atomic write, if the stream is at the expected version.
    * Throws VersionConflictError otherwise, and writes nothing.

@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { openEventStoreDb } from '../../src/eventstore/esdb.js';
+import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
 import { describeBackend, tempDir } from '../support/adapters.js';
+import { describePostgres } from '../support/postgres.js';
 import { eventStoreContract } from './event-store.contract.js';
 
 describe('EventStore contract', () => {
@@ -28,6 +30,16 @@ describe('EventStore contract', () => {
       async () => {
         const store = await openEventStoreDb(url);
         return { store, another: () => openEventStoreDb(url), close: () => store.close() };
+      },
+      { exclusiveLeases: false },
+    );
+  });
+
+  describePostgres('on PostgreSQL', (url) => {
+    eventStoreContract(
+      async () => {
+        const store = await openPostgresEventStore(url);
+        return { store, another: () => openPostgresEventStore(url), close: () => store.close() };
       },
       { exclusiveLeases: false },
     );

@@ -1,0 +1,328 @@
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { RecordedEvent } from '../core/events.js';
+import { isStoreFailure } from '../core/store-failures.js';
+import { inTransaction, orUnavailable } from '../postgres/client.js';
+import type {
+  ConsumerOutcome,
+  EventFilter,
+  EventStore,
+  ParkedEvent,
+  PersistentHandler,
+  Subscription,
+} from './port.js';
+import { stopLatch, type AppendSignal, type StopLatch } from './append-signal.js';
+import { yieldToEventLoop } from './sqlite-catch-up.js';
+import { appendedChannel } from './postgres-listener.js';
+import {
+  eventColumns,
+  filterClause,
+  horizonCtes,
+  toRecordedEvent,
+  type EventRow,
+} from './postgres-schema.js';
+
+/**
+ * Consumer groups shared by any number of consumers in any number of processes (competing consumers).
+ *
+ * - Feeding: one consumer at a time (a try-lock per group; the others go on claiming) copies the group's
+ *   next events below the horizon into `consumer_group_events`, and moves the group's `fed` past them.
+ * - Claiming: a consumer takes the oldest unclaimed events with FOR UPDATE SKIP LOCKED and marks them
+ *   claimed for `claimTtlMs`, renewed while it works. A consumer that dies (kill -9) leaves its claims to
+ *   run out, then another takes them: delivery is at least once.
+ * - Settling: an acknowledged event's row goes; a retried one keeps its claim with its count raised (a
+ *   restart resumes the count); a parked one stays with `parked_at` until a replay.
+ *
+ * No transaction stays open while a handler runs, so none holds the horizon back for the readers.
+ */
+
+type PersistentPart = Pick<
+  EventStore,
+  'ensurePersistentSubscription' | 'subscribePersistent' | 'listParked' | 'replayParked' | 'groupCheckpoint'
+>;
+
+export interface GroupSource {
+  pool: pg.Pool;
+  signal: AppendSignal;
+  pollMs: number;
+  /** How long a claim holds without renewal: how soon a dead consumer's events go to another. */
+  claimTtlMs: number;
+}
+
+/** The advisory lock key space of feeding (the first key); the second is the group name's hash. */
+const feedLockSpace = 0x6f627302;
+/** Events one feed queues at most. */
+const feedPage = 500;
+
+/** As on the embedded store: a throw is a nack(retry), unless the store failed under the handler. */
+const safely = async (handler: PersistentHandler, event: RecordedEvent, retryCount: number) => {
+  try {
+    return await handler({ event, retryCount });
+  } catch (error) {
+    if (isStoreFailure(error)) throw error;
+    return { kind: 'nack', action: 'retry', reason: (error as Error).message } satisfies ConsumerOutcome;
+  }
+};
+
+/** The outcomes of handlers run side by side; a failure fails the consumer once all have returned. */
+const allOrFirstFailure = async <T>(running: Promise<T>[]): Promise<T[]> => {
+  const settled = await Promise.allSettled(running);
+  const failure = settled.find((result) => result.status === 'rejected');
+  if (failure) throw failure.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
+};
+
+interface Claimed {
+  event: RecordedEvent;
+  retryCount: number;
+  replay: boolean;
+}
+
+export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource): PersistentPart => {
+  const query = <R extends pg.QueryResultRow>(text: string, params: unknown[]) =>
+    orUnavailable(pool.query<R>(text, params));
+  /** The consumers of each group in this process: a replay pokes them out of their sleep. */
+  const latches = new Map<string, Set<StopLatch>>();
+
+  /** Queues the group's next events; false when another consumer is feeding it right now. */
+  const feed = (group: string, filter: EventFilter): Promise<{ queued: number; behind: boolean } | null> =>
+    inTransaction(pool, async (client) => {
+      const lock = await client.query<{ ok: boolean }>(
+        'SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok',
+        [feedLockSpace, group],
+      );
+      if (!lock.rows[0]?.ok) return null;
+      // A statement of its own, after the lock: its snapshot sees what the previous feeder committed.
+      const clause = filterClause(filter, 3);
+      const { rows } = await client.query<{ queued: string; behind: boolean }>(
+        `WITH ${horizonCtes},
+         g AS (SELECT fed FROM consumer_groups WHERE name = $1),
+         page AS MATERIALIZED (
+           SELECT e.position FROM events e, g, horizon
+           WHERE e.position > g.fed AND e.transaction_id < horizon.xmin${clause.sql}
+           ORDER BY e.position LIMIT $2
+         ),
+         queued AS (
+           INSERT INTO consumer_group_events (group_name, position) SELECT $1, position FROM page
+           ON CONFLICT DO NOTHING RETURNING 1
+         ),
+         moved AS (
+           UPDATE consumer_groups c
+           SET fed = CASE WHEN (SELECT count(*) FROM page) >= $2 THEN (SELECT max(position) FROM page)
+                          ELSE greatest(c.fed, heads.safe) END
+           FROM heads WHERE c.name = $1 RETURNING 1
+         )
+         SELECT (SELECT count(*) FROM queued) AS queued, heads.visible > heads.safe AS behind,
+                (SELECT count(*) FROM moved) AS moved
+         FROM heads`,
+        [group, feedPage, ...clause.params],
+      );
+      return { queued: Number(rows[0]?.queued ?? 0), behind: rows[0]?.behind ?? false };
+    });
+
+  const claim = async (group: string, consumer: string, count: number): Promise<Claimed[]> => {
+    const { rows } = await query<EventRow & { retry_count: number; replay: boolean }>(
+      `WITH picked AS (
+         SELECT position FROM consumer_group_events
+         WHERE group_name = $1 AND (parked_at IS NULL OR replay)
+           AND (claimed_until IS NULL OR claimed_until < now())
+         ORDER BY position LIMIT $3 FOR UPDATE SKIP LOCKED
+       ), claimed AS (
+         UPDATE consumer_group_events q
+         SET claimed_by = $2, claimed_until = now() + make_interval(secs => $4::double precision / 1000)
+         FROM picked WHERE q.group_name = $1 AND q.position = picked.position
+         RETURNING q.position, q.retry_count, q.replay
+       )
+       SELECT ${eventColumns}, claimed.retry_count, claimed.replay
+       FROM claimed JOIN events e ON e.position = claimed.position ORDER BY e.position`,
+      [group, consumer, count, claimTtlMs],
+    );
+    return rows.map((row) => ({
+      event: toRecordedEvent(row),
+      retryCount: row.retry_count,
+      replay: row.replay,
+    }));
+  };
+
+  const sql = {
+    acknowledge: (group: string, positions: number[]) =>
+      query('DELETE FROM consumer_group_events WHERE group_name = $1 AND position = ANY($2::bigint[])', [
+        group,
+        positions,
+      ]),
+    retry: (group: string, position: number, retryCount: number) =>
+      query(
+        `UPDATE consumer_group_events SET retry_count = $3,
+           claimed_until = now() + make_interval(secs => $4::double precision / 1000)
+         WHERE group_name = $1 AND position = $2`,
+        [group, position, retryCount, claimTtlMs],
+      ),
+    park: (group: string, position: number, reason: string, retryCount: number) =>
+      query(
+        `UPDATE consumer_group_events SET parked_at = now(), reason = $3, retry_count = $4, replay = false,
+           claimed_by = NULL, claimed_until = NULL
+         WHERE group_name = $1 AND position = $2`,
+        [group, position, reason, retryCount],
+      ),
+    renew: (group: string, consumer: string) =>
+      query(
+        `UPDATE consumer_group_events SET claimed_until = now() + make_interval(secs => $3::double precision / 1000)
+         WHERE group_name = $1 AND claimed_by = $2`,
+        [group, consumer, claimTtlMs],
+      ),
+    release: (group: string, consumer: string) =>
+      query(
+        'UPDATE consumer_group_events SET claimed_by = NULL, claimed_until = NULL WHERE group_name = $1 AND claimed_by = $2',
+        [group, consumer],
+      ),
+  };
+
+  const consume = async (
+    group: string,
+    handler: PersistentHandler,
+    latch: StopLatch,
+    concurrency: number,
+  ) => {
+    const stopped = () => latch.stopped();
+    const { rows } = await query<{ filter: EventFilter; max_retry_count: number }>(
+      'SELECT filter, max_retry_count FROM consumer_groups WHERE name = $1',
+      [group],
+    );
+    const settings = rows[0];
+    if (!settings) throw new Error(`The persistent subscription group "${group}" does not exist`);
+    const consumer = randomUUID();
+    const acknowledged: number[] = [];
+    const flushAcknowledged = async () => {
+      if (acknowledged.length === 0) return;
+      await sql.acknowledge(group, acknowledged.splice(0));
+    };
+    // Claims are renewed while this consumer holds any, so a slow handler keeps its events.
+    const renewal = setInterval(() => void sql.renew(group, consumer).catch(() => undefined), claimTtlMs / 3);
+    renewal.unref();
+
+    /** One event to its outcome: retried in place while it has retries left, else parked. */
+    const settle = async ({ event, retryCount: stored, replay }: Claimed): Promise<void> => {
+      if (replay) {
+        const outcome = await safely(handler, event, 0);
+        if (outcome.kind === 'ack') acknowledged.push(event.position);
+        else await sql.park(group, event.position, outcome.reason, 0);
+        return;
+      }
+      let retryCount = stored;
+      let outcome = await safely(handler, event, retryCount);
+      for (;;) {
+        if (outcome.kind === 'ack') {
+          acknowledged.push(event.position);
+          return;
+        }
+        // Stopping: a retry is left for the next consumer (its count is kept), never burnt down to a park.
+        if (outcome.action === 'retry' && stopped()) return;
+        if (outcome.action === 'retry' && retryCount < settings.max_retry_count) {
+          retryCount += 1;
+          await sql.retry(group, event.position, retryCount);
+          outcome = await safely(handler, event, retryCount);
+          continue;
+        }
+        await sql.park(group, event.position, outcome.reason, retryCount);
+        return;
+      }
+    };
+
+    try {
+      let behind = false;
+      while (!stopped() && !signal.isClosed) {
+        const want = Math.max(concurrency * 4, 16);
+        let claimed = await claim(group, consumer, want);
+        if (claimed.length < want) {
+          const fed = await feed(group, settings.filter);
+          behind = fed?.behind ?? false;
+          if (fed && fed.queued > 0)
+            claimed = [...claimed, ...(await claim(group, consumer, want - claimed.length))];
+        }
+        if (claimed.length === 0) {
+          await signal.next(behind ? 20 : pollMs, latch);
+          continue;
+        }
+        for (let start = 0; start < claimed.length && !stopped(); start += concurrency) {
+          await allOrFirstFailure(claimed.slice(start, start + concurrency).map(settle));
+        }
+        await flushAcknowledged();
+        await yieldToEventLoop();
+      }
+    } finally {
+      clearInterval(renewal);
+      // What this consumer acknowledged is settled, and what it still holds goes back to the group at once
+      // (a failed consumer's supervisor starts another, which must not wait for the claims to run out).
+      await flushAcknowledged().catch(() => undefined);
+      await sql.release(group, consumer).catch(() => undefined);
+    }
+  };
+
+  return {
+    ensurePersistentSubscription: async (group, { filter = {}, startFrom, maxRetryCount }) => {
+      // An existing group keeps where it is but takes the current filter and retry limit, as on SQLite.
+      await query(
+        `WITH ${horizonCtes}
+         INSERT INTO consumer_groups (name, filter, max_retry_count, fed)
+         SELECT $1, $2, $3, CASE WHEN $4 THEN heads.safe ELSE 0 END FROM heads
+         ON CONFLICT (name) DO UPDATE SET filter = excluded.filter, max_retry_count = excluded.max_retry_count`,
+        [group, JSON.stringify(filter), maxRetryCount, startFrom === 'end'],
+      );
+    },
+
+    subscribePersistent: (group, handler, { concurrency = 1 } = {}): Subscription => {
+      const latch = stopLatch();
+      const mine = latches.get(group) ?? new Set();
+      latches.set(group, mine.add(latch));
+      const done = consume(group, handler, latch, Math.max(1, concurrency)).finally(() => {
+        mine.delete(latch);
+        if (mine.size === 0 && latches.get(group) === mine) latches.delete(group);
+      });
+      return {
+        done,
+        stop: async () => {
+          latch.stop();
+          await done.catch(() => undefined);
+        },
+      };
+    },
+
+    listParked: async (group) => {
+      const { rows } = await query<EventRow & { reason: string; retry_count: number; parked_at: Date }>(
+        `SELECT ${eventColumns}, q.reason, q.retry_count, q.parked_at
+         FROM consumer_group_events q JOIN events e ON e.position = q.position
+         WHERE q.group_name = $1 AND q.parked_at IS NOT NULL ORDER BY q.position`,
+        [group],
+      );
+      return rows.map((row): ParkedEvent => ({
+        event: toRecordedEvent(row),
+        reason: row.reason,
+        retryCount: row.retry_count,
+        parkedAt: row.parked_at.toISOString(),
+      }));
+    },
+
+    groupCheckpoint: async (group) => {
+      // Everything up to here is settled: the oldest event still queued but not parked, or the fed mark.
+      const { rows } = await query<{ fed: string; pending: string | null }>(
+        `SELECT g.fed, (SELECT min(position) FROM consumer_group_events q
+                        WHERE q.group_name = g.name AND q.parked_at IS NULL) AS pending
+         FROM consumer_groups g WHERE g.name = $1`,
+        [group],
+      );
+      const row = rows[0];
+      if (!row) return null;
+      return row.pending === null ? Number(row.fed) : Math.min(Number(row.fed), Number(row.pending) - 1);
+    },
+
+    replayParked: async (group) => {
+      await query(
+        'UPDATE consumer_group_events SET replay = true WHERE group_name = $1 AND parked_at IS NOT NULL',
+        [group],
+      );
+      // This process's consumers at once; the others' through the wake-up channel.
+      for (const latch of latches.get(group) ?? []) latch.poke();
+      await query(`SELECT pg_notify('${appendedChannel}', '')`, []);
+    },
+  };
+};

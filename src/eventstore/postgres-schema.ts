@@ -1,0 +1,166 @@
+import type { RecordedEvent } from '../core/events.js';
+import type { EventFilter } from './port.js';
+
+/**
+ * The PostgreSQL event store's schema, as migration steps (src/postgres/migrate.ts, component
+ * `eventstore`): a release appends steps, never edits one that shipped.
+ *
+ * Positions and commit order. A bigserial position is taken at insert time, but transactions commit in
+ * another order, so a reader that reads up to the highest position it sees skips an event that commits
+ * later with a lower one. Every event therefore records its transaction's id (`xid8`), and readers take
+ * only events whose transaction is older than the oldest one still running,
+ * `pg_snapshot_xmin(pg_current_snapshot())`: those transactions are all over, so nothing can still appear
+ * among them. For that horizon to hold in position order as well, `append_events` gives a transaction its
+ * id and its positions together, under a short advisory lock: a transaction with a later id has later
+ * positions. The lock is held for the two calls only, not until the commit, so appends still commit (and
+ * flush) side by side. docs/architecture.md#the-postgresql-event-store says more.
+ */
+export const eventStoreMigrations: readonly string[] = [
+  `
+  CREATE SEQUENCE events_position_seq AS bigint;
+  CREATE TABLE events (
+    position       bigint  PRIMARY KEY,
+    transaction_id xid8    NOT NULL,
+    event_id       text    NOT NULL UNIQUE,
+    stream_name    text    COLLATE "C" NOT NULL,
+    stream_version integer NOT NULL,
+    event_type     text    NOT NULL,
+    tenant_id      text    NOT NULL,
+    -- Text, not jsonb: the stored form is exactly what the hash chain covers.
+    data           text    NOT NULL,
+    metadata       text    NOT NULL,
+    hash           text    NOT NULL,
+    UNIQUE (stream_name, stream_version)
+  );
+  CREATE INDEX events_by_type ON events (event_type, position);
+  CREATE INDEX events_by_tenant ON events (tenant_id, position);
+  CREATE INDEX events_by_tenant_stream ON events (tenant_id, stream_name, stream_version);
+
+  -- Consumer groups: events up to fed are queued in consumer_group_events, which holds every event of
+  -- the group not yet settled (acknowledged or parked away): claimed for a while by one consumer, retried,
+  -- or parked (parked_at) until a replay.
+  CREATE TABLE consumer_groups (
+    name            text    PRIMARY KEY,
+    filter          jsonb   NOT NULL,
+    max_retry_count integer NOT NULL,
+    fed             bigint  NOT NULL
+  );
+  CREATE TABLE consumer_group_events (
+    group_name    text        NOT NULL REFERENCES consumer_groups (name) ON DELETE CASCADE,
+    position      bigint      NOT NULL,
+    retry_count   integer     NOT NULL DEFAULT 0,
+    claimed_by    text,
+    claimed_until timestamptz,
+    parked_at     timestamptz,
+    reason        text,
+    replay        boolean     NOT NULL DEFAULT false,
+    PRIMARY KEY (group_name, position)
+  );
+
+  -- One append: the stream's head checked, the transaction's id and the positions taken together under
+  -- the allocation lock (released before the insert, and on any error, since it is a session lock), the
+  -- events inserted, and a wake-up sent on commit. Returns the last position.
+  CREATE FUNCTION append_events(
+    p_stream text, p_expected integer, p_ids text[], p_types text[], p_tenants text[],
+    p_data text[], p_metadata text[], p_hashes text[]
+  ) RETURNS bigint LANGUAGE plpgsql AS $$
+  DECLARE
+    n       integer := cardinality(p_ids);
+    current integer;
+    first   bigint;
+  BEGIN
+    SELECT coalesce(max(stream_version), -1) INTO current FROM events WHERE stream_name = p_stream;
+    IF current <> p_expected THEN
+      RAISE EXCEPTION 'stream % is at version %', p_stream, current
+        USING ERRCODE = 'P0409', DETAIL = current::text;
+    END IF;
+    PERFORM pg_advisory_lock(1868722945, 0);
+    BEGIN
+      PERFORM pg_current_xact_id();
+      first := nextval('events_position_seq');
+      IF n > 1 THEN
+        PERFORM setval('events_position_seq', first + n - 1);
+      END IF;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+      PERFORM pg_advisory_unlock(1868722945, 0);
+      RAISE;
+    END;
+    PERFORM pg_advisory_unlock(1868722945, 0);
+    INSERT INTO events (position, transaction_id, event_id, stream_name, stream_version, event_type,
+                        tenant_id, data, metadata, hash)
+    SELECT first + i - 1, pg_current_xact_id(), p_ids[i], p_stream, p_expected + i, p_types[i],
+           p_tenants[i], p_data[i], p_metadata[i], p_hashes[i]
+    FROM generate_subscripts(p_ids, 1) AS i;
+    PERFORM pg_notify('events_appended', '');
+    RETURN first + n - 1;
+  END $$;
+  `,
+];
+
+/** The SQLSTATE append_events raises when the stream is not at the version the chain was computed on. */
+export const streamMovedState = 'P0409';
+
+/** A row of `events`; bigint columns arrive as strings from node-pg. */
+export interface EventRow {
+  position: string;
+  event_id: string;
+  stream_name: string;
+  stream_version: number;
+  event_type: string;
+  data: string;
+  metadata: string;
+  hash: string;
+}
+
+export const eventColumns =
+  'e.position, e.event_id, e.stream_name, e.stream_version, e.event_type, e.data, e.metadata, e.hash';
+
+export const toRecordedEvent = (row: EventRow): RecordedEvent => ({
+  id: row.event_id,
+  type: row.event_type,
+  data: JSON.parse(row.data) as unknown,
+  metadata: JSON.parse(row.metadata) as RecordedEvent['metadata'],
+  streamName: row.stream_name,
+  streamVersion: row.stream_version,
+  position: Number(row.position),
+  hash: row.hash,
+});
+
+/**
+ * SQL for an event filter on the alias `e`, with its parameters numbered from `firstParam`. Types and
+ * prefixes go as arrays, so the text is stable per filter shape; an empty list matches nothing.
+ */
+export const filterClause = (
+  filter: EventFilter = {},
+  firstParam: number,
+): { sql: string; params: unknown[] } => {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  const next = (value: unknown) => {
+    params.push(value);
+    return `$${firstParam + params.length - 1}`;
+  };
+  if (filter.eventTypes) parts.push(`e.event_type = ANY(${next(filter.eventTypes)}::text[])`);
+  if (filter.streamPrefixes) {
+    parts.push(
+      `EXISTS (SELECT 1 FROM unnest(${next(filter.streamPrefixes)}::text[]) AS prefix WHERE starts_with(e.stream_name, prefix))`,
+    );
+  }
+  if (filter.tenantId !== undefined) parts.push(`e.tenant_id = ${next(filter.tenantId)}`);
+  return { sql: parts.map((part) => ` AND ${part}`).join(''), params };
+};
+
+/**
+ * The horizon and the safe head of a read, as CTEs `horizon` and `heads`, to prefix a statement with: the
+ * oldest transaction still running, the newest position below it (every event at or below it that will
+ * ever be visible is visible now), and the newest position visible at all (above the safe head while an
+ * older transaction still runs).
+ */
+export const horizonCtes = `
+  horizon AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+  heads AS MATERIALIZED (
+    SELECT
+      coalesce((SELECT h.position FROM events h, horizon WHERE h.transaction_id < horizon.xmin
+                ORDER BY h.position DESC LIMIT 1), 0) AS safe,
+      coalesce((SELECT max(position) FROM events), 0) AS visible
+  )`;

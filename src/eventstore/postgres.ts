@@ -1,0 +1,288 @@
+import type { DatabaseError, QueryResultRow } from 'pg';
+import type { ExpectedVersion, NewEvent } from '../core/events.js';
+import { NO_STREAM } from '../core/events.js';
+import { ConflictError, VersionConflictError } from '../core/errors.js';
+import { acquirePostgres, orUnavailable, type PoolOptions } from '../postgres/client.js';
+import { migrate } from '../postgres/migrate.js';
+import type { AppendResult, EventStore, ReadAllOptions } from './port.js';
+import { AppendSignal, defaultPollMs } from './append-signal.js';
+import { chainEvent, genesisHash } from './hash-chain.js';
+import { remoteCatchUp, type HorizonPage } from './postgres-catch-up.js';
+import { consumerGroups } from './postgres-groups.js';
+import { listenForAppends, somethingAppended, type Listener } from './postgres-listener.js';
+import {
+  eventColumns,
+  eventStoreMigrations,
+  filterClause,
+  horizonCtes,
+  streamMovedState,
+  toRecordedEvent,
+  type EventRow,
+} from './postgres-schema.js';
+
+/**
+ * The PostgreSQL event store (node-postgres). Commit order and the horizon readers stop at are explained
+ * in postgres-schema.ts; consumer groups in postgres-groups.ts. Appends from any process wake this
+ * process's subscribers through LISTEN/NOTIFY, a hint only: they also poll every `pollMs`.
+ *
+ * Unlike the embedded store, every process may run every duty at once: consumer groups share their events
+ * between consumers, and read models are guarded per document, so every lease is granted, as on
+ * EventStoreDB.
+ */
+
+export interface PostgresEventStoreOptions extends PoolOptions {
+  /** The longest an idle subscriber waits before it reads again. */
+  pollMs?: number;
+  /** How long a consumer's claim on an event holds unrenewed (a consumer killed -9 holds it that long). */
+  claimTtlMs?: number;
+}
+
+const satisfies = (expected: ExpectedVersion, current: number): boolean => {
+  switch (expected) {
+    case 'any':
+      return true;
+    case 'no_stream':
+      return current === NO_STREAM;
+    case 'stream_exists':
+      return current !== NO_STREAM;
+    default:
+      return expected === current;
+  }
+};
+
+const uniqueViolation = (error: unknown, constraint: string): boolean =>
+  (error as DatabaseError).code === '23505' && (error as DatabaseError).constraint === constraint;
+
+/** How many streams' last known version and hash are kept to chain appends without reading the head. */
+const knownHeadsKept = 1000;
+
+export const openPostgresEventStore = async (
+  url: string,
+  { pollMs = defaultPollMs, claimTtlMs = 15_000, ...poolOptions }: PostgresEventStoreOptions = {},
+): Promise<EventStore> => {
+  const handle = acquirePostgres(url, poolOptions);
+  const { pool } = handle;
+  try {
+    await orUnavailable(migrate(pool, 'eventstore', eventStoreMigrations));
+  } catch (error) {
+    await handle.release();
+    throw error;
+  }
+  const query = <R extends QueryResultRow>(text: string, params: unknown[] = []) =>
+    orUnavailable(pool.query<R>(text, params));
+
+  const signal = new AppendSignal();
+  let listener: Listener | null = null;
+  /** Subscribers are woken by other processes' appends once the first of them starts. */
+  const listening = () => {
+    listener ??= listenForAppends(url, signal);
+  };
+
+  /**
+   * The version and hash of a stream's event this process last read or wrote. An event never changes, so
+   * an append expecting exactly that version can chain to that hash without reading the head again;
+   * append_events still refuses it when the stream moved on.
+   */
+  const knownHeads = new Map<string, { version: number; hash: string }>();
+  const know = (streamName: string, version: number, hash: string) => {
+    knownHeads.delete(streamName);
+    knownHeads.set(streamName, { version, hash });
+    if (knownHeads.size > knownHeadsKept) knownHeads.delete(knownHeads.keys().next().value!);
+  };
+
+  const headOf = async (
+    streamName: string,
+    expected: ExpectedVersion,
+  ): Promise<{ version: number; hash: string }> => {
+    if (expected === 'no_stream') return { version: NO_STREAM, hash: genesisHash };
+    const known = knownHeads.get(streamName);
+    if (known && known.version === expected) return known;
+    const { rows } = await query<{ version: number; hash: string }>(
+      'SELECT stream_version AS version, hash FROM events WHERE stream_name = $1 ORDER BY stream_version DESC LIMIT 1',
+      [streamName],
+    );
+    return rows[0] ?? { version: NO_STREAM, hash: genesisHash };
+  };
+
+  const currentVersionOf = async (streamName: string): Promise<number> => {
+    const { rows } = await query<{ version: number | null }>(
+      'SELECT max(stream_version) AS version FROM events WHERE stream_name = $1',
+      [streamName],
+    );
+    return rows[0]?.version ?? NO_STREAM;
+  };
+
+  const appendOnce = async (
+    streamName: string,
+    events: readonly NewEvent[],
+    expected: ExpectedVersion,
+  ): Promise<AppendResult> => {
+    const head = await headOf(streamName, expected);
+    if (!satisfies(expected, head.version)) {
+      throw new VersionConflictError(streamName, String(expected), head.version);
+    }
+    const columns = { ids: [] as string[], types: [] as string[], tenants: [] as string[] };
+    const stored = { data: [] as string[], metadata: [] as string[], hashes: [] as string[] };
+    let previousHash = head.hash;
+    for (const [index, event] of events.entries()) {
+      // Stored as canonical JSON, the form the hash covers, as on the embedded store.
+      const chained = chainEvent(previousHash, {
+        ...event,
+        streamName,
+        streamVersion: head.version + 1 + index,
+      });
+      previousHash = chained.hash;
+      columns.ids.push(event.id);
+      columns.types.push(event.type);
+      columns.tenants.push(event.metadata.tenantId);
+      stored.data.push(chained.data);
+      stored.metadata.push(chained.metadata);
+      stored.hashes.push(chained.hash);
+    }
+    const { rows } = await query<{ last: string }>(
+      'SELECT append_events($1, $2, $3, $4, $5, $6, $7, $8) AS last',
+      [
+        streamName,
+        head.version,
+        columns.ids,
+        columns.types,
+        columns.tenants,
+        stored.data,
+        stored.metadata,
+        stored.hashes,
+      ],
+    );
+    const version = head.version + events.length;
+    know(streamName, version, previousHash);
+    signal.notify(somethingAppended);
+    return { nextExpectedVersion: version, lastPosition: Number(rows[0]!.last) };
+  };
+
+  /** A page below the horizon, with where the read got to (see ReadAllPage) and whether events wait. */
+  const readPage = async ({
+    after = 0,
+    maxCount = 1000,
+    filter,
+  }: ReadAllOptions = {}): Promise<HorizonPage> => {
+    const clause = filterClause(filter, 3);
+    const { rows } = await query<Partial<EventRow> & { safe: string; visible: string }>(
+      `WITH ${horizonCtes},
+       page AS (
+         SELECT ${eventColumns} FROM events e, horizon
+         WHERE e.position > $1 AND e.transaction_id < horizon.xmin${clause.sql}
+         ORDER BY e.position LIMIT $2
+       )
+       SELECT heads.safe, heads.visible, page.* FROM heads LEFT JOIN page ON true ORDER BY page.position`,
+      [after, maxCount, ...clause.params],
+    );
+    const heads = rows[0]!;
+    const events = rows.filter((row) => row.position != null).map((row) => toRecordedEvent(row as EventRow));
+    const behind = Number(heads.visible) > Number(heads.safe);
+    if (events.length === maxCount) {
+      return { events, lastPosition: events.at(-1)!.position, isEnd: false, behind };
+    }
+    return { events, lastPosition: Math.max(after, Number(heads.safe)), isEnd: true, behind };
+  };
+
+  const store: EventStore = {
+    kind: 'postgres',
+
+    appendToStream: async (streamName, events, expectedVersion) => {
+      if (events.length === 0) throw new Error('appendToStream needs at least one event');
+      // A caller that expected any version (or any existing one) gets its append retried on a lost race.
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          return await appendOnce(streamName, events, expectedVersion);
+        } catch (error) {
+          if (uniqueViolation(error, 'events_event_id_key')) {
+            throw new ConflictError('An event with this id is already stored');
+          }
+          const moved = (error as DatabaseError).code === streamMovedState;
+          if (!moved && !uniqueViolation(error, 'events_stream_name_stream_version_key')) throw error;
+          knownHeads.delete(streamName);
+          const retry = expectedVersion === 'any' || expectedVersion === 'stream_exists';
+          if (retry && attempt < 5) continue;
+          const actual = moved ? Number((error as DatabaseError).detail) : await currentVersionOf(streamName);
+          throw new VersionConflictError(streamName, String(expectedVersion), actual);
+        }
+      }
+    },
+
+    readStream: async (streamName, { fromVersion = 0, maxCount } = {}) => {
+      const { rows } = await query<EventRow>(
+        `SELECT ${eventColumns} FROM events e WHERE e.stream_name = $1 AND e.stream_version >= $2
+         ORDER BY e.stream_version LIMIT $3`,
+        [streamName, fromVersion, maxCount ?? null],
+      );
+      const events = rows.map(toRecordedEvent);
+      const last = events.at(-1);
+      if (last?.hash) know(streamName, last.streamVersion, last.hash);
+      return events;
+    },
+
+    readAll: async (options) => {
+      const { events, lastPosition, isEnd } = await readPage(options);
+      return { events, lastPosition, isEnd };
+    },
+
+    readTenantByStream: async function* (tenantId, { pageSize = 1000 } = {}) {
+      // The (tenant_id, stream_name, stream_version) index in order; stream names sort by byte (COLLATE "C").
+      for (let after = { streamName: '', version: -1 }; ;) {
+        const { rows } = await query<EventRow>(
+          `SELECT ${eventColumns} FROM events e
+           WHERE e.tenant_id = $1 AND (e.stream_name, e.stream_version) > ($2, $3)
+           ORDER BY e.stream_name, e.stream_version LIMIT $4`,
+          [tenantId, after.streamName, after.version, pageSize],
+        );
+        if (rows.length > 0) yield rows.map(toRecordedEvent);
+        const last = rows.at(-1);
+        if (!last || rows.length < pageSize) return;
+        after = { streamName: last.stream_name, version: last.stream_version };
+      }
+    },
+
+    headPosition: async () => {
+      const { rows } = await query<{ safe: string }>(`WITH ${horizonCtes} SELECT safe FROM heads`);
+      return Number(rows[0]?.safe ?? 0);
+    },
+
+    subscribe: (options, handler) => {
+      listening();
+      return remoteCatchUp({ readPage, signal, pollMs }, options, handler);
+    },
+
+    ...((): Pick<
+      EventStore,
+      | 'ensurePersistentSubscription'
+      | 'subscribePersistent'
+      | 'listParked'
+      | 'replayParked'
+      | 'groupCheckpoint'
+    > => {
+      const groups = consumerGroups({ pool, signal, pollMs, claimTtlMs });
+      return {
+        ...groups,
+        subscribePersistent: (group, handler, options) => {
+          listening();
+          return groups.subscribePersistent(group, handler, options);
+        },
+      };
+    })(),
+
+    // Every process may run every duty: consumer groups are shared, read models guarded per document.
+    acquireLease: (_name, owner, ttlMs) =>
+      Promise.resolve({ acquired: true, holder: owner, expiresAt: new Date(Date.now() + ttlMs) }),
+    releaseLease: () => Promise.resolve(),
+
+    ping: async () => {
+      await query('SELECT 1');
+    },
+
+    close: async () => {
+      signal.close();
+      await listener?.close();
+      await handle.release();
+    },
+  };
+  return store;
+};
