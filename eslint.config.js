@@ -72,12 +72,12 @@ export default tseslint.config(
     },
   },
   {
-    // bin/ and scripts/ are plain JS that node runs as they are, outside the TypeScript project.
-    files: ['bin/*.js', 'scripts/*.js'],
+    // bin/, scripts/ and examples/ are plain JS that node runs as they are, outside the TypeScript project.
+    files: ['bin/*.js', 'scripts/*.js', 'examples/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
-      globals: { console: 'readonly', process: 'readonly', URL: 'readonly' },
+      globals: { console: 'readonly', process: 'readonly', URL: 'readonly', Buffer: 'readonly' },
     },
   },
   {
