@@ -24,22 +24,27 @@ export interface Stores {
 }
 
 /**
- * The embedded SQLite files unless EVENTSTORE_URL / MONGODB_URL name a server. The production clients are
- * loaded only when used, so the embedded default starts without them.
+ * The embedded SQLite files unless EVENTSTORE_URL / MONGODB_URL / DATABASE_URL name a server. The production
+ * clients are loaded only when used, so the embedded default starts without them.
  */
 export const openStores = async (
   config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl' | 'databaseUrl' | 'databasePoolSize'>,
 ): Promise<Stores> => {
   mkdirSync(config.dataDir, { recursive: true });
-  // Every event read through the service's store comes out at the current version of its type.
+  const postgres = { url: config.databaseUrl, options: { poolSize: config.databasePoolSize } };
+  // Every event read through the service's store comes out at the current version of its type. The events:
+  // EventStoreDB when EVENTSTORE_URL is set, else PostgreSQL with DATABASE_URL, else the embedded file.
   const eventStore = withUpcasting(
     config.eventStoreUrl
       ? await (await import('./eventstore/esdb.js')).openEventStoreDb(config.eventStoreUrl)
-      : openSqliteEventStore(join(config.dataDir, 'events.db')),
+      : postgres.url
+        ? await (
+            await import('./eventstore/postgres.js')
+          ).openPostgresEventStore(postgres.url, postgres.options)
+        : openSqliteEventStore(join(config.dataDir, 'events.db')),
   );
   // Read models, blobs and idempotency records: MongoDB when MONGODB_URL is set, else PostgreSQL with
   // DATABASE_URL (one pool for every adapter), else the embedded files.
-  const postgres = { url: config.databaseUrl, options: { poolSize: config.databasePoolSize } };
   const readModels = config.mongodbUrl
     ? await (await import('./readmodels/mongo.js')).openMongoReadModels(config.mongodbUrl)
     : postgres.url
