@@ -53,6 +53,8 @@ export interface GroupSource {
 const feedLockSpace = 0x6f627302;
 /** Events one feed queues at most. */
 const feedPage = 500;
+/** How soon a consumer looks again while events wait behind the horizon or another consumer feeds. */
+const lookAgainMs = 20;
 
 /** As on the embedded store: a throw is a nack(retry), unless the store failed under the handler. */
 const safely = async (handler: PersistentHandler, event: RecordedEvent, retryCount: number) => {
@@ -229,18 +231,21 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
     };
 
     try {
-      let behind = false;
+      // Look again soon, not in a polling interval, when events wait behind the horizon or another consumer
+      // is feeding the group right now: neither sends a wake-up.
+      let soon = false;
       while (!stopped() && !signal.isClosed) {
         const want = Math.max(concurrency * 4, 16);
         let claimed = await claim(group, consumer, want);
         if (claimed.length < want) {
           const fed = await feed(group, settings.filter);
-          behind = fed?.behind ?? false;
-          if (fed && fed.queued > 0)
+          soon = fed === null || fed.behind;
+          if (fed && fed.queued > 0) {
             claimed = [...claimed, ...(await claim(group, consumer, want - claimed.length))];
+          }
         }
         if (claimed.length === 0) {
-          await signal.next(behind ? 20 : pollMs, latch);
+          await signal.next(soon ? lookAgainMs : pollMs, latch);
           continue;
         }
         for (let start = 0; start < claimed.length && !stopped(); start += concurrency) {

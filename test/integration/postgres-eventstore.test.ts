@@ -1,0 +1,214 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import type { RecordedEvent } from '../../src/core/events.js';
+import { UnavailableError } from '../../src/core/errors.js';
+import type { EventStore, PersistentEvent } from '../../src/eventstore/port.js';
+import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
+import { anEvent, eventually, uniqueTenant } from '../support/events.js';
+import { describePostgres } from '../support/postgres.js';
+
+const srcDir = fileURLToPath(new URL('../../src/', import.meta.url));
+
+/** What readAll gives of one tenant, as `stream:version` names. */
+const namesOf = (events: RecordedEvent[]) => events.map((event) => event.streamName.split('_').at(-1));
+
+describePostgres('PostgreSQL event store', (url) => {
+  let store: EventStore;
+  let tenant: string;
+  let side: pg.Client;
+  const stream = (id: string) => `thing-${tenant}_${id}`;
+
+  beforeEach(async () => {
+    store = await openPostgresEventStore(url);
+    tenant = uniqueTenant();
+    side = new pg.Client(url);
+    await side.connect();
+  });
+  afterEach(async () => {
+    await side.end();
+    await store.close();
+  });
+
+  /** Starts an append in a transaction of `side` that stays open until the returned commit. */
+  const openAppend = async (id: string) => {
+    const event = anEvent('Held', {}, tenant);
+    await side.query('BEGIN');
+    await side.query(
+      `SELECT append_events($1, -1, ARRAY[$2], ARRAY['Held'], ARRAY[$3], ARRAY['{}'], ARRAY[$4], ARRAY['h'])`,
+      [stream(id), event.id, tenant, JSON.stringify(event.metadata)],
+    );
+    return { commit: () => side.query('COMMIT') };
+  };
+
+  describe('reading in commit order', () => {
+    it('holds back an event committed after a lower position still in flight, then reads both in order', async () => {
+      const held = await openAppend('first');
+      await store.appendToStream(stream('second'), [anEvent('Later', {}, tenant)], 'no_stream');
+      // The second event is committed and visible, but the transaction before it may still add a lower position.
+      const { rows } = await side.query<{ n: string }>(
+        'SELECT count(*) AS n FROM events WHERE tenant_id = $1',
+        [tenant],
+      );
+      expect(Number(rows[0]?.n)).to.equal(2); // its own, uncommitted, and the committed one
+      const before = await store.readAll({ filter: { tenantId: tenant } });
+      expect(before.events).to.deep.equal([]);
+
+      const seen: RecordedEvent[] = [];
+      const subscription = store.subscribe({ after: 0, filter: { tenantId: tenant } }, (events) => {
+        seen.push(...events);
+        return Promise.resolve();
+      });
+      await held.commit();
+      await eventually(() => seen.length === 2);
+      await subscription.stop();
+      expect(namesOf(seen)).to.deep.equal(['first', 'second']);
+      expect(seen[0]!.position).to.be.lessThan(seen[1]!.position);
+      const after = await store.readAll({ filter: { tenantId: tenant } });
+      expect(namesOf(after.events)).to.deep.equal(['first', 'second']);
+    });
+
+    it('reads an event held back by a transaction that appends nothing soon after it ends, without a wake-up', async () => {
+      // A long polling interval: only the short look-again while events wait behind the horizon can deliver.
+      const slow = await openPostgresEventStore(url, { pollMs: 60_000 });
+      try {
+        const seen: RecordedEvent[] = [];
+        const subscription = slow.subscribe({ after: 0, filter: { tenantId: tenant } }, (events) => {
+          seen.push(...events);
+          return Promise.resolve();
+        });
+        await side.query('BEGIN');
+        await side.query('SELECT pg_current_xact_id()'); // a transaction id, as any writer has
+        await store.appendToStream(stream('a'), [anEvent('A', {}, tenant)], 'no_stream');
+        // On purpose: time for a reader to deliver what it must not yet.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(seen).to.deep.equal([]);
+        await side.query('COMMIT');
+        await eventually(() => seen.length === 1, 2000);
+        await subscription.stop();
+      } finally {
+        await slow.close();
+      }
+    });
+
+    it('does not give a stream version twice to appends racing from several pools', async () => {
+      const others = await Promise.all(
+        [1, 2, 3].map((n) => openPostgresEventStore(`${url}?application_name=racer${n}`)),
+      );
+      try {
+        const outcomes = await Promise.allSettled(
+          // Each lost race is retried, up to 5 attempts: four racers lose at most three times.
+          [store, ...others].map((racer) =>
+            racer.appendToStream(stream('race'), [anEvent('A', {}, tenant)], 'any'),
+          ),
+        );
+        expect(outcomes.filter((outcome) => outcome.status === 'rejected')).to.deep.equal([]);
+        const events = await store.readStream(stream('race'));
+        expect(events.map((event) => event.streamVersion)).to.deep.equal([0, 1, 2, 3]);
+      } finally {
+        await Promise.all(others.map((other) => other.close()));
+      }
+    });
+  });
+
+  describe('consumer groups across processes', () => {
+    const settings = (maxRetryCount = 2) => ({
+      startFrom: 'start' as const,
+      maxRetryCount,
+      filter: { tenantId: tenant },
+    });
+
+    it('shares a group between consumers on two pools, each event to one of them', async () => {
+      const other = await openPostgresEventStore(`${url}?application_name=competitor`);
+      const group = `compete-${tenant}`;
+      try {
+        await store.ensurePersistentSubscription(group, settings());
+        for (let n = 0; n < 20; n += 1) {
+          await store.appendToStream(
+            stream(`c${n}`),
+            Array.from({ length: 10 }, () => anEvent('A', {}, tenant)),
+            'no_stream',
+          );
+        }
+        const byConsumer: PersistentEvent[][] = [[], []];
+        const consumers = [store, other].map((consumerStore, index) =>
+          consumerStore.subscribePersistent(
+            group,
+            async (delivery) => {
+              byConsumer[index]!.push(delivery);
+              await new Promise((resolve) => setTimeout(resolve, 5));
+              return { kind: 'ack' };
+            },
+            { concurrency: 4 },
+          ),
+        );
+        await eventually(() => byConsumer.flat().length >= 200, 15_000);
+        await Promise.all(consumers.map((consumer) => consumer.stop()));
+        const ids = byConsumer.flat().map((delivery) => delivery.event.id);
+        expect(new Set(ids).size).to.equal(200);
+        expect(ids, 'deliveries').to.have.length(200);
+        expect(byConsumer[0], 'the first consumer').not.to.be.empty;
+        expect(byConsumer[1], 'the second consumer').not.to.be.empty;
+        expect(await store.groupCheckpoint!(group)).to.be.at.least(
+          Math.max(...byConsumer.flat().map((delivery) => delivery.event.position)),
+        );
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('gives the events a consumer killed with -9 held to another once its claims run out', async () => {
+      const group = `killed-${tenant}`;
+      await store.ensurePersistentSubscription(group, settings());
+      await store.appendToStream(
+        stream('k'),
+        [1, 2, 3].map((n) => anEvent('A', { n }, tenant)),
+        'no_stream',
+      );
+      // A consumer in another process whose handler never returns: it claims and holds.
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--input-type=module',
+          '-e',
+          `import { openPostgresEventStore } from '${srcDir}eventstore/postgres.ts';
+           const store = await openPostgresEventStore(process.env.URL, { claimTtlMs: 1000 });
+           store.subscribePersistent(process.env.GROUP, () => {
+             process.stdout.write('claimed\\n');
+             return new Promise(() => undefined);
+           });`,
+        ],
+        { env: { ...process.env, URL: url, GROUP: group }, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      try {
+        await new Promise<void>((resolve, reject) => {
+          child.stdout.once('data', () => resolve());
+          child.once('exit', (code) => reject(new Error(`the consumer exited (${code})`)));
+        });
+      } finally {
+        child.kill('SIGKILL');
+      }
+      const seen: PersistentEvent[] = [];
+      const consumer = store.subscribePersistent(group, (delivery) => {
+        seen.push(delivery);
+        return Promise.resolve({ kind: 'ack' });
+      });
+      await eventually(() => seen.length === 3, 10_000);
+      await consumer.stop();
+      expect(seen.map((delivery) => delivery.event.data)).to.deep.equal([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      expect(await store.listParked(group)).to.deep.equal([]);
+    });
+  });
+
+  describe('a server that cannot be reached', () => {
+    it('fails to open with a 503, not a crash', async () => {
+      const error = await openPostgresEventStore('postgresql://nobody@127.0.0.1:1/none').catch(
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(UnavailableError);
+    });
+  });
+});
