@@ -134,6 +134,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/favicon.ico': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The service's icon
+     * @description An SVG image, whatever the name says: browsers ask for it, and the documentation page names it.
+     *
+     *     Needs no credential.
+     */
+    get: operations['favicon'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/auth/token': {
     parameters: {
       query?: never;
@@ -1153,8 +1175,12 @@ export interface components {
        * @example observations:read
        */
       scope?: string;
-      /** @description With `client_secret`, instead of HTTP Basic */
+      /**
+       * @description With `client_secret`, instead of HTTP Basic
+       * @example t_01m7xr44nde6cpe35md841agpz.c_01m7xr9qk2c6q1xw4zq0d8a7bn
+       */
       client_id?: string;
+      /** Format: password */
       client_secret?: string;
     };
     /** @description RFC 6749 §5.1 */
@@ -1972,11 +1998,16 @@ export interface components {
     LoginRequest: {
       /** @example ops@acme.test */
       email: string;
+      /** Format: password */
       password: string;
-      /** @description The tenant of the user */
+      /**
+       * @description The tenant of the user
+       * @example t_01m7xr44nde6cpe35md841agpz
+       */
       tenantId: string;
     };
     RefreshRequest: {
+      /** Format: password */
       refreshToken: string;
     };
     CreateTenantRequest: {
@@ -1987,6 +2018,7 @@ export interface components {
     CreateUserRequest: {
       /** @example ops@acme.test */
       email: string;
+      /** Format: password */
       password: string;
       /** @description A non-empty list of distinct scopes */
       scopes: (
@@ -2104,6 +2136,7 @@ export interface components {
         | 'visit.submitted'
       )[];
       /**
+       * Format: password
        * @description Optional: the service generates one when it is left out (recommended). Either the Standard Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain secret of 16 to 256 characters (the key is its UTF-8 bytes). The answer shows it once, in the standard form.
        * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
        */
@@ -2114,7 +2147,10 @@ export interface components {
       replayMissed?: boolean;
     };
     RotateWebhookSecretRequest: {
-      /** @description As at creation; generated when left out */
+      /**
+       * Format: password
+       * @description As at creation; generated when left out
+       */
       secret?: string;
     };
     WebhookTestRequest: {
@@ -2320,6 +2356,7 @@ export interface operations {
           };
         };
       };
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -2454,6 +2491,7 @@ export interface operations {
           };
         };
       };
+      500: components['responses']['UnexpectedError'];
       /** @description Not ready: `checks` says which check fails */
       503: {
         headers: {
@@ -2715,6 +2753,7 @@ export interface operations {
           };
         };
       };
+      500: components['responses']['UnexpectedError'];
       /** @description Not ready: `checks` says which check fails */
       503: {
         headers: {
@@ -2871,6 +2910,7 @@ export interface operations {
         };
       };
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -2895,6 +2935,7 @@ export interface operations {
         };
       };
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -2933,6 +2974,32 @@ export interface operations {
         content?: never;
       };
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  favicon: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description An SVG image */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'image/svg+xml': string;
+        };
+      };
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -2965,6 +3032,7 @@ export interface operations {
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -2997,6 +3065,7 @@ export interface operations {
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3049,6 +3118,7 @@ export interface operations {
       };
       413: components['responses']['PayloadTooLarge'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3073,6 +3143,7 @@ export interface operations {
         };
       };
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3097,6 +3168,7 @@ export interface operations {
         };
       };
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3132,6 +3204,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3173,6 +3246,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3217,6 +3291,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3256,6 +3331,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3301,6 +3377,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3347,6 +3424,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3387,6 +3465,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3426,6 +3505,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3471,6 +3551,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3517,6 +3598,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3549,6 +3631,7 @@ export interface operations {
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3588,6 +3671,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3633,6 +3717,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3679,6 +3764,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3711,6 +3797,7 @@ export interface operations {
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3766,6 +3853,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       503: components['responses']['Unavailable'];
       default: components['responses']['UnexpectedError'];
     };
@@ -3812,6 +3900,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3858,6 +3947,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3906,6 +3996,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -3968,6 +4059,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       503: components['responses']['Unavailable'];
       default: components['responses']['UnexpectedError'];
     };
@@ -4019,6 +4111,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4065,6 +4158,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4115,6 +4209,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4162,6 +4257,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       503: components['responses']['Unavailable'];
       default: components['responses']['UnexpectedError'];
     };
@@ -4208,6 +4304,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4254,6 +4351,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4290,6 +4388,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       412: components['responses']['PreconditionFailed'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4337,6 +4436,7 @@ export interface operations {
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4388,6 +4488,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       503: components['responses']['Unavailable'];
       default: components['responses']['UnexpectedError'];
     };
@@ -4434,6 +4535,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4480,6 +4582,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4528,6 +4631,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4571,6 +4675,7 @@ export interface operations {
       412: components['responses']['PreconditionFailed'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       503: components['responses']['Unavailable'];
       default: components['responses']['UnexpectedError'];
     };
@@ -4619,6 +4724,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       503: components['responses']['Unavailable'];
       default: components['responses']['UnexpectedError'];
     };
@@ -4665,6 +4771,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4711,6 +4818,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4745,6 +4853,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4784,6 +4893,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4829,6 +4939,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4861,6 +4972,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4892,6 +5004,7 @@ export interface operations {
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4938,6 +5051,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4984,6 +5098,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -5028,6 +5143,7 @@ export interface operations {
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -5078,6 +5194,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -5118,6 +5235,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };

@@ -23,13 +23,20 @@ export const authSchemas: Record<string, Schema> = {
     },
     {
       scope: string({
+        maxLength: 1000,
+        pattern: '^[a-z:]+( [a-z:]+)*$',
         description:
           'Space-separated scopes the client holds (a client with `admin` may ask for any narrower scope); ' +
           "all of the client's scopes by default",
         examples: ['observations:read'],
       }),
-      client_id: string({ description: 'With `client_secret`, instead of HTTP Basic' }),
-      client_secret: string(),
+      client_id: string({
+        maxLength: 100,
+        pattern: '^t_[0-9a-z]{1,40}\\.c_[0-9a-z]{26}$',
+        description: 'With `client_secret`, instead of HTTP Basic',
+        examples: ['t_01m7xr44nde6cpe35md841agpz.c_01m7xr9qk2c6q1xw4zq0d8a7bn'],
+      }),
+      client_secret: fields.secret(1, 200),
     },
     {
       description:
@@ -123,8 +130,8 @@ export const authOperations = (): BuiltOperation[] => [
       name: 'LoginRequest',
       properties: {
         email: fields.email,
-        password: string({ minLength: 1, maxLength: 1024 }),
-        tenantId: string({ minLength: 1, maxLength: 64, description: 'The tenant of the user' }),
+        password: fields.secret(1, 1024),
+        tenantId: { ...fields.tenantId, description: 'The tenant of the user' },
       },
       mediaTypes: ['application/json'],
       json: true,
@@ -147,7 +154,9 @@ export const authOperations = (): BuiltOperation[] => [
     body: {
       codec: RefreshBody,
       name: 'RefreshRequest',
-      properties: { refreshToken: string({ minLength: 1, maxLength: 4096 }) },
+      properties: {
+        refreshToken: string({ minLength: 1, maxLength: 4096, pattern: '^ort_', format: 'password' }),
+      },
       mediaTypes: ['application/json'],
       json: true,
     },

@@ -58,7 +58,7 @@ const secretCredentialOperations = (
   names: { one: string; schema: string; tag: string; id: string },
 ): BuiltOperation[] => {
   const base = `/v1/tenants/:tenantId/${path}`;
-  const byId = { id: { description: `The ${names.one}'s id`, schema: string() } };
+  const byId = { id: { description: `The ${names.one}'s id` } };
   return [
     operation({
       method: 'post',
@@ -71,7 +71,7 @@ const secretCredentialOperations = (
       body: {
         codec: CreateSecretCredentialBody,
         name: 'CreateCredentialRequest',
-        properties: { name: string({ minLength: 1, maxLength: 200 }), scopes: fields.scopes },
+        properties: { name: fields.text(200, 1), scopes: fields.scopes },
         mediaTypes: ['application/json'],
         json: true,
       },
@@ -122,7 +122,7 @@ const secretCredentialOperations = (
   ];
 };
 
-const userId = { id: { description: "The user's id", schema: string() } };
+const userId = { id: { description: "The user's id" } };
 
 export const credentialOperations = (): BuiltOperation[] => [
   operation({
@@ -138,7 +138,7 @@ export const credentialOperations = (): BuiltOperation[] => [
       name: 'CreateUserRequest',
       properties: {
         email: fields.email,
-        password: string({ minLength: 12, maxLength: 1024 }),
+        password: fields.secret(12, 1024),
         scopes: fields.scopes,
       },
       mediaTypes: ['application/json'],

@@ -21,6 +21,7 @@ import { pagingQuery } from '../openapi/resource.js';
 /** Computer-vision jobs and the models they run. */
 
 const modelName = string({
+  maxLength: 64,
   pattern: modelNamePattern.source,
   not: { pattern: '\\.\\.' },
   description: 'A model name (see GET …/cv-models)',
@@ -139,7 +140,7 @@ export const cvOperations = (): BuiltOperation[] => [
       parameters: {
         ...pagingQuery.parameters,
         minPosition: {
-          schema: integer(0, Number.MAX_SAFE_INTEGER),
+          schema: integer(0, Number.MAX_SAFE_INTEGER, { format: 'int64' }),
           description: 'Wait until the list includes the write with this X-Position',
         },
         observationId: { schema: fields.resourceId, description: 'Only jobs of this observation' },
@@ -160,7 +161,7 @@ export const cvOperations = (): BuiltOperation[] => [
     description: 'Folded from its stream: always current.',
     tag,
     access: { scope: 'cv:read' },
-    pathParameters: { id: { description: "The job's id", schema: string() } },
+    pathParameters: { id: { description: "The job's id" } },
     headers: ['IfNoneMatch'],
     responses: {
       '200': { description: 'The job', headers: ['ETag'], content: { 'application/json': ref('CvJob') } },

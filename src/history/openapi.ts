@@ -76,7 +76,7 @@ const eventTypeName = '[A-Za-z][A-Za-z0-9._-]{0,99}';
 
 const dateQuery = (description: string) => ({ schema: dateTime(), description });
 
-const observationId = { id: { description: "The observation's id", schema: string() } };
+const observationId = { id: { description: "The observation's id" } };
 const base = '/v1/tenants/:tenantId/observations';
 
 export const historyOperations = (): BuiltOperation[] => [
@@ -133,9 +133,12 @@ export const historyOperations = (): BuiltOperation[] => [
         },
         from: dateQuery('`occurredAt` at or after'),
         to: dateQuery('`occurredAt` at or before'),
-        after: { schema: integer(0, Number.MAX_SAFE_INTEGER), description: 'Start after this position' },
+        after: {
+          schema: integer(0, Number.MAX_SAFE_INTEGER, { format: 'int64' }),
+          description: 'Start after this position',
+        },
         limit: {
-          schema: integer(1, Number.MAX_SAFE_INTEGER),
+          schema: integer(1, Number.MAX_SAFE_INTEGER, { format: 'int64' }),
           description: `Events per JSON page (at most ${maxPageLimit}, default 100), or the NDJSON line cap`,
         },
         cursor: {

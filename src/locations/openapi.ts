@@ -29,8 +29,10 @@ const latLon = object(
 const lonLat: Schema = {
   type: 'array',
   prefixItems: [number(-180, 180), number(-90, 90)],
-  items: false,
+  // Exactly the two of prefixItems: `items` never applies.
+  items: { type: 'number' },
   minItems: 2,
+  maxItems: 2,
   description: '`[lon, lat]`',
 };
 
@@ -40,22 +42,25 @@ const polygon = object(
     coordinates: arrayOf(
       arrayOf(lonLat, {
         minItems: 4,
+        // What a 1 MB body (BODY_LIMIT) can hold at 6 bytes a position; the codec counts no further.
+        maxItems: 175_000,
         description: 'A closed ring: the last position repeats the first',
         // Not JSON Schema, which cannot say it: test/support/schema-arbitrary.ts makes rings that close.
         'x-closed-ring': true,
       }),
       {
         minItems: 1,
+        maxItems: 44_000,
         description: 'The outer ring, then any holes',
       },
     ),
   },
-  { bbox: arrayOf({ type: 'number' }) },
+  { bbox: arrayOf({ type: 'number' }, { minItems: 4, maxItems: 6 }) },
   { description: 'A GeoJSON Polygon (RFC 7946 §3.1.6)' },
 );
 
 const locationFields: Record<string, Schema> = {
-  name: string({ minLength: 1, maxLength: 200 }),
+  name: fields.text(200, 1),
   position: ref('LatLon'),
   boundary: nullable(ref('Polygon')),
   attributes: boundedFreeObject(
@@ -131,13 +136,14 @@ export const locationOperations = (): BuiltOperation[] => {
           minPosition: minPositionQuery,
           bbox: {
             schema: string({
+              maxLength: 200,
               pattern: '^-?\\d+(\\.\\d+)?,-?\\d+(\\.\\d+)?,-?\\d+(\\.\\d+)?,-?\\d+(\\.\\d+)?$',
               examples: ['6.5,44.9,7.5,45.5'],
             }),
             description: '`minLon,minLat,maxLon,maxLat`: locations whose position is inside',
           },
           namePrefix: {
-            schema: string({ minLength: 1, maxLength: 200 }),
+            schema: fields.text(200, 1),
             description: 'Names that start with it',
           },
           sort: { schema: enumOf(locationSorts), description: 'Order' },

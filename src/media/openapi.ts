@@ -25,7 +25,7 @@ export const mediaSchemas: Record<string, Schema> = {
   ),
 };
 
-const observationId = { id: { description: "The observation's id", schema: string() } };
+const observationId = { id: { description: "The observation's id" } };
 const base = '/v1/tenants/:tenantId/observations';
 
 export const mediaOperations = (): BuiltOperation[] => [
@@ -70,7 +70,7 @@ export const mediaOperations = (): BuiltOperation[] => [
     description: 'The bytes never change under an id: `Cache-Control: private, max-age=31536000, immutable`.',
     tag: 'Media',
     access: { scope: 'observations:read' },
-    pathParameters: { ...observationId, mediaId: { description: "The medium's id", schema: string() } },
+    pathParameters: { ...observationId, mediaId: { description: "The medium's id" } },
     headers: ['IfNoneMatch'],
     responses: {
       '200': {

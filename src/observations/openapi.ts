@@ -43,7 +43,7 @@ const bodyFields: Record<string, Schema> = {
   position: nullable(ref('GeoPosition')),
   locationId: nullable(fields.resourceId),
   visitId: nullable(fields.resourceId),
-  notes: nullable(string({ maxLength: 10_000 })),
+  notes: nullable(fields.text(10_000)),
   attributes: boundedFreeObject(
     FreeJsonObject,
     'Free-form, at most 16 KiB once serialized; a patch merges it key by key',
@@ -97,7 +97,7 @@ export const observationSchemas: Record<string, Schema> = {
 
 const dateQuery = (description: string) => ({ schema: dateTime(), description });
 
-const observationId = { id: { description: "The observation's id", schema: string() } };
+const observationId = { id: { description: "The observation's id" } };
 const base = '/v1/tenants/:tenantId/observations';
 
 export const observationOperations = (): BuiltOperation[] => [
@@ -140,7 +140,7 @@ export const observationOperations = (): BuiltOperation[] => [
       parameters: {
         ...pagingQuery.parameters,
         minPosition: {
-          schema: integer(0, Number.MAX_SAFE_INTEGER),
+          schema: integer(0, Number.MAX_SAFE_INTEGER, { format: 'int64' }),
           description:
             'Wait (up to CONSISTENCY_TIMEOUT) until the list includes the write with this X-Position',
         },
@@ -151,6 +151,7 @@ export const observationOperations = (): BuiltOperation[] => [
         visitId: { schema: fields.resourceId, description: 'Only this visit' },
         bbox: {
           schema: string({
+            maxLength: 200,
             pattern: '^-?\\d+(\\.\\d+)?,-?\\d+(\\.\\d+)?,-?\\d+(\\.\\d+)?,-?\\d+(\\.\\d+)?$',
             examples: ['6.5,44.9,7.5,45.5'],
           }),

@@ -5,14 +5,19 @@ import { arrayOf, enumOf, integer, object, ref, string, type Schema } from './sc
 
 /** Field schemas that requests and responses share. */
 export const fields = {
-  tenantId: string({ pattern: tenantIdPattern.source, examples: ['t_01m7xr44nde6cpe35md841agpz'] }),
-  /** ResourceId (src/http/codec.ts): what a body may use to name another resource. */
-  resourceId: string({ pattern: '^[A-Za-z0-9_-]{1,64}$' }),
+  tenantId: string({
+    maxLength: 42,
+    pattern: tenantIdPattern.source,
+    examples: ['t_01m7xr44nde6cpe35md841agpz'],
+  }),
+  /** ResourceId (src/http/codec.ts): what a body may use to name another resource, and a path's id. */
+  resourceId: string({ maxLength: 64, pattern: '^[A-Za-z0-9_-]{1,64}$' }),
   /** An id the service made: a type prefix, `_`, 26 characters of Crockford base32. */
   id: (prefix: string) => string({ pattern: `^${prefix}_[0-9a-z]{26}$` }),
   scope: enumOf(scopes, { description: '`admin` implies every other scope, within its own tenant' }),
   scopes: arrayOf(enumOf(scopes), {
     minItems: 1,
+    maxItems: scopes.length,
     uniqueItems: true,
     description: 'A non-empty list of distinct scopes',
   }),
@@ -20,7 +25,19 @@ export const fields = {
   email: string({ maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$', examples: ['ops@acme.test'] }),
   version: integer(0, undefined, { description: 'The stream version; the ETag is this number in quotes' }),
   eventType: enumOf(externalEventTypes),
-  cursor: string({ minLength: 1, maxLength: 1024, description: 'The `nextCursor` of the previous page' }),
+  cursor: string({
+    minLength: 1,
+    maxLength: 1024,
+    // src/http/cursor.ts: the base64url of the position, a dot, and the base64url of its signature.
+    pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+    description: 'The `nextCursor` of the previous page',
+  }),
+  /** Text a person writes (a name, notes): any characters, within its length. */
+  text: (maxLength: number, minLength = 0, extra: Schema = {}) =>
+    string({ minLength, maxLength, contentMediaType: 'text/plain', ...extra }),
+  /** A password or secret: any characters, within its length; UIs hide what is typed. */
+  secret: (minLength: number, maxLength: number, extra: Schema = {}) =>
+    string({ minLength, maxLength, format: 'password', ...extra }),
   sha256: string({ pattern: '^[0-9a-f]{64}$' }),
 };
 
@@ -149,14 +166,14 @@ export const parameters = {
     in: 'header',
     required: false,
     description: 'The ETag the change is based on: a stale one gets 412. Without it, a lost race gets 409.',
-    schema: string({ examples: ['"3"'] }),
+    schema: string({ maxLength: 1024, pattern: '^[\\x20-\\x7e]+$', examples: ['"3"'] }),
   },
   IfNoneMatch: {
     name: 'If-None-Match',
     in: 'header',
     required: false,
     description: 'The ETag the client holds: a current one gets 304 without a body',
-    schema: string(),
+    schema: string({ maxLength: 1024, pattern: '^[\\x20-\\x7e]+$', examples: ['"3"'] }),
   },
   IdempotencyKey: {
     name: 'Idempotency-Key',

@@ -90,6 +90,12 @@ export const operations = (): BuiltOperation[] => [
   ...features.flatMap((feature) => feature.openapi.operations()),
 ];
 
+/** How the access tokens follow RFC 8725, the JWT best current practices (src/auth/tokens.ts). */
+const jwtPractices =
+  'The tokens follow RFC8725 (JWT best current practices): signed with ES256 only, and verified with that ' +
+  'one algorithm pinned (never `none`), the key chosen by `kid` among the JWKS, and the issuer, audience and ' +
+  'expiry checked.';
+
 export interface OpenApiOptions {
   /** PUBLIC_URL: the server, the issuer, and the base of the token URL. */
   publicUrl: string;
@@ -121,7 +127,8 @@ export const openApiDocument = ({ publicUrl, version = '0.1.0' }: OpenApiOptions
       description,
       contact: { name: 'Observation service operators' },
     },
-    servers: [{ url: base, description: 'This service (PUBLIC_URL)' }],
+    // Public: the API is meant for clients outside the operator's network (OWASP API9 asks to say so).
+    servers: [{ url: base, description: 'This service (PUBLIC_URL)', 'x-internal': false }],
     tags,
     paths,
     webhooks: Object.fromEntries(
@@ -152,14 +159,16 @@ export const openApiDocument = ({ publicUrl, version = '0.1.0' }: OpenApiOptions
           bearerFormat: 'JWT',
           description:
             'An ES256 access token (15 minutes) from a user login (`POST /v1/auth/token`, renewed with ' +
-            '`POST /v1/auth/refresh`) or from the OAuth token endpoint. Public keys at `/.well-known/jwks.json`.',
+            '`POST /v1/auth/refresh`) or from the OAuth token endpoint. Public keys at `/.well-known/jwks.json`. ' +
+            jwtPractices,
         },
         oauth2: {
           type: 'oauth2',
           description:
             'OAuth 2.0 client credentials (RFC 6749 §4.4) for a client registered under ' +
             '`/v1/tenants/{tenantId}/oauth-clients`; discovery at `/.well-known/oauth-authorization-server`. ' +
-            'The token is sent as `Authorization: Bearer`.',
+            'The token is sent as `Authorization: Bearer`. ' +
+            jwtPractices,
           flows: {
             clientCredentials: {
               tokenUrl: `${base}/v1/oauth/token`,

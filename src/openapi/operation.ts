@@ -7,6 +7,7 @@ import {
   rateLimitHeaders,
   type ProblemStatus,
 } from './components.js';
+import { fields } from './components.js';
 import { codecObject, codecQuery, type QueryParameter, type Schema } from './schema.js';
 
 /**
@@ -111,7 +112,8 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
       in: 'path',
       required: true,
       description: given.description,
-      schema: given.schema ?? { type: 'string' },
+      // Any id the router passes on: one that names nothing gets 404.
+      schema: given.schema ?? fields.resourceId,
     };
   });
   // As src/http/idempotency.ts decides: every POST behind a guard; the public token endpoints never.
@@ -182,6 +184,8 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
     };
   }
   for (const status of [...problems].sort()) responses[status] = problemRef(status);
+  // 500 by name, for tools that look for it (OWASP API8); `default` for any other status a proxy may add.
+  responses['500'] = { $ref: '#/components/responses/UnexpectedError' };
   responses.default = { $ref: '#/components/responses/UnexpectedError' };
 
   return {

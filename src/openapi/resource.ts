@@ -1,7 +1,7 @@
 import { ListParams } from '../http/paging.js';
 import { fields } from './components.js';
 import { operation } from './operation.js';
-import { integer, ref, string } from './schema.js';
+import { integer, ref } from './schema.js';
 
 /** Building blocks the features' operations share: the paging query of a list, and the read of one resource. */
 
@@ -9,7 +9,10 @@ import { integer, ref, string } from './schema.js';
 export const pagingQuery = {
   codec: ListParams,
   parameters: {
-    limit: { schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 }, description: 'Page size' },
+    limit: {
+      schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 200, default: 50 },
+      description: 'Page size',
+    },
     cursor: { schema: fields.cursor, description: 'The `nextCursor` of the previous page' },
   },
 };
@@ -23,7 +26,7 @@ export const createdResponse = (schema: string, description: string) => ({
 
 /** Read-your-writes for a list that reads a projection (src/http/consistency.ts). */
 export const minPositionQuery = {
-  schema: integer(0, Number.MAX_SAFE_INTEGER),
+  schema: integer(0, Number.MAX_SAFE_INTEGER, { format: 'int64' }),
   description: 'Wait until the list includes the write with this X-Position',
 };
 
@@ -41,7 +44,7 @@ export const readOne = ({
   tag: string;
   read: 'locations:read' | 'observations:read';
 }) => {
-  const byId = { id: { description: `The ${one}'s id`, schema: string() } };
+  const byId = { id: { description: `The ${one}'s id` } };
   return {
     byId,
     get: operation({

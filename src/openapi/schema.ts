@@ -25,8 +25,9 @@ export const number = (minimum: number, maximum: number, extra: Schema = {}): Sc
   ...extra,
 });
 export const boolean = (extra: Schema = {}): Schema => ({ type: 'boolean', ...extra });
+/** At most 35 characters: DateTimeString (src/http/codec.ts) takes seconds to 9 decimals and an offset. */
 export const dateTime = (description?: string): Schema =>
-  string({ format: 'date-time', ...(description ? { description } : {}) });
+  string({ format: 'date-time', maxLength: 35, ...(description ? { description } : {}) });
 export const enumOf = (values: readonly string[], extra: Schema = {}): Schema => ({
   type: 'string',
   enum: [...values],

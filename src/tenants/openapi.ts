@@ -38,7 +38,7 @@ export const tenantOperations = (): BuiltOperation[] => [
     body: {
       codec: CreateTenantBody,
       name: 'CreateTenantRequest',
-      properties: { name: string({ minLength: 1, maxLength: 200 }), notificationEmail: fields.email },
+      properties: { name: fields.text(200, 1), notificationEmail: fields.email },
       mediaTypes: ['application/json'],
       json: true,
     },

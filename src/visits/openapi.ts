@@ -11,8 +11,8 @@ const visitFields: Record<string, Schema> = {
   locationId: fields.resourceId,
   startedAt: dateTime(),
   endedAt: nullable(dateTime()),
-  participants: arrayOf(string({ minLength: 1, maxLength: 200 }), { maxItems: 100 }),
-  notes: nullable(string({ maxLength: 10_000 })),
+  participants: arrayOf(fields.text(200, 1), { maxItems: 100 }),
+  notes: nullable(fields.text(10_000)),
 };
 
 export const visitSchemas: Record<string, Schema> = {

@@ -23,6 +23,7 @@ import { observationFieldSchemas } from '../observations/openapi.js';
 
 const eventTypes = arrayOf(fields.eventType, {
   minItems: 1,
+  maxItems: externalEventTypes.length,
   uniqueItems: true,
   description: 'A non-empty list of distinct event types',
 });
@@ -212,7 +213,7 @@ export const webhookSchemas: Record<string, Schema> = {
   ...Object.fromEntries(externalEventTypes.map((type) => [schemaName(type), envelope(type)])),
 };
 
-const webhookId = { id: { description: "The subscription's id", schema: string() } };
+const webhookId = { id: { description: "The subscription's id" } };
 const base = '/v1/tenants/:tenantId/webhooks';
 const tag = 'Webhook subscriptions';
 const access = { scope: 'webhooks:manage' } as const;
@@ -246,6 +247,7 @@ export const webhookOperations = (): BuiltOperation[] => [
         secret: string({
           minLength: 16,
           maxLength: 256,
+          format: 'password',
           description:
             'Optional: the service generates one when it is left out (recommended). Either the Standard ' +
             'Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain ' +
@@ -347,6 +349,7 @@ export const webhookOperations = (): BuiltOperation[] => [
         secret: string({
           minLength: 16,
           maxLength: 256,
+          format: 'password',
           description: 'As at creation; generated when left out',
         }),
       },
@@ -423,7 +426,7 @@ export const webhookOperations = (): BuiltOperation[] => [
     description: 'One more attempt, with the same envelope id.',
     tag,
     access,
-    pathParameters: { ...webhookId, deliveryId: { description: "The delivery's id", schema: string() } },
+    pathParameters: { ...webhookId, deliveryId: { description: "The delivery's id" } },
     responses: {
       '202': { description: 'Scheduled', content: { 'application/json': ref('Delivery') } },
     },

@@ -70,7 +70,9 @@ describe('the OpenAPI document', function () {
     expect(response.headers.get('content-type')).to.match(/^application\/json/);
     expect(doc.openapi).to.equal('3.1.0');
     expect(doc).to.deep.equal(JSON.parse(JSON.stringify(documentFor(server.url))));
-    expect(doc.servers).to.deep.equal([{ url: server.url, description: 'This service (PUBLIC_URL)' }]);
+    expect(doc.servers).to.deep.equal([
+      { url: server.url, description: 'This service (PUBLIC_URL)', 'x-internal': false },
+    ]);
     const schemes = doc.components.securitySchemes as Obj;
     expect(schemes.apiKey).to.include({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
     expect(schemes.bearer).to.include({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
