@@ -134,28 +134,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/favicon.ico': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * The service's icon
-     * @description An SVG image, whatever the name says: browsers ask for it, and the documentation page names it.
-     *
-     *     Needs no credential.
-     */
-    get: operations['favicon'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/v1/auth/token': {
     parameters: {
       query?: never;
@@ -2972,31 +2950,6 @@ export interface operations {
           [name: string]: unknown;
         };
         content?: never;
-      };
-      429: components['responses']['TooManyRequests'];
-      500: components['responses']['UnexpectedError'];
-      default: components['responses']['UnexpectedError'];
-    };
-  };
-  favicon: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description An SVG image */
-      200: {
-        headers: {
-          RateLimit: components['headers']['RateLimit'];
-          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
-          [name: string]: unknown;
-        };
-        content: {
-          'image/svg+xml': string;
-        };
       };
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
