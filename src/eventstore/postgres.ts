@@ -1,4 +1,4 @@
-import type { DatabaseError, QueryResultRow } from 'pg';
+import type { DatabaseError, Pool, QueryResultRow } from 'pg';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
@@ -53,6 +53,25 @@ const satisfies = (expected: ExpectedVersion, current: number): boolean => {
 const uniqueViolation = (error: unknown, constraint: string): boolean =>
   (error as DatabaseError).code === '23505' && (error as DatabaseError).constraint === constraint;
 
+/**
+ * Events restored from a logical dump (pg_dump) into another cluster keep the transaction ids of the old
+ * one, which may lie ahead of this cluster's: readers would not see them until its counter passed them,
+ * years later. No event written here can have an id at or past the next one to be assigned, so such ids
+ * mark restored history: it is all committed, and goes below any horizon (0). Checked on the newest event
+ * only, so a start costs one row; the first start after a restore, before any append, repairs them all.
+ */
+export const adoptRestoredEvents = async (pool: Pool): Promise<number> => {
+  const { rows } = await pool.query<{ ahead: boolean }>(
+    `SELECT transaction_id >= pg_snapshot_xmax(pg_current_snapshot()) AS ahead
+     FROM events ORDER BY position DESC LIMIT 1`,
+  );
+  if (!rows[0]?.ahead) return 0;
+  const { rowCount } = await pool.query(
+    `UPDATE events SET transaction_id = '0'::xid8 WHERE transaction_id >= pg_snapshot_xmax(pg_current_snapshot())`,
+  );
+  return rowCount ?? 0;
+};
+
 /** How many streams' last known version and hash are kept to chain appends without reading the head. */
 const knownHeadsKept = 1000;
 
@@ -64,6 +83,7 @@ export const openPostgresEventStore = async (
   const { pool } = handle;
   try {
     await orUnavailable(migrate(pool, 'eventstore', eventStoreMigrations));
+    await orUnavailable(adoptRestoredEvents(pool));
   } catch (error) {
     await handle.release();
     throw error;

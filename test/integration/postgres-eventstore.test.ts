@@ -203,6 +203,28 @@ describePostgres('PostgreSQL event store', (url) => {
     });
   });
 
+  describe('a restore from a logical dump into another cluster', () => {
+    it('makes restored events with transaction ids ahead of this cluster readable on the next start', async () => {
+      await store.appendToStream(
+        stream('restored'),
+        [anEvent('A', {}, tenant), anEvent('B', {}, tenant)],
+        'no_stream',
+      );
+      // As pg_restore leaves them when the dumped cluster had used far more transaction ids than this one.
+      await side.query(`UPDATE events SET transaction_id = '4000000000000'::xid8 WHERE tenant_id = $1`, [
+        tenant,
+      ]);
+      expect((await store.readAll({ filter: { tenantId: tenant } })).events).to.deep.equal([]);
+      const restarted = await openPostgresEventStore(url);
+      try {
+        const { events } = await restarted.readAll({ filter: { tenantId: tenant } });
+        expect(events.map((event) => event.type)).to.deep.equal(['A', 'B']);
+      } finally {
+        await restarted.close();
+      }
+    });
+  });
+
   describe('a server that cannot be reached', () => {
     it('fails to open with a 503, not a crash', async () => {
       const error = await openPostgresEventStore('postgresql://nobody@127.0.0.1:1/none').catch(
