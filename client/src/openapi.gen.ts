@@ -2279,7 +2279,10 @@ export interface components {
     };
   };
   parameters: {
-    /** @description The tenant's id; a credential may only name its own tenant */
+    /**
+     * @description The tenant's id; a credential may only name its own tenant
+     * @example t_01m7xr44nde6cpe35md841agpz
+     */
     TenantId: string;
     /** @description The ETag the change is based on: a stale one gets 412. Without it, a lost race gets 409. */
     IfMatch: string;
@@ -2965,6 +2968,13 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "email": "ada@acme.test",
+         *       "password": "correct horse battery staple",
+         *       "tenantId": "t_01m7xr44nde6cpe35md841agpz"
+         *     }
+         */
         'application/json': components['schemas']['LoginRequest'];
       };
     };
@@ -2998,6 +3008,11 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "refreshToken": "ort_t_01m7xr44nde6cpe35md841agpz.s_01m7xrc4d6f8g0h2j4k6m8n0p2.Zx8Qm3Lp0Rt5Vw2Yb7Nc4Hd9Kf1Gs6Ja3Ue8Io0Pq2x"
+         *     }
+         */
         'application/json': components['schemas']['RefreshRequest'];
       };
     };
@@ -3031,6 +3046,14 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "grant_type": "client_credentials",
+         *       "client_id": "t_01m7xr44nde6cpe35md841agpz.c_01m7xr9qk2c6q1xw4zq0d8a7bn",
+         *       "client_secret": "q7B2xN0vKc9RzL4mT1wYhE6uP3sA8dFgJ5kVnXoZbQe",
+         *       "scope": "observations:read"
+         *     }
+         */
         'application/x-www-form-urlencoded': components['schemas']['OAuthTokenRequest'];
       };
     };
@@ -3128,7 +3151,10 @@ export interface operations {
   listTenants: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
@@ -3173,6 +3199,12 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "Acme field team",
+         *       "notificationEmail": "ops@acme.test"
+         *     }
+         */
         'application/json': components['schemas']['CreateTenantRequest'];
       };
     };
@@ -3211,7 +3243,10 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -3251,14 +3286,20 @@ export interface operations {
   listUsers: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -3296,13 +3337,26 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "email": "ada@acme.test",
+         *       "password": "correct horse battery staple",
+         *       "scopes": [
+         *         "observations:read",
+         *         "observations:write"
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['CreateUserRequest'];
       };
     };
@@ -3342,9 +3396,15 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The user's id */
+        /**
+         * @description The user's id
+         * @example u_3f1c9a7e5b2d4c6a8e0f1b3d5c
+         */
         id: string;
       };
       cookie?: never;
@@ -3389,9 +3449,15 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The user's id */
+        /**
+         * @description The user's id
+         * @example u_3f1c9a7e5b2d4c6a8e0f1b3d5c
+         */
         id: string;
       };
       cookie?: never;
@@ -3425,14 +3491,20 @@ export interface operations {
   listApiKeys: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -3470,13 +3542,25 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "Field app",
+         *       "scopes": [
+         *         "observations:read",
+         *         "observations:write"
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['CreateCredentialRequest'];
       };
     };
@@ -3516,9 +3600,15 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The API key's id */
+        /**
+         * @description The API key's id
+         * @example k_01m7xrb2v6q7y4n3a8d5f0c2hz
+         */
         id: string;
       };
       cookie?: never;
@@ -3560,9 +3650,15 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The API key's id */
+        /**
+         * @description The API key's id
+         * @example k_01m7xrb2v6q7y4n3a8d5f0c2hz
+         */
         id: string;
       };
       cookie?: never;
@@ -3591,14 +3687,20 @@ export interface operations {
   listOAuthClients: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -3636,13 +3738,25 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "Field app",
+         *       "scopes": [
+         *         "observations:read",
+         *         "observations:write"
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['CreateCredentialRequest'];
       };
     };
@@ -3682,9 +3796,15 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The OAuth client's id */
+        /**
+         * @description The OAuth client's id
+         * @example c_01m7xr9qk2c6q1xw4zq0d8a7bn
+         */
         id: string;
       };
       cookie?: never;
@@ -3726,9 +3846,15 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The OAuth client's id */
+        /**
+         * @description The OAuth client's id
+         * @example c_01m7xr9qk2c6q1xw4zq0d8a7bn
+         */
         id: string;
       };
       cookie?: never;
@@ -3757,7 +3883,10 @@ export interface operations {
   listObservations: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
@@ -3780,7 +3909,10 @@ export interface operations {
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -3819,13 +3951,31 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "observedAt": "2026-05-01T09:30:00+02:00",
+         *       "position": {
+         *         "lat": 45.1,
+         *         "lon": 7.2,
+         *         "accuracyM": 5
+         *       },
+         *       "notes": "A fox near the creek",
+         *       "attributes": {
+         *         "species": "Vulpes vulpes",
+         *         "count": 1
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['CreateObservationRequest'];
       };
     };
@@ -3865,9 +4015,15 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The observation's id */
+        /**
+         * @description The observation's id
+         * @example o_01m7xq3mn18snzhf2p99rppm8q
+         */
         id: string;
       };
       cookie?: never;
@@ -3912,16 +4068,38 @@ export interface operations {
         'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The observation's id */
+        /**
+         * @description The observation's id
+         * @example o_01m7xq3mn18snzhf2p99rppm8q
+         */
         id: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "notes": "Two foxes near the creek",
+         *       "attributes": {
+         *         "count": 2
+         *       }
+         *     }
+         */
         'application/merge-patch+json': components['schemas']['ObservationPatch'];
+        /**
+         * @example {
+         *       "notes": "Two foxes near the creek",
+         *       "attributes": {
+         *         "count": 2
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['ObservationPatch'];
       };
     };
@@ -3961,9 +4139,15 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The observation's id */
+        /**
+         * @description The observation's id
+         * @example o_01m7xq3mn18snzhf2p99rppm8q
+         */
         id: string;
       };
       cookie?: never;
@@ -4025,11 +4209,20 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The observation's id */
+        /**
+         * @description The observation's id
+         * @example o_01m7xq3mn18snzhf2p99rppm8q
+         */
         id: string;
-        /** @description The medium's id */
+        /**
+         * @description The medium's id
+         * @example m_9c56cc51b374c3ba189210d5b6
+         */
         mediaId: string;
       };
       cookie?: never;
@@ -4076,9 +4269,15 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The observation's id */
+        /**
+         * @description The observation's id
+         * @example o_01m7xq3mn18snzhf2p99rppm8q
+         */
         id: string;
       };
       cookie?: never;
@@ -4118,7 +4317,12 @@ export interface operations {
   listEvents: {
     parameters: {
       query?: {
-        /** @description Event types, repeated (`type=A&type=B`) or comma-separated (`type=A,B`), or both; at most 100 distinct names in all */
+        /**
+         * @description Event types, repeated (`type=A&type=B`) or comma-separated (`type=A,B`), or both; at most 100 distinct names in all
+         * @example [
+         *       "ObservationRecorded,ObservationUpdated"
+         *     ]
+         */
         type?: string[];
         /** @description One stream */
         stream?: string;
@@ -4135,7 +4339,10 @@ export interface operations {
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -4169,7 +4376,10 @@ export interface operations {
   listLocations: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
@@ -4184,7 +4394,10 @@ export interface operations {
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -4223,13 +4436,51 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "Creek meadow",
+         *       "position": {
+         *         "lat": 45.1,
+         *         "lon": 7.2
+         *       },
+         *       "boundary": {
+         *         "type": "Polygon",
+         *         "coordinates": [
+         *           [
+         *             [
+         *               7.1,
+         *               45
+         *             ],
+         *             [
+         *               7.3,
+         *               45
+         *             ],
+         *             [
+         *               7.3,
+         *               45.2
+         *             ],
+         *             [
+         *               7.1,
+         *               45
+         *             ]
+         *           ]
+         *         ]
+         *       },
+         *       "attributes": {
+         *         "habitat": "wet meadow"
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['CreateLocationRequest'];
       };
     };
@@ -4269,9 +4520,15 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The location's id */
+        /**
+         * @description The location's id
+         * @example l_01m7xr5d3y8s0q2w4e6r8t0y2u
+         */
         id: string;
       };
       cookie?: never;
@@ -4316,9 +4573,15 @@ export interface operations {
         'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The location's id */
+        /**
+         * @description The location's id
+         * @example l_01m7xr5d3y8s0q2w4e6r8t0y2u
+         */
         id: string;
       };
       cookie?: never;
@@ -4353,16 +4616,36 @@ export interface operations {
         'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The location's id */
+        /**
+         * @description The location's id
+         * @example l_01m7xr5d3y8s0q2w4e6r8t0y2u
+         */
         id: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "attributes": {
+         *         "access": "footpath from the north gate"
+         *       }
+         *     }
+         */
         'application/merge-patch+json': components['schemas']['LocationPatch'];
+        /**
+         * @example {
+         *       "attributes": {
+         *         "access": "footpath from the north gate"
+         *       }
+         *     }
+         */
         'application/json': components['schemas']['LocationPatch'];
       };
     };
@@ -4396,7 +4679,10 @@ export interface operations {
   listVisits: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
@@ -4415,7 +4701,10 @@ export interface operations {
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -4454,13 +4743,26 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "locationId": "l_01m7xr5d3y8s0q2w4e6r8t0y2u",
+         *       "startedAt": "2026-05-01T08:00:00+02:00",
+         *       "participants": [
+         *         "Ada",
+         *         "Grace"
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['CreateVisitRequest'];
       };
     };
@@ -4500,9 +4802,15 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The visit's id */
+        /**
+         * @description The visit's id
+         * @example v_01m7xr6f2g4h6j8k0m2n4p6q8r
+         */
         id: string;
       };
       cookie?: never;
@@ -4547,16 +4855,34 @@ export interface operations {
         'If-Match'?: components['parameters']['IfMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The visit's id */
+        /**
+         * @description The visit's id
+         * @example v_01m7xr6f2g4h6j8k0m2n4p6q8r
+         */
         id: string;
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "endedAt": "2026-05-01T12:30:00+02:00",
+         *       "notes": "Sunny, light wind from the west"
+         *     }
+         */
         'application/merge-patch+json': components['schemas']['VisitPatch'];
+        /**
+         * @example {
+         *       "endedAt": "2026-05-01T12:30:00+02:00",
+         *       "notes": "Sunny, light wind from the west"
+         *     }
+         */
         'application/json': components['schemas']['VisitPatch'];
       };
     };
@@ -4598,9 +4924,15 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The visit's id */
+        /**
+         * @description The visit's id
+         * @example v_01m7xr6f2g4h6j8k0m2n4p6q8r
+         */
         id: string;
       };
       cookie?: never;
@@ -4636,7 +4968,10 @@ export interface operations {
   listCvJobs: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
@@ -4651,7 +4986,10 @@ export interface operations {
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -4690,13 +5028,22 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "observationId": "o_01m7xq3mn18snzhf2p99rppm8q",
+         *       "model": "image-quality"
+         *     }
+         */
         'application/json': components['schemas']['CreateCvJobRequest'];
       };
     };
@@ -4736,9 +5083,15 @@ export interface operations {
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The job's id */
+        /**
+         * @description The job's id
+         * @example j_01m7xr7s9t1v3w5x7y9z1a3b5c
+         */
         id: string;
       };
       cookie?: never;
@@ -4780,7 +5133,10 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -4813,14 +5169,20 @@ export interface operations {
   listWebhooks: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
@@ -4858,13 +5220,25 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
       };
       cookie?: never;
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "url": "https://example.com/hooks",
+         *       "events": [
+         *         "observation.created",
+         *         "visit.submitted"
+         *       ]
+         *     }
+         */
         'application/json': components['schemas']['CreateWebhookRequest'];
       };
     };
@@ -4901,9 +5275,15 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The subscription's id */
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
         id: string;
       };
       cookie?: never;
@@ -4934,9 +5314,15 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The subscription's id */
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
         id: string;
       };
       cookie?: never;
@@ -4969,15 +5355,26 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The subscription's id */
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
         id: string;
       };
       cookie?: never;
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "replayMissed": true
+         *     }
+         */
         'application/json': components['schemas']['EnableWebhookRequest'];
       };
     };
@@ -5016,15 +5413,22 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The subscription's id */
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
         id: string;
       };
       cookie?: never;
     };
     requestBody?: {
       content: {
+        /** @example {} */
         'application/json': components['schemas']['RotateWebhookSecretRequest'];
       };
     };
@@ -5063,15 +5467,26 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The subscription's id */
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
         id: string;
       };
       cookie?: never;
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *       "type": "observation.created"
+         *     }
+         */
         'application/json': components['schemas']['WebhookTestRequest'];
       };
     };
@@ -5103,7 +5518,10 @@ export interface operations {
   listDeliveryAttempts: {
     parameters: {
       query?: {
-        /** @description Page size */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;
@@ -5119,9 +5537,15 @@ export interface operations {
       };
       header?: never;
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The subscription's id */
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
         id: string;
       };
       cookie?: never;
@@ -5159,11 +5583,20 @@ export interface operations {
         'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
-        /** @description The tenant's id; a credential may only name its own tenant */
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
         tenantId: components['parameters']['TenantId'];
-        /** @description The subscription's id */
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
         id: string;
-        /** @description The delivery's id */
+        /**
+         * @description The delivery's id
+         * @example d_4e07408562bedb8b60ce05c1de
+         */
         deliveryId: string;
       };
       cookie?: never;

@@ -1,6 +1,6 @@
 import { LoginBody, RefreshBody } from './codecs.js';
 import { scopes } from './scopes.js';
-import { fields } from '../openapi/components.js';
+import { exampleIds, fields } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { arrayOf, enumOf, integer, object, ref, string, type Schema } from '../openapi/schema.js';
 
@@ -111,6 +111,11 @@ export const authSchemas: Record<string, Schema> = {
 
 const tag = 'Tokens';
 
+/** What src/auth/credential-strings.ts makes: the tenant and id before the secret. */
+const exampleClientId = `${exampleIds.tenant}.${exampleIds.oauthClient}`;
+const exampleClientSecret = 'q7B2xN0vKc9RzL4mT1wYhE6uP3sA8dFgJ5kVnXoZbQe';
+const exampleRefreshToken = `ort_${exampleIds.tenant}.s_01m7xrc4d6f8g0h2j4k6m8n0p2.Zx8Qm3Lp0Rt5Vw2Yb7Nc4Hd9Kf1Gs6Ja3Ue8Io0Pq2x`;
+
 export const authOperations = (): BuiltOperation[] => [
   operation({
     method: 'post',
@@ -128,6 +133,11 @@ export const authOperations = (): BuiltOperation[] => [
     body: {
       codec: LoginBody,
       name: 'LoginRequest',
+      example: {
+        email: 'ada@acme.test',
+        password: 'correct horse battery staple',
+        tenantId: exampleIds.tenant,
+      },
       properties: {
         email: fields.email,
         password: fields.secret(1, 1024),
@@ -154,6 +164,7 @@ export const authOperations = (): BuiltOperation[] => [
     body: {
       codec: RefreshBody,
       name: 'RefreshRequest',
+      example: { refreshToken: exampleRefreshToken },
       properties: {
         refreshToken: string({ minLength: 1, maxLength: 4096, pattern: '^ort_', format: 'password' }),
       },
@@ -180,6 +191,12 @@ export const authOperations = (): BuiltOperation[] => [
     body: {
       schema: ref('OAuthTokenRequest'),
       mediaTypes: ['application/x-www-form-urlencoded'],
+      example: {
+        grant_type: 'client_credentials',
+        client_id: exampleClientId,
+        client_secret: exampleClientSecret,
+        scope: 'observations:read',
+      },
     },
     responses: {
       '200': { description: 'A token', content: { 'application/json': ref('OAuthToken') } },

@@ -1,5 +1,5 @@
 import { CreateSecretCredentialBody, CreateUserBody } from './codecs.js';
-import { fields, page } from '../openapi/components.js';
+import { exampleIds, fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { createdResponse, pagingQuery } from '../openapi/resource.js';
 import { dateTime, enumOf, nullable, object, ref, string, type Schema } from '../openapi/schema.js';
@@ -55,10 +55,10 @@ export const credentialSchemas: Record<string, Schema> = {
 
 const secretCredentialOperations = (
   path: 'api-keys' | 'oauth-clients',
-  names: { one: string; schema: string; tag: string; id: string },
+  names: { one: string; schema: string; tag: string; id: string; example: string },
 ): BuiltOperation[] => {
   const base = `/v1/tenants/:tenantId/${path}`;
-  const byId = { id: { description: `The ${names.one}'s id` } };
+  const byId = { id: { description: `The ${names.one}'s id`, example: names.example } };
   return [
     operation({
       method: 'post',
@@ -71,6 +71,7 @@ const secretCredentialOperations = (
       body: {
         codec: CreateSecretCredentialBody,
         name: 'CreateCredentialRequest',
+        example: { name: 'Field app', scopes: ['observations:read', 'observations:write'] },
         properties: { name: fields.text(200, 1), scopes: fields.scopes },
         mediaTypes: ['application/json'],
         json: true,
@@ -122,7 +123,7 @@ const secretCredentialOperations = (
   ];
 };
 
-const userId = { id: { description: "The user's id" } };
+const userId = { id: { description: "The user's id", example: exampleIds.user } };
 
 export const credentialOperations = (): BuiltOperation[] => [
   operation({
@@ -136,6 +137,11 @@ export const credentialOperations = (): BuiltOperation[] => [
     body: {
       codec: CreateUserBody,
       name: 'CreateUserRequest',
+      example: {
+        email: 'ada@acme.test',
+        password: 'correct horse battery staple',
+        scopes: ['observations:read', 'observations:write'],
+      },
       properties: {
         email: fields.email,
         password: fields.secret(12, 1024),
@@ -195,11 +201,13 @@ export const credentialOperations = (): BuiltOperation[] => [
     schema: 'ApiKey',
     tag: 'API keys',
     id: 'ApiKey',
+    example: exampleIds.apiKey,
   }),
   ...secretCredentialOperations('oauth-clients', {
     one: 'OAuth client',
     schema: 'OAuthClient',
     tag: 'OAuth clients',
     id: 'OAuthClient',
+    example: exampleIds.oauthClient,
   }),
 ];

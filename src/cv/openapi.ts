@@ -1,7 +1,7 @@
 import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
 import { cvJobStatuses } from './decider.js';
 import { failureCodes, modelNamePattern } from './models/port.js';
-import { fields, page } from '../openapi/components.js';
+import { exampleIds, fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   arrayOf,
@@ -112,6 +112,7 @@ export const cvOperations = (): BuiltOperation[] => [
     body: {
       codec: CreateCvJobBody,
       name: 'CreateCvJobRequest',
+      example: { observationId: exampleIds.observation, model: 'image-quality' },
       properties: {
         observationId: fields.resourceId,
         model: modelName,
@@ -161,7 +162,7 @@ export const cvOperations = (): BuiltOperation[] => [
     description: 'Folded from its stream: always current.',
     tag,
     access: { scope: 'cv:read' },
-    pathParameters: { id: { description: "The job's id" } },
+    pathParameters: { id: { description: "The job's id", example: exampleIds.job } },
     headers: ['IfNoneMatch'],
     responses: {
       '200': { description: 'The job', headers: ['ETag'], content: { 'application/json': ref('CvJob') } },

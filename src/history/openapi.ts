@@ -1,4 +1,4 @@
-import { fields, page } from '../openapi/components.js';
+import { exampleIds, fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   arrayOf,
@@ -76,7 +76,7 @@ const eventTypeName = '[A-Za-z][A-Za-z0-9._-]{0,99}';
 
 const dateQuery = (description: string) => ({ schema: dateTime(), description });
 
-const observationId = { id: { description: "The observation's id" } };
+const observationId = { id: { description: "The observation's id", example: exampleIds.observation } };
 const base = '/v1/tenants/:tenantId/observations';
 
 export const historyOperations = (): BuiltOperation[] => [
@@ -123,6 +123,7 @@ export const historyOperations = (): BuiltOperation[] => [
             { maxItems: 100 },
           ),
           explode: true,
+          example: ['ObservationRecorded,ObservationUpdated'],
           description:
             'Event types, repeated (`type=A&type=B`) or comma-separated (`type=A,B`), or both; at most 100 ' +
             'distinct names in all',

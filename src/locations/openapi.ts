@@ -1,7 +1,7 @@
 import { mergePatchTypes } from '../http/body.js';
 import { FreeJsonObject } from '../http/codec.js';
 import { CreateLocationBody, ListLocationsQuery, locationSorts, PatchLocationBody } from './codecs.js';
-import { fields, page } from '../openapi/components.js';
+import { exampleIds, fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   arrayOf,
@@ -98,6 +98,7 @@ export const locationOperations = (): BuiltOperation[] => {
     schema: 'Location',
     tag: 'Locations',
     read: 'locations:read',
+    example: exampleIds.location,
   });
   return [
     operation({
@@ -113,6 +114,22 @@ export const locationOperations = (): BuiltOperation[] => {
         properties: locationFields,
         mediaTypes: ['application/json'],
         json: true,
+        example: {
+          name: 'Creek meadow',
+          position: { lat: 45.1, lon: 7.2 },
+          boundary: {
+            type: 'Polygon',
+            coordinates: [
+              [
+                [7.1, 45.0],
+                [7.3, 45.0],
+                [7.3, 45.2],
+                [7.1, 45.0],
+              ],
+            ],
+          },
+          attributes: { habitat: 'wet meadow' },
+        },
       },
       responses: {
         '201': {
@@ -174,6 +191,7 @@ export const locationOperations = (): BuiltOperation[] => {
         properties: locationFields,
         mediaTypes: [...mergePatchTypes],
         json: true,
+        example: { attributes: { access: 'footpath from the north gate' } },
       },
       responses: {
         '200': {

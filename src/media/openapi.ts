@@ -1,4 +1,4 @@
-import { fields } from '../openapi/components.js';
+import { exampleIds, fields } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { dateTime, enumOf, integer, object, ref, string, type Schema } from '../openapi/schema.js';
 
@@ -25,7 +25,7 @@ export const mediaSchemas: Record<string, Schema> = {
   ),
 };
 
-const observationId = { id: { description: "The observation's id" } };
+const observationId = { id: { description: "The observation's id", example: exampleIds.observation } };
 const base = '/v1/tenants/:tenantId/observations';
 
 export const mediaOperations = (): BuiltOperation[] => [
@@ -70,7 +70,10 @@ export const mediaOperations = (): BuiltOperation[] => [
     description: 'The bytes never change under an id: `Cache-Control: private, max-age=31536000, immutable`.',
     tag: 'Media',
     access: { scope: 'observations:read' },
-    pathParameters: { ...observationId, mediaId: { description: "The medium's id" } },
+    pathParameters: {
+      ...observationId,
+      mediaId: { description: "The medium's id", example: exampleIds.media },
+    },
     headers: ['IfNoneMatch'],
     responses: {
       '200': {

@@ -7,7 +7,7 @@ import {
   PatchObservationBody,
   sortOptions,
 } from './codecs.js';
-import { fields, page } from '../openapi/components.js';
+import { exampleIds, fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   arrayOf,
@@ -97,7 +97,7 @@ export const observationSchemas: Record<string, Schema> = {
 
 const dateQuery = (description: string) => ({ schema: dateTime(), description });
 
-const observationId = { id: { description: "The observation's id" } };
+const observationId = { id: { description: "The observation's id", example: exampleIds.observation } };
 const base = '/v1/tenants/:tenantId/observations';
 
 export const observationOperations = (): BuiltOperation[] => [
@@ -117,6 +117,13 @@ export const observationOperations = (): BuiltOperation[] => [
       properties: bodyFields,
       mediaTypes: ['application/json'],
       json: true,
+      // Names no location or visit, so that it works as it is in any tenant.
+      example: {
+        observedAt: '2026-05-01T09:30:00+02:00',
+        position: { lat: 45.1, lon: 7.2, accuracyM: 5 },
+        notes: 'A fox near the creek',
+        attributes: { species: 'Vulpes vulpes', count: 1 },
+      },
     },
     responses: {
       '201': {
@@ -205,6 +212,7 @@ export const observationOperations = (): BuiltOperation[] => [
       properties: bodyFields,
       mediaTypes: [...mergePatchTypes],
       json: true,
+      example: { notes: 'Two foxes near the creek', attributes: { count: 2 } },
     },
     responses: {
       '200': {

@@ -3,6 +3,25 @@ import { scopes } from '../auth/scopes.js';
 import { externalEventTypes } from '../webhooks/external.js';
 import { arrayOf, enumOf, integer, object, ref, string, type Schema } from './schema.js';
 
+/**
+ * The ids the examples use, one per kind of resource. A client can send an operation's example as it is once
+ * it has put its own ids in their place; test/integration/prism-examples.test.ts does exactly that, with the
+ * ids of the resources the examples before it created.
+ */
+export const exampleIds = {
+  tenant: 't_01m7xr44nde6cpe35md841agpz',
+  user: 'u_3f1c9a7e5b2d4c6a8e0f1b3d5c',
+  apiKey: 'k_01m7xrb2v6q7y4n3a8d5f0c2hz',
+  oauthClient: 'c_01m7xr9qk2c6q1xw4zq0d8a7bn',
+  location: 'l_01m7xr5d3y8s0q2w4e6r8t0y2u',
+  visit: 'v_01m7xr6f2g4h6j8k0m2n4p6q8r',
+  observation: 'o_01m7xq3mn18snzhf2p99rppm8q',
+  media: 'm_9c56cc51b374c3ba189210d5b6',
+  job: 'j_01m7xr7s9t1v3w5x7y9z1a3b5c',
+  webhook: 'w_01m7xr8d7e9f1g3h5j7k9m1n3p',
+  delivery: 'd_4e07408562bedb8b60ce05c1de',
+} as const;
+
 /** Field schemas that requests and responses share. */
 export const fields = {
   tenantId: string({
@@ -160,6 +179,7 @@ export const parameters = {
     required: true,
     description: "The tenant's id; a credential may only name its own tenant",
     schema: fields.tenantId,
+    example: exampleIds.tenant,
   },
   IfMatch: {
     name: 'If-Match',

@@ -44,7 +44,7 @@ export interface OperationSpec {
   tag: string;
   access: Access;
   /** Path parameters other than tenantId. */
-  pathParameters?: Record<string, { description: string; schema?: Schema }>;
+  pathParameters?: Record<string, { description: string; schema?: Schema; example?: string }>;
   query?: { codec: StrictObjectCodec; parameters: Record<string, QueryParameter> };
   /** Header parameters the route reads. */
   headers?: ('IfMatch' | 'IfNoneMatch')[];
@@ -61,6 +61,11 @@ export interface OperationSpec {
     description?: string;
     /** A JSON body: 400 for malformed JSON, 413, 415. */
     json?: boolean;
+    /**
+     * A body the service accepts as it is, once its ids name the client's own resources (the ids of
+     * `exampleIds`); the documentation page shows it. Every body described by a schema has one.
+     */
+    example?: unknown;
   };
   responses: Record<string, ResponseSpec>;
   /** Problem statuses beyond those that follow from the access, body, query and method. */
@@ -114,6 +119,7 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
       description: given.description,
       // Any id the router passes on: one that names nothing gets 404.
       schema: given.schema ?? fields.resourceId,
+      ...(given.example === undefined ? {} : { example: given.example }),
     };
   });
   // As src/http/idempotency.ts decides: every POST behind a guard; the public token endpoints never.
@@ -137,6 +143,8 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
     } else {
       schema = spec.body.schema;
     }
+    if (schema && spec.body.example === undefined)
+      throw new Error(`${spec.operationId}: a body with a schema needs an example that the service accepts`);
     if (schema && name) {
       schemas[name] = schema;
       schema = { $ref: `#/components/schemas/${name}` };
@@ -144,7 +152,9 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
     requestBody = {
       required: spec.body.required ?? true,
       ...(spec.body.description ? { description: spec.body.description } : {}),
-      content: Object.fromEntries(spec.body.mediaTypes.map((type) => [type, schema ? { schema } : {}])),
+      content: Object.fromEntries(
+        spec.body.mediaTypes.map((type) => [type, schema ? { schema, example: spec.body!.example } : {}]),
+      ),
     };
   }
 

@@ -12,6 +12,7 @@ export const pagingQuery = {
     limit: {
       schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 200, default: 50 },
       description: 'Page size',
+      example: 20,
     },
     cursor: { schema: fields.cursor, description: 'The `nextCursor` of the previous page' },
   },
@@ -37,14 +38,17 @@ export const readOne = ({
   schema,
   tag,
   read,
+  example,
 }: {
   path: string;
   one: string;
   schema: string;
   tag: string;
   read: 'locations:read' | 'observations:read';
+  /** The id the examples use (exampleIds). */
+  example: string;
 }) => {
-  const byId = { id: { description: `The ${one}'s id` } };
+  const byId = { id: { description: `The ${one}'s id`, example } };
   return {
     byId,
     get: operation({

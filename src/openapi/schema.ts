@@ -114,6 +114,8 @@ export interface QueryParameter {
   description: string;
   /** For arrays: repeated (`type=A&type=B`), the OpenAPI default for query strings. */
   explode?: boolean;
+  /** A value the service accepts, sent with the operation's example request. */
+  example?: unknown;
 }
 
 /** The query parameters a strictObject query codec decodes, in its order; unknown parameters are refused. */
@@ -126,5 +128,6 @@ export const codecQuery = (codec: StrictObjectCodec, parameters: Record<string, 
     description: parameters[name]!.description,
     schema: parameters[name]!.schema,
     ...(parameters[name]!.explode === undefined ? {} : { explode: parameters[name]!.explode }),
+    ...(parameters[name]!.example === undefined ? {} : { example: parameters[name]!.example }),
   }));
 };

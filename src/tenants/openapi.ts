@@ -38,6 +38,7 @@ export const tenantOperations = (): BuiltOperation[] => [
     body: {
       codec: CreateTenantBody,
       name: 'CreateTenantRequest',
+      example: { name: 'Acme field team', notificationEmail: 'ops@acme.test' },
       properties: { name: fields.text(200, 1), notificationEmail: fields.email },
       mediaTypes: ['application/json'],
       json: true,

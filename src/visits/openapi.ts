@@ -1,5 +1,5 @@
 import { mergePatchTypes } from '../http/body.js';
-import { fields, page } from '../openapi/components.js';
+import { exampleIds, fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { minPositionQuery, pagingQuery, readOne } from '../openapi/resource.js';
 import { arrayOf, dateTime, enumOf, nullable, object, ref, string, type Schema } from '../openapi/schema.js';
@@ -44,6 +44,7 @@ export const visitOperations = (): BuiltOperation[] => {
     schema: 'Visit',
     tag: 'Visits',
     read: 'observations:read',
+    example: exampleIds.visit,
   });
   return [
     operation({
@@ -60,6 +61,11 @@ export const visitOperations = (): BuiltOperation[] => {
         properties: visitFields,
         mediaTypes: ['application/json'],
         json: true,
+        example: {
+          locationId: exampleIds.location,
+          startedAt: '2026-05-01T08:00:00+02:00',
+          participants: ['Ada', 'Grace'],
+        },
       },
       responses: {
         '201': {
@@ -114,6 +120,7 @@ export const visitOperations = (): BuiltOperation[] => {
         properties: visitFields,
         mediaTypes: [...mergePatchTypes],
         json: true,
+        example: { endedAt: '2026-05-01T12:30:00+02:00', notes: 'Sunny, light wind from the west' },
       },
       responses: {
         '200': {

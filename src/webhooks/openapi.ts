@@ -2,7 +2,7 @@ import { failureCodes } from '../cv/models/port.js';
 import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
 import { responseBodyLimit } from './sender.js';
 import { externalEventTypes, type ExternalEventType } from './external.js';
-import { fields, page } from '../openapi/components.js';
+import { exampleIds, fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   arrayOf,
@@ -213,7 +213,7 @@ export const webhookSchemas: Record<string, Schema> = {
   ...Object.fromEntries(externalEventTypes.map((type) => [schemaName(type), envelope(type)])),
 };
 
-const webhookId = { id: { description: "The subscription's id" } };
+const webhookId = { id: { description: "The subscription's id", example: exampleIds.webhook } };
 const base = '/v1/tenants/:tenantId/webhooks';
 const tag = 'Webhook subscriptions';
 const access = { scope: 'webhooks:manage' } as const;
@@ -236,6 +236,7 @@ export const webhookOperations = (): BuiltOperation[] => [
     body: {
       codec: CreateWebhookBody,
       name: 'CreateWebhookRequest',
+      example: { url: 'https://example.com/hooks', events: ['observation.created', 'visit.submitted'] },
       properties: {
         url: string({
           minLength: 1,
@@ -317,6 +318,7 @@ export const webhookOperations = (): BuiltOperation[] => [
     body: {
       codec: EnableBody,
       name: 'EnableWebhookRequest',
+      example: { replayMissed: true },
       properties: { replayMissed: boolean({ default: false }) },
       mediaTypes: ['application/json'],
       required: false,
@@ -345,6 +347,8 @@ export const webhookOperations = (): BuiltOperation[] => [
     body: {
       codec: RotateSecretBody,
       name: 'RotateWebhookSecretRequest',
+      // The secret left out: the service generates one, as is best.
+      example: {},
       properties: {
         secret: string({
           minLength: 16,
@@ -382,6 +386,7 @@ export const webhookOperations = (): BuiltOperation[] => [
     body: {
       codec: TestEventBody,
       name: 'WebhookTestRequest',
+      example: { type: 'observation.created' },
       properties: { type: fields.eventType },
       mediaTypes: ['application/json'],
       required: false,
@@ -426,7 +431,10 @@ export const webhookOperations = (): BuiltOperation[] => [
     description: 'One more attempt, with the same envelope id.',
     tag,
     access,
-    pathParameters: { ...webhookId, deliveryId: { description: "The delivery's id" } },
+    pathParameters: {
+      ...webhookId,
+      deliveryId: { description: "The delivery's id", example: exampleIds.delivery },
+    },
     responses: {
       '202': { description: 'Scheduled', content: { 'application/json': ref('Delivery') } },
     },
