@@ -112,7 +112,11 @@ describe('the receiver URL check at creation', () => {
       await checkReceiverUrl('http://203.0.113.1/x', { ...strict, allowPrivateNetworks: true }),
     ).to.equal('must be an https URL (http only with WEBHOOK_ALLOW_HTTP=true)');
     expect(
-      await checkReceiverUrl('http://127.0.0.1/x', { ...strict, allowHttp: true, allowPrivateNetworks: true }),
+      await checkReceiverUrl('http://127.0.0.1/x', {
+        ...strict,
+        allowHttp: true,
+        allowPrivateNetworks: true,
+      }),
     ).to.equal(null);
     expect(
       await checkReceiverUrl('ftp://127.0.0.1/x', { ...strict, allowHttp: true, allowPrivateNetworks: true }),
