@@ -69,6 +69,7 @@ describe('the OpenAPI document', function () {
     const response = await fetch(`${server.url}/v1/openapi.json`);
     expect(response.headers.get('content-type')).to.match(/^application\/json/);
     expect(doc.openapi).to.equal('3.1.0');
+    expect(doc.jsonSchemaDialect).to.equal('https://json-schema.org/draft/2020-12/schema');
     expect(doc).to.deep.equal(JSON.parse(JSON.stringify(documentFor(server.url))));
     expect(doc.servers).to.deep.equal([
       { url: server.url, description: 'This service (PUBLIC_URL)', 'x-internal': false },
@@ -224,6 +225,18 @@ describe('the OpenAPI document', function () {
     expect(v.errorsOf(v.schema('Observation'), withoutMedia)).to.have.length(1);
     expect(v.errorsOf(v.schema('Observation'), { ...observation, extra: 1 })).to.have.length(1);
     expect(v.errorsOf(v.schema('Observation'), { ...observation, createdAt: 'yesterday' })).to.have.length(1);
+    // Headers too: an ETag that is not a stream version, on a resource whose ETag is one.
+    const read = (etag: string) =>
+      v.checkResponse({
+        method: 'GET',
+        path: '/v1/tenants/{tenantId}/observations/{id}',
+        status: 304,
+        contentType: null,
+        text: '',
+        headers: new Headers({ ETag: etag }),
+      });
+    expect(read('"3"')).to.deep.equal([]);
+    expect(read('"redoc-2.5.4"')).to.have.length(1);
     const problem = { type: '/problems/not-found', title: 'Not Found', status: 404, requestId: 'r' };
     expect(v.errorsOf(v.schema('Problem'), problem)).to.deep.equal([]);
     expect(v.errorsOf(v.schema('Problem'), { ...problem, status: 200 })).to.have.length(1);

@@ -45,6 +45,8 @@ export interface Exchange {
   contentType: string | null;
   /** The body as text. */
   text: string;
+  /** The response's headers, when there is a response to check them on. */
+  headers?: Headers;
 }
 
 export const openApiValidator = (doc: Obj) => {
@@ -93,13 +95,31 @@ export const openApiValidator = (doc: Obj) => {
     return declared ? deref(doc, declared) : undefined;
   };
 
+  /** Every declared header the response sends that does not match its schema (an ETag's pattern, say). */
+  const headerErrors = ({ method, path, status, headers }: Exchange, response: Obj): string[] =>
+    Object.entries((response.headers ?? {}) as Obj).flatMap(([name, declared]) => {
+      const header = deref(doc, declared as Obj);
+      const value = headers?.get(name);
+      if (value === null || value === undefined) return [];
+      return errorsOf(header.schema as Obj, value).map(
+        (error) => `${method} ${path} ${status} header ${name} ${JSON.stringify(value)}: ${error}`,
+      );
+    });
+
   /**
    * Everything wrong with a response: a status the operation does not declare, a media type it does not
-   * declare for that status, or a body that does not match the schema. Empty when it conforms.
+   * declare for that status, a declared header that does not match its schema, or a body that does not
+   * match the schema. Empty when it conforms.
    */
-  const checkResponse = ({ method, path, status, contentType, text }: Exchange): string[] => {
+  const checkResponse = (exchanged: Exchange): string[] => {
+    const { method, path, status } = exchanged;
     const response = responseOf(method, path, status);
     if (!response) return [`${method} ${path} does not declare the status ${status}`];
+    const wrongHeaders = headerErrors(exchanged, response);
+    return [...wrongHeaders, ...checkBody(exchanged, response)];
+  };
+
+  const checkBody = ({ method, path, status, contentType, text }: Exchange, response: Obj): string[] => {
     const content = response.content as Obj | undefined;
     if (!content) {
       return text === ''
@@ -151,6 +171,7 @@ export const exchange = async (method: string, path: string, response: Response)
   status: response.status,
   contentType: response.headers.get('content-type'),
   text: Buffer.from(await response.arrayBuffer()).toString('utf8'),
+  headers: response.headers,
 });
 
 /** One thing prism found wrong with an exchange: where, and what. */
