@@ -1,6 +1,7 @@
 import type { BatchHandler, CatchUpOptions, ReadAllOptions, ReadAllPage, Subscription } from './port.js';
 import { stopLatch, type AppendSignal } from './append-signal.js';
 import { skipReportMs, yieldToEventLoop } from './sqlite-catch-up.js';
+import { canSkipCommit } from './postgres-listener.js';
 
 /** A page of the PostgreSQL store, and whether committed events still wait below the horizon. */
 export interface HorizonPage extends ReadAllPage {
@@ -26,8 +27,9 @@ const behindMaxMs = 100;
 /**
  * The catch-up subscription of the PostgreSQL store, as on the embedded one (sqlite-catch-up.ts): pages
  * from the caller's checkpoint, handed over as read; at the end, a sleep until a wake-up (an append by any
- * process, through LISTEN) or the polling interval, then a read from the position again. A position moved
- * only past events the filter skips is handed over (as an empty batch) at most every `skipReportMs`.
+ * process, through LISTEN) or the polling interval, then a read from the position again, unless the
+ * wake-up was a commit right after the position of only types it does not read. A position moved only
+ * past events the filter skips is handed over (as an empty batch) at most every `skipReportMs`.
  */
 export const remoteCatchUp = (
   source: RemoteSource,
@@ -69,6 +71,11 @@ export const remoteCatchUp = (
         const untilReport = unreported ? skipReportMs - sinceReport : Infinity;
         const appended = await source.signal.next(Math.min(idleMs, untilReport), latch);
         if (latch.stopped()) return;
+        // A commit of only other types right after the position moves it without a read.
+        if (canSkipCommit(appended, position, filter?.eventTypes)) {
+          position = Math.max(position, appended.lastPosition);
+          continue;
+        }
         // A wake-up or the end of the idle time: read. The report falling due first: hand it over.
         if (appended !== null || idleMs <= untilReport) break;
       }

@@ -6,9 +6,41 @@ export const appendedChannel = 'events_appended';
 
 /**
  * A wake-up that says only "something was appended, somewhere": subscribers read from their position,
- * whatever it holds (the payload of a notification says nothing they could skip on).
+ * whatever it holds.
  */
 export const somethingAppended: Appended = { types: new Set(), firstPosition: 0, lastPosition: 0 };
+
+/** What a notification says one commit appended: positions after `after` up to `last`, of these types. */
+export const appendedOf = (payload: string | undefined): Appended => {
+  try {
+    const { after, last, types } = JSON.parse(payload ?? '') as {
+      after: unknown;
+      last: unknown;
+      types: unknown;
+    };
+    if (typeof after !== 'number' || typeof last !== 'number' || !Array.isArray(types))
+      return somethingAppended;
+    return { types: new Set(types.map(String)), firstPosition: after, lastPosition: last };
+  } catch {
+    return somethingAppended;
+  }
+};
+
+/**
+ * Whether a catch-up subscriber at `position` can take this commit as read without reading it: it had
+ * read everything up to the commit's first position, and the commit holds none of its types. A commit's
+ * positions are its own, taken together (postgres-schema.ts), so nothing else can appear among them.
+ */
+export const canSkipCommit = (
+  appended: Appended | null,
+  position: number,
+  eventTypes: readonly string[] | undefined,
+): appended is Appended =>
+  appended !== null &&
+  appended !== somethingAppended &&
+  eventTypes !== undefined &&
+  position >= appended.firstPosition &&
+  !eventTypes.some((type) => appended.types.has(type));
 
 export interface Listener {
   close(): Promise<void>;
@@ -42,7 +74,7 @@ export const listenForAppends = (url: string, signal: AppendSignal, retryMs = 10
     mine.on('end', () => {
       if (client === mine) again();
     });
-    mine.on('notification', () => signal.notify(somethingAppended));
+    mine.on('notification', (message) => signal.notify(appendedOf(message.payload)));
     try {
       await mine.connect();
       await mine.query(`LISTEN ${appendedChannel}`);

@@ -9,7 +9,7 @@ import { AppendSignal, defaultPollMs } from './append-signal.js';
 import { chainEvent, genesisHash } from './hash-chain.js';
 import { remoteCatchUp, type HorizonPage } from './postgres-catch-up.js';
 import { consumerGroups } from './postgres-groups.js';
-import { listenForAppends, somethingAppended, type Listener } from './postgres-listener.js';
+import { listenForAppends, type Listener } from './postgres-listener.js';
 import {
   eventColumns,
   eventStoreMigrations,
@@ -174,8 +174,14 @@ export const openPostgresEventStore = async (
     );
     const version = head.version + events.length;
     know(streamName, version, previousHash);
-    signal.notify(somethingAppended);
-    return { nextExpectedVersion: version, lastPosition: Number(rows[0]!.last) };
+    const lastPosition = Number(rows[0]!.last);
+    // As the notification every process gets: this commit's positions and types.
+    signal.notify({
+      types: new Set(columns.types),
+      firstPosition: lastPosition - events.length,
+      lastPosition,
+    });
+    return { nextExpectedVersion: version, lastPosition };
   };
 
   /** A page below the horizon, with where the read got to (see ReadAllPage) and whether events wait. */

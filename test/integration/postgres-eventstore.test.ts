@@ -6,6 +6,7 @@ import type { RecordedEvent } from '../../src/core/events.js';
 import { UnavailableError } from '../../src/core/errors.js';
 import type { EventStore, PersistentEvent } from '../../src/eventstore/port.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
+import { acquirePostgres } from '../../src/postgres/client.js';
 import { anEvent, eventually, uniqueTenant } from '../support/events.js';
 import { describePostgres } from '../support/postgres.js';
 
@@ -108,6 +109,44 @@ describePostgres('PostgreSQL event store', (url) => {
         expect(events.map((event) => event.streamVersion)).to.deep.equal([0, 1, 2, 3]);
       } finally {
         await Promise.all(others.map((other) => other.close()));
+      }
+    });
+  });
+
+  describe('wake-ups', () => {
+    it('takes the commits of only other types that follow its position as read, without reading them', async () => {
+      // A store of its own (its own pool), woken only by notifications; its reads are counted on that pool.
+      const watchedUrl = `${url}?application_name=watched`;
+      const watched = await openPostgresEventStore(watchedUrl, { pollMs: 60_000 });
+      const shared = acquirePostgres(watchedUrl);
+      const query = shared.pool.query.bind(shared.pool) as (...args: unknown[]) => unknown;
+      let reads = 0;
+      (shared.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+        if (String(args[0]).includes('page AS')) reads += 1;
+        return query(...args);
+      };
+      try {
+        const seen: RecordedEvent[] = [];
+        const subscription = watched.subscribe(
+          { after: await store.headPosition(), filter: { eventTypes: ['Wanted'], tenantId: tenant } },
+          (events) => {
+            seen.push(...events);
+            return Promise.resolve();
+          },
+        );
+        await eventually(() => reads >= 1);
+        const before = reads;
+        for (let n = 0; n < 20; n += 1) {
+          await store.appendToStream(stream(`u${n}`), [anEvent('Unwanted', {}, tenant)], 'no_stream');
+        }
+        await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await eventually(() => seen.length === 1);
+        await subscription.stop();
+        // Twenty commits it does not read, and the one it does: a read or two, not twenty-one.
+        expect(reads - before).to.be.within(1, 5);
+      } finally {
+        await shared.release();
+        await watched.close();
       }
     });
   });

@@ -27,8 +27,8 @@ const appenderScript = `
   const store = await openPostgresEventStore(url, { poolSize: Number(CONNECTIONS) });
   let left = Number(COUNT);
   let streams = 0;
-  const event = () => ({
-    id: randomUUID(), type: 'Gap', data: {},
+  const event = (type) => () => ({
+    id: randomUUID(), type, data: {},
     metadata: { tenantId, actor: 'test', correlationId: randomUUID(), causationId: null,
                 occurredAt: new Date().toISOString(), schemaVersion: 1 },
   });
@@ -37,8 +37,10 @@ const appenderScript = `
       const size = Math.min(left, 1 + Math.floor(Math.random() * 10));
       left -= size;
       streams += 1;
+      // Two types, a commit of one or the other: a subscriber of one type skips the other's commits.
+      const type = Math.random() < 0.5 ? 'Gap' : 'Other';
       await store.appendToStream('gap-' + tenantId + '_' + NAME + '-' + streams,
-        Array.from({ length: size }, event), 'no_stream');
+        Array.from({ length: size }, event(type)), 'no_stream');
     }
   };
   await Promise.all(Array.from({ length: Number(CONNECTIONS) }, loop));
@@ -83,6 +85,21 @@ describePostgres('PostgreSQL event store under concurrent appenders', (url) => {
         return Promise.resolve();
       },
     );
+    // On a store of its own, woken only by other processes' notifications: it reads one type of the two and
+    // takes the other type's commits as read without reading them.
+    const typed = await openPostgresEventStore(`${url}?application_name=typed`);
+    const gapIds = new Set<string>();
+    const typedSubscription = typed.subscribe(
+      {
+        after: await typed.headPosition(),
+        filter: { eventTypes: ['Gap'], tenantId: tenant },
+        batchSize: 1000,
+      },
+      (events) => {
+        for (const event of events) gapIds.add(event.id);
+        return Promise.resolve();
+      },
+    );
 
     // The trap, measured: a reader that reads up to the highest position it sees, beside the subscriber.
     const naive = new pg.Client(url);
@@ -110,12 +127,20 @@ describePostgres('PostgreSQL event store under concurrent appenders', (url) => {
     try {
       expect(await Promise.all(children.map(exited))).to.deep.equal(children.map(() => 0));
       await eventually(() => ids.size >= total, 30_000);
+      const gaps = (
+        await store.readAll({ filter: { eventTypes: ['Gap'], tenantId: tenant }, maxCount: total })
+      ).events;
+      await eventually(() => gapIds.size >= gaps.length, 30_000);
+      expect(gapIds.size, 'events of the one type').to.equal(gaps.length);
+      for (const event of gaps) expect(gapIds.has(event.id)).to.equal(true);
     } finally {
       for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
       naiveRunning = false;
       await naiveReader;
       await naive.end();
       await subscription.stop();
+      await typedSubscription.stop();
+      await typed.close();
     }
 
     const { rows } = await store
