@@ -2271,6 +2271,17 @@ export interface components {
     /** @description An unexpected failure (500): nothing internal is revealed; quote the `requestId` */
     UnexpectedError: {
       headers: {
+        RateLimit: components['headers']['RateLimit'];
+        'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/problem+json': components['schemas']['Problem'];
+      };
+    };
+    /** @description An unexpected failure (500): nothing internal is revealed; quote the `requestId` */
+    UnexpectedHealthError: {
+      headers: {
         [name: string]: unknown;
       };
       content: {
@@ -2337,8 +2348,8 @@ export interface operations {
           };
         };
       };
-      500: components['responses']['UnexpectedError'];
-      default: components['responses']['UnexpectedError'];
+      500: components['responses']['UnexpectedHealthError'];
+      default: components['responses']['UnexpectedHealthError'];
     };
   };
   readiness: {
@@ -2472,7 +2483,7 @@ export interface operations {
           };
         };
       };
-      500: components['responses']['UnexpectedError'];
+      500: components['responses']['UnexpectedHealthError'];
       /** @description Not ready: `checks` says which check fails */
       503: {
         headers: {
@@ -2600,7 +2611,7 @@ export interface operations {
           };
         };
       };
-      default: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedHealthError'];
     };
   };
   health: {
@@ -2734,7 +2745,7 @@ export interface operations {
           };
         };
       };
-      500: components['responses']['UnexpectedError'];
+      500: components['responses']['UnexpectedHealthError'];
       /** @description Not ready: `checks` says which check fails */
       503: {
         headers: {
@@ -2862,7 +2873,7 @@ export interface operations {
           };
         };
       };
-      default: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedHealthError'];
     };
   };
   openApiDocument: {

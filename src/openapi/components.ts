@@ -253,6 +253,12 @@ const problemHeaders: Partial<Record<ProblemStatus, Record<string, unknown>>> = 
   '503': { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
 };
 
+const unexpectedError = {
+  description: 'An unexpected failure (500): nothing internal is revealed; quote the `requestId`',
+  headers: rateLimitHeaders,
+  content: problemContent,
+};
+
 /** Problems of the routes the rate limit counts: every route but `/health…`, which has none of these. */
 export const responseComponents = {
   ...Object.fromEntries(
@@ -265,10 +271,9 @@ export const responseComponents = {
       },
     ]),
   ),
-  UnexpectedError: {
-    description: 'An unexpected failure (500): nothing internal is revealed; quote the `requestId`',
-    content: problemContent,
-  },
+  UnexpectedError: unexpectedError,
+  /** The same, for the health checks, which the rate limit does not count. */
+  UnexpectedHealthError: { description: unexpectedError.description, content: problemContent },
 };
 
 export const problemRef = (status: ProblemStatus) => ({

@@ -195,8 +195,11 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
   }
   for (const status of [...problems].sort()) responses[status] = problemRef(status);
   // 500 by name, for tools that look for it (OWASP API8); `default` for any other status a proxy may add.
-  responses['500'] = { $ref: '#/components/responses/UnexpectedError' };
-  responses.default = { $ref: '#/components/responses/UnexpectedError' };
+  const unexpected = {
+    $ref: `#/components/responses/${rateLimited ? 'UnexpectedError' : 'UnexpectedHealthError'}`,
+  };
+  responses['500'] = unexpected;
+  responses.default = unexpected;
 
   return {
     method: spec.method,
