@@ -13,7 +13,7 @@ import type {
 } from './port.js';
 import { stopLatch, type AppendSignal, type StopLatch } from './append-signal.js';
 import { yieldToEventLoop } from './sqlite-catch-up.js';
-import { appendedChannel } from './postgres-listener.js';
+import { appendedChannel, somethingAppended } from './postgres-listener.js';
 import {
   eventColumns,
   filterClause,
@@ -81,6 +81,24 @@ interface Claimed {
 }
 
 export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource): PersistentPart => {
+  /**
+   * An idle consumer's sleep: until a wake-up, a poke (a replay) or `waitMs`. Commits of only types the
+   * group does not read do not end it, but the time does: the consumer then feeds, which moves `fed` past
+   * them, and claims, which takes over the events of a consumer whose claims ran out.
+   */
+  const idle = async (waitMs: number, latch: StopLatch, eventTypes: readonly string[] | undefined) => {
+    const until = Date.now() + waitMs;
+    for (;;) {
+      const appended = await signal.next(Math.max(0, until - Date.now()), latch);
+      const unread =
+        appended !== null &&
+        appended !== somethingAppended &&
+        eventTypes !== undefined &&
+        !eventTypes.some((type) => appended.types.has(type));
+      if (!unread || latch.stopped() || Date.now() >= until) return;
+    }
+  };
+
   const query = <R extends pg.QueryResultRow>(text: string, params: unknown[]) =>
     orUnavailable(pool.query<R>(text, params));
   /** The consumers of each group in this process: a replay pokes them out of their sleep. */
@@ -245,7 +263,7 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
           }
         }
         if (claimed.length === 0) {
-          await signal.next(soon ? lookAgainMs : pollMs, latch);
+          await idle(soon ? lookAgainMs : pollMs, latch, settings.filter.eventTypes);
           continue;
         }
         for (let start = 0; start < claimed.length && !stopped(); start += concurrency) {

@@ -151,6 +151,47 @@ describePostgres('PostgreSQL event store', (url) => {
     });
   });
 
+  describe('consumer group wake-ups', () => {
+    it('leaves an idle consumer asleep through commits of only types its group does not read', async () => {
+      const watchedUrl = `${url}?application_name=watched-group`;
+      const watched = await openPostgresEventStore(watchedUrl, { pollMs: 60_000 });
+      const shared = acquirePostgres(watchedUrl);
+      const query = shared.pool.query.bind(shared.pool) as (...args: unknown[]) => unknown;
+      let claims = 0;
+      (shared.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+        if (String(args[0]).includes('SKIP LOCKED')) claims += 1;
+        return query(...args);
+      };
+      const group = `idle-${tenant}`;
+      try {
+        await watched.ensurePersistentSubscription(group, {
+          startFrom: 'end',
+          maxRetryCount: 1,
+          filter: { eventTypes: ['Wanted'], tenantId: tenant },
+        });
+        const seen: PersistentEvent[] = [];
+        const consumer = watched.subscribePersistent(group, (delivery) => {
+          seen.push(delivery);
+          return Promise.resolve({ kind: 'ack' });
+        });
+        await eventually(() => claims >= 1);
+        await new Promise((resolve) => setTimeout(resolve, 50)); // on purpose: asleep after its first look
+        const before = claims;
+        for (let n = 0; n < 20; n += 1) {
+          await store.appendToStream(stream(`u${n}`), [anEvent('Unwanted', {}, tenant)], 'no_stream');
+        }
+        await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await eventually(() => seen.length === 1);
+        await consumer.stop();
+        // Each look is a claim or two; twenty looks would be twenty claims or more.
+        expect(claims - before).to.be.within(1, 6);
+      } finally {
+        await shared.release();
+        await watched.close();
+      }
+    });
+  });
+
   describe('consumer groups across processes', () => {
     const settings = (maxRetryCount = 2) => ({
       startFrom: 'start' as const,
