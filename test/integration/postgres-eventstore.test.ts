@@ -183,8 +183,8 @@ describePostgres('PostgreSQL event store', (url) => {
         await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
         await eventually(() => seen.length === 1);
         await consumer.stop();
-        // Each look is a claim or two; twenty looks would be twenty claims or more.
-        expect(claims - before).to.be.within(1, 6);
+        // Waking for the one commit it reads costs a few claims (3 here); woken by every commit, it made 8 or more.
+        expect(claims - before).to.be.within(1, 5);
       } finally {
         await shared.release();
         await watched.close();
