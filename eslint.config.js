@@ -41,7 +41,8 @@ const belowFeatures = (message) => [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'dist', 'data', '**/*.cjs', 'eslint.config.js'] },
+  // Build output anywhere (the service's dist/, the client's client/dist/) is not source.
+  { ignores: ['**/node_modules', '**/dist', 'data', '**/*.cjs', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

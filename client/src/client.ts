@@ -40,7 +40,11 @@ export class Auth {
   }
 
   /** Uses a user's tokens from now on, e.g. a pair persisted from `onTokens`. */
-  setTokens(tokens: { accessToken: string; refreshToken?: string; expiresAt?: Date }): void {
+  setTokens(tokens: {
+    accessToken: string;
+    refreshToken?: string | undefined;
+    expiresAt?: Date | undefined;
+  }): void {
     this.http.setTokens(tokens);
   }
 

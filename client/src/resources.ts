@@ -303,7 +303,7 @@ export class Observations extends TenantCollection<
     tenantId: string,
     id: string,
     image: MediaBody,
-    options?: PostOptions & { contentType?: string },
+    options?: PostOptions & { contentType?: string | undefined },
   ): Promise<ObservationMedia> {
     const { contentType, ...rest } = options ?? {};
     return this.http.json({
@@ -479,7 +479,7 @@ export class CvJobs extends TenantCollection<CvJob, CreateCvJobInput, CvJob, Lis
       timeoutMs = 60_000,
       intervalMs = 250,
       ...options
-    }: RequestOptions & { timeoutMs?: number; intervalMs?: number } = {},
+    }: RequestOptions & { timeoutMs?: number | undefined; intervalMs?: number | undefined } = {},
   ): Promise<CvJob> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {

@@ -9,50 +9,50 @@ export type FetchFunction = (input: string, init: RequestInit) => Promise<Respon
 
 export interface ClientOptions {
   /** The service's address, with any path prefix; `https://api.observation-service.example` by default. */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /** An API key (`obs_<tenant>.<id>.<secret>`) or the platform admin key, sent as `X-API-Key`. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** A bearer token from a user login; with `refreshToken` the client renews it on a 401. */
-  accessToken?: string;
-  refreshToken?: string;
+  accessToken?: string | undefined;
+  refreshToken?: string | undefined;
   /** OAuth 2.0 client credentials: the client fetches, caches and renews its own tokens. */
-  clientId?: string;
-  clientSecret?: string;
+  clientId?: string | undefined;
+  clientSecret?: string | undefined;
   /** Scopes to ask the token endpoint for (space-separated or a list); all of the client's by default. */
-  scope?: string | readonly Scope[];
+  scope?: string | readonly Scope[] | undefined;
   /** The client-credentials token endpoint; `<baseUrl>/v1/oauth/token` by default. */
-  tokenUrl?: string;
+  tokenUrl?: string | undefined;
   /** The fetch to use; Node's global fetch by default. */
-  fetch?: FetchFunction;
+  fetch?: FetchFunction | undefined;
   /** Called with every new token pair of a user login (login and each refresh), e.g. to persist it. */
-  onTokens?: (tokens: UserTokens) => void | Promise<void>;
+  onTokens?: ((tokens: UserTokens) => void | Promise<void>) | undefined;
   /** Headers sent with every request. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** The clock, in epoch milliseconds (for tests). */
-  now?: () => number;
+  now?: (() => number) | undefined;
 }
 
 /** Options every method takes. */
 export interface RequestOptions {
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Extra headers for this request. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Sent as `X-Correlation-Id`: recorded in the metadata of the events the request writes. */
-  correlationId?: string;
+  correlationId?: string | undefined;
 }
 
 /** Options of every POST: an `Idempotency-Key` makes a retry of the same request safe (docs/api.md). */
 export interface PostOptions extends RequestOptions {
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
 }
 
 /** Options of conditional writes: `ifMatch` is a version (`3`) or an ETag (`"3"`); a stale one gets 412. */
 export interface ConditionalOptions extends RequestOptions {
-  ifMatch?: number | string;
+  ifMatch?: number | string | undefined;
 }
 
 export interface ConditionalPostOptions extends PostOptions {
-  ifMatch?: number | string;
+  ifMatch?: number | string | undefined;
 }
 
 /** What an answer said beside its body: read it with `responseMeta(result)`. */
@@ -86,7 +86,7 @@ export interface Call {
   accept?: string;
   /** `none`: send no credential (token endpoints, health, discovery). */
   auth?: 'credential' | 'none';
-  options?: RequestOptions & { idempotencyKey?: string; ifMatch?: number | string };
+  options?: ConditionalPostOptions | undefined;
 }
 
 type Credential =
@@ -358,7 +358,11 @@ export class Transport {
   }
 
   /** Uses these tokens from now on (e.g. a pair persisted by `onTokens`). */
-  setTokens(tokens: { accessToken: string; refreshToken?: string; expiresAt?: Date }): void {
+  setTokens(tokens: {
+    accessToken: string;
+    refreshToken?: string | undefined;
+    expiresAt?: Date | undefined;
+  }): void {
     this.session = {
       accessToken: tokens.accessToken,
       refreshToken: tokens.refreshToken,

@@ -7,8 +7,19 @@
 import type { components, operations } from './openapi.gen.js';
 
 type Schemas = components['schemas'];
+
+/**
+ * T, whose optional members also take `undefined`, which the client treats as absent (a query parameter
+ * is left out, JSON drops the member). Callers compiled with `exactOptionalPropertyTypes` can then pass
+ * `{ limit: maybeLimit }` or `{ notes: form.notes }` without spreading conditionally.
+ */
+type AcceptUndefined<T> = { [K in keyof T]: object extends Pick<T, K> ? T[K] | undefined : T[K] };
 /** The query parameters an operation takes. */
-type Query<Operation extends keyof operations> = NonNullable<operations[Operation]['parameters']['query']>;
+type Query<Operation extends keyof operations> = AcceptUndefined<
+  NonNullable<operations[Operation]['parameters']['query']>
+>;
+/** A request body the client sends. */
+type Input<Name extends keyof Schemas> = AcceptUndefined<Schemas[Name]>;
 
 // ─── Common ──────────────────────────────────────────────────────────────────────────────────────────
 
@@ -87,18 +98,18 @@ export type Jwks = Schemas['JsonWebKeySet'];
 // ─── Tenants and credentials ─────────────────────────────────────────────────────────────────────────
 
 export type Tenant = Schemas['Tenant'];
-export type CreateTenantInput = Schemas['CreateTenantRequest'];
+export type CreateTenantInput = Input<'CreateTenantRequest'>;
 /** The answer to creating a tenant: its first admin API key is shown here, once. */
 export type CreatedTenant = Schemas['CreatedTenant'];
 
 export type User = Schemas['User'];
-export type CreateUserInput = Schemas['CreateUserRequest'];
+export type CreateUserInput = Input<'CreateUserRequest'>;
 
 export type ApiKey = Schemas['ApiKey'];
 export type OAuthClient = Schemas['OAuthClient'];
 /** An API key's or an OAuth client's record: never its secret. */
 export type SecretCredential = ApiKey | OAuthClient;
-export type CreateCredentialInput = Schemas['CreateCredentialRequest'];
+export type CreateCredentialInput = Input<'CreateCredentialRequest'>;
 /** The answer to creating an API key: `key` (`obs_<tenant>.<id>.<secret>`) is shown once. */
 export type CreatedApiKey = Schemas['CreatedApiKey'];
 /** The answer to registering an OAuth client: `clientId` and `clientSecret` are shown once. */
@@ -113,9 +124,9 @@ export type ObservationMedia = Schemas['Media'];
 export type MediaContentType = ObservationMedia['contentType'];
 
 export type Observation = Schemas['Observation'];
-export type CreateObservationInput = Schemas['CreateObservationRequest'];
+export type CreateObservationInput = Input<'CreateObservationRequest'>;
 /** A JSON Merge Patch (RFC 7396): present fields replace, `null` clears, attributes merge key by key. */
-export type ObservationPatch = Schemas['ObservationPatch'];
+export type ObservationPatch = Input<'ObservationPatch'>;
 export type ObservationSort = NonNullable<Query<'listObservations'>['sort']>;
 
 /**
@@ -124,7 +135,9 @@ export type ObservationSort = NonNullable<Query<'listObservations'>['sort']>;
  */
 export type BoundingBox = string | { minLon: number; minLat: number; maxLon: number; maxLat: number };
 
-export type ListObservationsParams = Omit<Query<'listObservations'>, 'bbox'> & { bbox?: BoundingBox };
+export type ListObservationsParams = Omit<Query<'listObservations'>, 'bbox'> & {
+  bbox?: BoundingBox | undefined;
+};
 
 /** A downloaded image: the client's view of a binary answer, which the document does not type. */
 export interface MediaDownload {
@@ -143,29 +156,29 @@ export type MediaBody = Uint8Array | ArrayBuffer | Blob;
 export type Polygon = Schemas['Polygon'];
 
 export type Location = Schemas['Location'];
-export type CreateLocationInput = Schemas['CreateLocationRequest'];
-export type LocationPatch = Schemas['LocationPatch'];
+export type CreateLocationInput = Input<'CreateLocationRequest'>;
+export type LocationPatch = Input<'LocationPatch'>;
 export type LocationSort = NonNullable<Query<'listLocations'>['sort']>;
-export type ListLocationsParams = Omit<Query<'listLocations'>, 'bbox'> & { bbox?: BoundingBox };
+export type ListLocationsParams = Omit<Query<'listLocations'>, 'bbox'> & { bbox?: BoundingBox | undefined };
 
 export type Visit = Schemas['Visit'];
-export type CreateVisitInput = Schemas['CreateVisitRequest'];
-export type VisitPatch = Schemas['VisitPatch'];
+export type CreateVisitInput = Input<'CreateVisitRequest'>;
+export type VisitPatch = Input<'VisitPatch'>;
 export type VisitSort = NonNullable<Query<'listVisits'>['sort']>;
 export type ListVisitsParams = Query<'listVisits'>;
 
 // ─── Webhooks ────────────────────────────────────────────────────────────────────────────────────────
 
 export type WebhookSubscription = Schemas['WebhookSubscription'];
-export type CreateWebhookInput = Schemas['CreateWebhookRequest'];
-export type EnableWebhookInput = Schemas['EnableWebhookRequest'];
+export type CreateWebhookInput = Input<'CreateWebhookRequest'>;
+export type EnableWebhookInput = Input<'EnableWebhookRequest'>;
 /** The answer to enabling a subscription: `replayed` counts the deliveries scheduled for what it missed. */
 export type EnabledWebhook = Schemas['EnabledWebhookSubscription'];
 /** The answer to creating a subscription: the only one with its secret (`whsec_…`). */
 export type CreatedWebhook = Schemas['CreatedWebhookSubscription'];
 export type RotatedWebhook = Schemas['RotatedWebhookSubscription'];
-export type RotateWebhookSecretInput = Schemas['RotateWebhookSecretRequest'];
-export type WebhookTestInput = Schemas['WebhookTestRequest'];
+export type RotateWebhookSecretInput = Input<'RotateWebhookSecretRequest'>;
+export type WebhookTestInput = Input<'WebhookTestRequest'>;
 export type WebhookTestResult = Schemas['WebhookTestResult'];
 /** One attempt of one delivery, from `GET .../webhooks/{id}/deliveries` (newest first). */
 export type DeliveryAttempt = Schemas['DeliveryAttempt'];
@@ -201,7 +214,7 @@ export type ModelResult = Schemas['ModelResult'];
 export type Detection = Schemas['Detection'];
 /** A box normalized to 0..1 of the image's width and height, from the top-left corner. */
 export type DetectionBox = Detection['bbox'];
-export type CreateCvJobInput = Schemas['CreateCvJobRequest'];
+export type CreateCvJobInput = Input<'CreateCvJobRequest'>;
 export type ListCvJobsParams = Query<'listCvJobs'>;
 export type CvModel = Schemas['CvModel'];
 
@@ -215,7 +228,7 @@ export type HistoryEvent<Data = Record<string, unknown>> = Omit<Schemas['History
 };
 
 /** The wire's parameters, except that `type` may also be one event type (sent as repeated `type`). */
-export type EventHistoryParams = Omit<Query<'listEvents'>, 'type'> & { type?: string | string[] };
+export type EventHistoryParams = Omit<Query<'listEvents'>, 'type'> & { type?: string | string[] | undefined };
 
 /** One entry of `GET .../observations/{id}/history`: the observation right after each of its events. */
 export type ObservationVersion = Schemas['ObservationVersion'];

@@ -50,9 +50,9 @@ export const verifyWebhookSignature = (
 
 export interface StandardWebhookOptions {
   /** How far `webhook-timestamp` may be from now, either way: 300 s unless told. */
-  toleranceSeconds?: number;
+  toleranceSeconds?: number | undefined;
   /** The time to check against (a Date or epoch milliseconds); the clock unless told. */
-  now?: Date | number;
+  now?: Date | number | undefined;
 }
 
 export type StandardWebhookCheck =
