@@ -203,7 +203,8 @@ describe('the smaller leaks found by the security review', function () {
   describe('when a webhook URL names a host that is refused', () => {
     it('says the same for an internal name, a nonexistent name and a private address', async () => {
       await server.close();
-      server = await startTestServer({ WEBHOOK_ALLOW_HTTP: 'true' });
+      // Loopback as in production: outside it, a loopback receiver is allowed (docs/webhooks.md).
+      server = await startTestServer({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_LOOPBACK: 'false' });
       tenant = await withTenant(server);
       const messages = [];
       for (const target of [
