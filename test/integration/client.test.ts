@@ -784,6 +784,40 @@ describe('the TypeScript client (client/) without a server', () => {
     );
   });
 
+  it('takes an option, query parameter or call option that is undefined as one left out', async () => {
+    const script = scripted(json({ data: [], nextCursor: null }), json({ id: 'obs_1' }));
+    const client = new ObservationServiceClient({
+      baseUrl: undefined,
+      apiKey: undefined,
+      accessToken: undefined,
+      refreshToken: undefined,
+      clientId: undefined,
+      clientSecret: undefined,
+      scope: undefined,
+      tokenUrl: undefined,
+      headers: undefined,
+      onTokens: undefined,
+      now: undefined,
+      fetch: script.fetch,
+    });
+    await client.observations.list('t_acme', { limit: undefined, cursor: undefined, bbox: undefined });
+    await client.observations.update(
+      't_acme',
+      'obs_1',
+      { notes: undefined },
+      { ifMatch: undefined, headers: undefined, signal: undefined, correlationId: undefined },
+    );
+    expect(script.asked.map((asked) => asked.url)).to.deep.equal([
+      'https://api.observation-service.example/v1/tenants/t_acme/observations',
+      'https://api.observation-service.example/v1/tenants/t_acme/observations/obs_1',
+    ]);
+    for (const { headers } of script.asked) {
+      for (const name of ['x-api-key', 'authorization', 'if-match', 'x-correlation-id']) {
+        expect(headers.get(name), name).to.equal(null);
+      }
+    }
+  });
+
   it('asks the tokenUrl for client-credentials tokens, with the scope and form-encoded Basic credentials', async () => {
     const script = scripted(
       json({ access_token: 'tok', token_type: 'Bearer', expires_in: 900, scope: 'cv:read' }),
