@@ -160,9 +160,25 @@ export const filterClause = (
  * oldest transaction still running, the newest position below it (every event at or below it that will
  * ever be visible is visible now), and the newest position visible at all (above the safe head while an
  * older transaction still runs).
+ *
+ * Transaction ids are the cluster's, so the oldest one running may be another database's, which can never
+ * write these events. Those still running in another database when the statement looks are left out of
+ * the horizon; one not identified as such (it ended meanwhile, or its session is hidden from this role)
+ * counts, which is only ever more careful. Without the others, the horizon is the snapshot's xmax.
  */
 export const horizonCtes = `
-  horizon AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+  snapshot AS MATERIALIZED (SELECT pg_current_snapshot() AS s),
+  horizon AS MATERIALIZED (
+    SELECT coalesce(
+      (SELECT min(x) FROM snapshot, pg_snapshot_xip(snapshot.s) AS x
+       WHERE NOT EXISTS (
+         SELECT 1 FROM pg_stat_get_activity(NULL) AS a
+         WHERE a.backend_xid = x::xid
+           AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database())
+       )),
+      (SELECT pg_snapshot_xmax(s) FROM snapshot)
+    ) AS xmin
+  ),
   heads AS MATERIALIZED (
     SELECT
       coalesce((SELECT h.position FROM events h, horizon WHERE h.transaction_id < horizon.xmin
