@@ -253,7 +253,8 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
       // is feeding the group right now: neither sends a wake-up.
       let soon = false;
       while (!stopped() && !signal.isClosed) {
-        const want = Math.max(concurrency * 4, 16);
+        // Only what goes to the handler now: the rest stays for the other consumers of the group.
+        const want = concurrency;
         let claimed = await claim(group, consumer, want);
         if (claimed.length < want) {
           const fed = await feed(group, settings.filter);
@@ -266,9 +267,7 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
           await idle(soon ? lookAgainMs : pollMs, latch, settings.filter.eventTypes);
           continue;
         }
-        for (let start = 0; start < claimed.length && !stopped(); start += concurrency) {
-          await allOrFirstFailure(claimed.slice(start, start + concurrency).map(settle));
-        }
+        await allOrFirstFailure(claimed.map(settle));
         await flushAcknowledged();
         await yieldToEventLoop();
       }

@@ -127,23 +127,30 @@ describePostgres('PostgreSQL event store', (url) => {
       };
       try {
         const seen: RecordedEvent[] = [];
+        // An empty batch reports how far it got (every 20 ms at most); it reads again after each, as after any
+        // handler, since a wake-up that came while the handler ran is not kept.
+        let reports = 0;
         const subscription = watched.subscribe(
           { after: await store.headPosition(), filter: { eventTypes: ['Wanted'], tenantId: tenant } },
           (events) => {
+            if (events.length === 0) reports += 1;
             seen.push(...events);
             return Promise.resolve();
           },
         );
         await eventually(() => reads >= 1);
-        const before = reads;
+        const before = { reads, reports };
         for (let n = 0; n < 20; n += 1) {
           await store.appendToStream(stream(`u${n}`), [anEvent('Unwanted', {}, tenant)], 'no_stream');
+          // On purpose: each commit comes to a subscriber asleep, so none are merged into one wake-up.
+          await new Promise((resolve) => setTimeout(resolve, 5));
         }
         await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
         await eventually(() => seen.length === 1);
         await subscription.stop();
-        // Twenty commits it does not read, and the one it does: a read or two, not twenty-one.
-        expect(reads - before).to.be.within(1, 5);
+        // Beside the reads after its reports, a read or two for the commit it reads; woken by every commit,
+        // it read once more for each of the twenty others (29 reads for 9 reports, measured).
+        expect(reads - before.reads - (reports - before.reports)).to.be.within(1, 5);
       } finally {
         await shared.release();
         await watched.close();
@@ -179,12 +186,15 @@ describePostgres('PostgreSQL event store', (url) => {
         const before = claims;
         for (let n = 0; n < 20; n += 1) {
           await store.appendToStream(stream(`u${n}`), [anEvent('Unwanted', {}, tenant)], 'no_stream');
+          // On purpose: each commit comes to a subscriber asleep, so none are merged into one wake-up.
+          await new Promise((resolve) => setTimeout(resolve, 5));
         }
         await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
         await eventually(() => seen.length === 1);
         await consumer.stop();
-        // Waking for the one commit it reads costs a few claims (3 here); woken by every commit, it made 8 or more.
-        expect(claims - before).to.be.within(1, 5);
+        // Woken by every commit it made two claims each, 40 or more; looking again while other transactions of
+        // the cluster hold the horizon back costs a few.
+        expect(claims - before).to.be.within(1, 15);
       } finally {
         await shared.release();
         await watched.close();
@@ -278,7 +288,10 @@ describePostgres('PostgreSQL event store', (url) => {
       });
       await eventually(() => seen.length === 3, 10_000);
       await consumer.stop();
-      expect(seen.map((delivery) => delivery.event.data)).to.deep.equal([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      // The two it never claimed at once; the one it held once its claim ran out.
+      expect(seen.map((delivery) => (delivery.event.data as { n: number }).n).sort()).to.deep.equal([
+        1, 2, 3,
+      ]);
       expect(await store.listParked(group)).to.deep.equal([]);
     });
   });
