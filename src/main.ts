@@ -12,9 +12,28 @@ import { configurationForLog, settingWarnings } from './settings-startup.js';
  * attempts and CV runs still in flight at the deadline are cut and left for a retry; the stores close; exit 0.
  * A second signal exits at once.
  */
+/** How long an exit waits for buffered log lines to reach a stdout that nobody reads. */
+const logDrainMs = 2000;
+
+/**
+ * Exits once the log lines still buffered are written, or after `ms` without them. pino writes them on
+ * exit synchronously, retrying for as long as stdout is full: a log reader that stalls (a paused pager, a
+ * stuck log driver) would hold the exit forever, a second signal included. A destroyed destination has
+ * nothing left to write, so pino's exit hook returns at once.
+ */
+const exitAfterLogs = (destination: ReturnType<typeof pino.destination>, code: number, ms = logDrainMs) => {
+  const exit = () => {
+    destination.destroy();
+    process.exit(code);
+  };
+  setTimeout(exit, ms);
+  destination.flush(exit);
+};
+
 const main = async (): Promise<void> => {
   const config = loadConfig();
-  const logger = pino({ level: config.logLevel });
+  const destination = pino.destination({ dest: 1, sync: false });
+  const logger = pino({ level: config.logLevel }, destination);
   // Before any store opens: the names this process ignores, and the settings it runs with.
   for (const warning of settingWarnings(process.env)) logger.warn(warning);
   logger.info({ settings: configurationForLog(process.env, config) }, 'configuration');
@@ -76,7 +95,7 @@ const main = async (): Promise<void> => {
     logger.info({ ms: Date.now() - started }, 'requests drained; stopping the consumers');
     await service.stop({ deadlineMs: Math.max(0, deadline - Date.now()) });
     logger.info({ ms: Date.now() - started }, 'stopped');
-    process.exit(0);
+    exitAfterLogs(destination, 0);
   };
   let firstSignalAt = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -85,12 +104,13 @@ const main = async (): Promise<void> => {
     if (draining && Date.now() - firstSignalAt < 1000) return;
     if (draining) {
       logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(128 + constants.signals[signal]);
+      exitAfterLogs(destination, 128 + constants.signals[signal], 100);
+      return;
     }
     firstSignalAt = Date.now();
     shutdown(signal).catch((error: unknown) => {
       logger.error({ err: error }, 'shutdown failed');
-      process.exit(1);
+      exitAfterLogs(destination, 1);
     });
   };
   process.on('SIGINT', onSignal);

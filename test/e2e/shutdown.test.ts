@@ -84,6 +84,34 @@ describe('a service process told to stop (SIGTERM)', function () {
     });
   });
 
+  describe('while nobody reads its log', () => {
+    it('exits within SHUTDOWN_TIMEOUT and the 2 s log drain, instead of waiting for stdout forever', async () => {
+      const { dir, remove } = tempDir();
+      const service = await startServiceProcess(dir, { SHUTDOWN_TIMEOUT: '2s' });
+      try {
+        // A stalled log reader: the pipe fills, and writes to it would block.
+        service.child.stdout.pause();
+        service.child.stdout.removeAllListeners('data');
+        // Each request logs a line with its path: 2,000 of 2 KB fill the pipe many times over.
+        for (let batch = 0; batch < 40; batch += 1) {
+          await Promise.all(
+            Array.from({ length: 50 }, () =>
+              fetch(`${service.url}/not-here/${'x'.repeat(2000)}`).then((response) => response.text()),
+            ),
+          );
+        }
+        const stopping = Date.now();
+        service.child.kill('SIGTERM');
+        const code = await Promise.race([service.exited, pause(15_000).then(() => 'still running')]);
+        expect(code, 'exit code').to.equal(0);
+        expect(Date.now() - stopping).to.be.below(10_000);
+      } finally {
+        service.child.kill('SIGKILL');
+        remove();
+      }
+    });
+  });
+
   describe('while a webhook receiver hangs', () => {
     const { dir, remove } = tempDir();
     let receiver: Receiver;
