@@ -132,6 +132,23 @@ describePostgres('PostgreSQL: two API and two worker processes on one database',
       });
       expect(await audit.exited, audit.output.stderr).to.equal(0);
       expect(JSON.parse(audit.output.stdout)).to.deep.include({ tenantId, broken: null });
+      // The read models equal a rebuild from the events: the lists before and after one, the workers stopped.
+      const lists = async () =>
+        Promise.all(
+          ['/observations?limit=100', '/cv-jobs?limit=100'].map(
+            async (path) => (await tenants[0]!.api(path)).body.data as unknown,
+          ),
+        );
+      for (const service of running.slice(2)) {
+        if (service.child.exitCode === null) await stop(service.child, service.exited);
+      }
+      const live = await lists();
+      const rebuild = startTs('src/cli/main.ts', ['projections', 'rebuild'], {
+        DATA_DIR: dirs[0]!.dir,
+        DATABASE_URL: databaseUrl,
+      });
+      expect(await rebuild.exited, rebuild.output.stderr + rebuild.output.stdout).to.equal(0);
+      expect(await lists()).to.deep.equal(live);
       const ids = delivered().map((received) => received.body.id as string);
       console.log(
         `      ${observations.length} observations in both lists; ${ids.length} deliveries of ${new Set(ids).size} events (${ids.length - new Set(ids).size} duplicates); ${jobs.length} CV jobs completed once each, started by ${startedBy.size} workers`,
