@@ -169,7 +169,7 @@ export const settings = {
     defaultShown: 'none: embedded SQLite',
     expected: urlForm(['postgres', 'postgresql'], 'postgres://user:password@host:5432/observations'),
     description:
-      'use PostgreSQL for the events (unless EVENTSTORE_URL is set) and the other stores; its schema is migrated on start',
+      'use PostgreSQL for every store: the events unless EVENTSTORE_URL is set, the others unless MONGODB_URL is; its tables are migrated on start',
     parse: url(['postgres', 'postgresql']),
   }),
   DATABASE_POOL_SIZE: declare('DATABASE_POOL_SIZE')({
