@@ -104,7 +104,10 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
   /** The consumers of each group in this process: a replay pokes them out of their sleep. */
   const latches = new Map<string, Set<StopLatch>>();
 
-  /** Queues the group's next events; false when another consumer is feeding it right now. */
+  /**
+   * Queues the group's next events, and says whether committed events wait behind the horizon; null when
+   * another consumer is feeding the group right now.
+   */
   const feed = (group: string, filter: EventFilter): Promise<{ queued: number; behind: boolean } | null> =>
     inTransaction(pool, async (client) => {
       const lock = await client.query<{ ok: boolean }>(
@@ -132,9 +135,7 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
                           ELSE greatest(c.fed, heads.safe) END
            FROM heads WHERE c.name = $1 RETURNING 1
          )
-         SELECT (SELECT count(*) FROM queued) AS queued, heads.visible > heads.safe AS behind,
-                (SELECT count(*) FROM moved) AS moved
-         FROM heads`,
+         SELECT (SELECT count(*) FROM queued) AS queued, heads.visible > heads.safe AS behind FROM heads`,
         [group, feedPage, ...clause.params],
       );
       return { queued: Number(rows[0]?.queued ?? 0), behind: rows[0]?.behind ?? false };
