@@ -1,12 +1,20 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import pg from 'pg';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { openMongoReadModels } from '../../src/readmodels/mongo.js';
 import { openPostgresReadModels } from '../../src/readmodels/postgres.js';
-import type { ReadModelStore } from '../../src/readmodels/port.js';
+import {
+  CollectionSwappedError,
+  type CollectionSpec,
+  type ReadModelStore,
+} from '../../src/readmodels/port.js';
 import { openSqliteReadModels } from '../../src/readmodels/sqlite.js';
 import { describeBackend, tempDir } from '../support/adapters.js';
 import { describePostgres } from '../support/postgres.js';
 import { readModelStoreContract } from './read-model-store.contract.js';
+import { uniqueTenant } from '../support/events.js';
 
 /** The read-model store under test, beside an embedded event store for the projection tests. */
 const fixture = async (openReadModels: (dir: string) => Promise<ReadModelStore>) => {
@@ -33,9 +41,159 @@ describe('ReadModelStore contract', () => {
 
   describePostgres('on PostgreSQL', (url) => {
     readModelStoreContract(() => fixture(() => openPostgresReadModels(url)));
+    postgresTables(url);
   });
 
   describeBackend('on MongoDB', 'MONGODB_URL', (url) => {
     readModelStoreContract(() => fixture(() => openMongoReadModels(url)));
   });
 });
+
+/** What the PostgreSQL adapter does with its tables, beyond the port: indexes, new fields, swaps elsewhere. */
+function postgresTables(url: string) {
+  describe('its tables', () => {
+    let admin: pg.Pool;
+    let stores: ReadModelStore[];
+    const open = async () => {
+      const store = await openPostgresReadModels(url);
+      stores.push(store);
+      return store;
+    };
+    beforeEach(() => {
+      admin = new pg.Pool({ connectionString: url, max: 2 });
+      stores = [];
+    });
+    afterEach(async () => {
+      await Promise.all(stores.map((store) => store.close()));
+      await admin.end();
+    });
+
+    const aSpec = (): CollectionSpec => ({
+      name: `spots_${randomUUID().replace(/-/g, '').slice(0, 8)}`,
+      fields: {
+        name: { path: 'name', type: 'text' },
+        lat: { path: 'position.lat', type: 'number' },
+        lon: { path: 'position.lon', type: 'number' },
+      },
+      indexes: [['name'], ['lat', 'lon']],
+    });
+    const indexesOf = async (table: string) =>
+      (
+        await admin.query<{ indexname: string; indexdef: string }>(
+          'SELECT indexname, indexdef FROM pg_indexes WHERE tablename = $1 ORDER BY indexname',
+          [table],
+        )
+      ).rows;
+
+    it('indexes a list field with a B-tree, missing values first, and the bounding box with a GiST', async () => {
+      const spec = aSpec();
+      const store = await open();
+      await store.ensureCollection(spec);
+      const definitions = (await indexesOf(`rm_${spec.name}`)).map((index) => index.indexdef);
+      expect(definitions).to.have.length(3);
+      expect(definitions.some((d) => /USING btree \(tenant_id, f_name NULLS FIRST, id\)/.test(d))).to.equal(
+        true,
+      );
+      expect(definitions.some((d) => /USING gist \(tenant_id, point\(f_lon, f_lat\)\)/.test(d))).to.equal(
+        true,
+      );
+    });
+
+    it('adds the column of a field declared later to the existing table, and its index', async () => {
+      const spec = aSpec();
+      const store = await open();
+      await store.ensureCollection(spec);
+      const tenantId = uniqueTenant();
+      await store.commit(
+        `spots-${spec.name}`,
+        [{ collection: spec.name, tenantId, id: 's1', position: 1, doc: { name: 'A', kind: 'well' } }],
+        1,
+      );
+      const grown: CollectionSpec = {
+        ...spec,
+        fields: { ...spec.fields, kind: { path: 'kind', type: 'text' } },
+        indexes: [...spec.indexes, ['kind']],
+      };
+      await (await open()).ensureCollection(grown);
+      const again = await open();
+      await again.ensureCollection(grown);
+      const found = await again.list<{ name: string }>(spec.name, {
+        tenantId,
+        filters: [{ op: 'eq', field: 'kind', value: 'well' }],
+        sort: { field: 'kind', direction: 'asc' },
+        limit: 10,
+      });
+      expect(found.map((doc) => doc.name)).to.deep.equal(['A']);
+      expect(await indexesOf(`rm_${spec.name}`)).to.have.length(4);
+    });
+
+    it('lets several processes ensure the same collection at once', async () => {
+      const spec = aSpec();
+      const opened = await Promise.all([1, 2, 3, 4].map(() => open()));
+      await Promise.all(opened.map((store) => store.ensureCollection(spec)));
+      expect(await indexesOf(`rm_${spec.name}`)).to.have.length(3);
+    });
+
+    it('gives a swapped-in table the live names of its indexes, so that a build of the same name can follow', async () => {
+      const spec = aSpec();
+      const store = await open();
+      await store.ensureCollection(spec);
+      const before = (await indexesOf(`rm_${spec.name}`)).map((index) => index.indexname);
+      for (const round of [1, 2]) {
+        await store.ensureCollection(spec, `${spec.name}__b`);
+        await store.commit(`build-${spec.name}-${round}`, [], round);
+        expect(
+          await store.swap({
+            collection: spec.name,
+            projection: `live-${spec.name}`,
+            source: `${spec.name}__b`,
+            sourceProjection: `build-${spec.name}-${round}`,
+          }),
+        ).to.equal(true);
+        expect((await indexesOf(`rm_${spec.name}`)).map((index) => index.indexname)).to.deep.equal(before);
+        expect(await indexesOf(`rm_${spec.name}__b`)).to.deep.equal([]);
+      }
+    });
+
+    it('sends a writer that subscribed before a swap made elsewhere back to its checkpoint', async () => {
+      const spec = aSpec();
+      const projection = `live-${spec.name}`;
+      const tenantId = uniqueTenant();
+      const change = (position: number, name: string, collection = spec.name) => [
+        { collection, tenantId, id: 's1', position, doc: { name } },
+      ];
+      const service = await open();
+      const cli = await open();
+      await service.ensureCollection(spec);
+      await cli.ensureCollection(spec);
+      await service.commit(projection, change(3, 'live'), 3);
+      expect(await service.getProjectionState(projection)).to.deep.include({ checkpoint: 3 });
+
+      await cli.ensureCollection(spec, `${spec.name}__b`);
+      await cli.commit(`build-${spec.name}`, change(5, 'rebuilt', `${spec.name}__b`), 5);
+      await cli.swap({
+        collection: spec.name,
+        projection,
+        source: `${spec.name}__b`,
+        sourceProjection: `build-${spec.name}`,
+      });
+
+      let refused: unknown;
+      try {
+        await service.commit(projection, change(6, 'folded from the replaced table'), 6);
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).to.be.instanceOf(CollectionSwappedError);
+      expect((await service.get<{ name: string }>(spec.name, { tenantId, id: 's1' }))?.doc.name).to.equal(
+        'rebuilt',
+      );
+      // Subscribed again, from the swapped-in checkpoint, it writes on.
+      expect(await service.getProjectionState(projection)).to.deep.include({ checkpoint: 5 });
+      await service.commit(projection, change(6, 'folded from the new table'), 6);
+      expect((await service.get<{ name: string }>(spec.name, { tenantId, id: 's1' }))?.doc.name).to.equal(
+        'folded from the new table',
+      );
+    });
+  });
+}
