@@ -1,19 +1,20 @@
 import { pathToFileURL } from 'node:url';
 import { verifyTenant } from '../src/audit/verify.js';
 import type { EventStore } from '../src/eventstore/port.js';
-import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
 import { benchTenant } from './events.js';
 import { startChild, waitExit } from './processes.js';
 import { rebuildBench, type RebuildResults } from './rebuild.js';
+import { openEventStoreAt } from './targets.js';
 
 /**
  * `audit verify` (src/audit/verify.ts's verifyTenant) over an already seeded events file, in a child
  * process of its own: events/s, and beside it the raw read verify does (readAll of the tenant, raw, pages
  * of 1000) timed alone, after one unmeasured pass that warms the page cache. The `rebuild` phase runs it
  * on the events it rebuilt from, all in one tenant. Targets: ≥ 0.5 of the raw read, and ≤ 300 MB peak RSS
- * however many streams (BENCH_PER_STREAM=1 seeds a million events as a million streams).
+ * however many streams (BENCH_PER_STREAM=1 seeds a million events as a million streams). The events are a
+ * SQLite file or a PostgreSQL database (its URL), as the rebuild's were.
  *
- *   node --import tsx bench/audit.ts --child <events.db> [tenant]
+ *   node --import tsx bench/audit.ts --child <events.db | postgres url> [tenant]
  */
 
 export interface AuditVerifyResults {
@@ -41,8 +42,8 @@ const timedRawRead = async (store: EventStore, tenantId: string) => {
   return { count, eventsPerSecond: count / ((performance.now() - started) / 1000) };
 };
 
-const child = async (eventsFile: string, tenantId: string): Promise<AuditVerifyResults> => {
-  const store = openSqliteEventStore(eventsFile);
+const child = async (eventsTarget: string, tenantId: string): Promise<AuditVerifyResults> => {
+  const store = await openEventStoreAt(eventsTarget);
   try {
     await timedRawRead(store, tenantId);
     const raw = await timedRawRead(store, tenantId);
@@ -68,8 +69,8 @@ const child = async (eventsFile: string, tenantId: string): Promise<AuditVerifyR
   }
 };
 
-export const auditVerifyBench = async (eventsFile: string, tenantId = benchTenant) => {
-  const measured = startChild('bench/audit.ts', { args: ['--child', eventsFile, tenantId] });
+export const auditVerifyBench = async (eventsTarget: string, tenantId = benchTenant) => {
+  const measured = startChild('bench/audit.ts', { args: ['--child', eventsTarget, tenantId] });
   const code = await waitExit(measured, 30 * 60_000);
   const line = /BENCH_RESULT (.*)/.exec(measured.output())?.[1];
   if (code !== 0 || !line) throw new Error(`audit verify child failed (${code}):\n${measured.output()}`);
@@ -78,18 +79,31 @@ export const auditVerifyBench = async (eventsFile: string, tenantId = benchTenan
 
 export type RebuildPhaseResults = RebuildResults & { audit: AuditVerifyResults };
 
-/** The `rebuild` phase: bench/rebuild.ts's rebuild of N events, then audit verify over the same file. */
-export const rebuildPhase = async (events: number, perStream: number): Promise<RebuildPhaseResults> => {
+/**
+ * The `rebuild` phase: bench/rebuild.ts's rebuild of N events, then audit verify over the same events; on
+ * SQLite files, or in the PostgreSQL database `databaseUrl` names.
+ */
+export const rebuildPhase = async (
+  events: number,
+  perStream: number,
+  databaseUrl?: string,
+): Promise<RebuildPhaseResults> => {
   const verified: AuditVerifyResults[] = [];
-  const rebuild = await rebuildBench(events, perStream, async (eventsFile) => {
-    verified.push(await auditVerifyBench(eventsFile));
-  });
+  const rebuild = await rebuildBench(
+    events,
+    perStream,
+    async (eventsTarget) => {
+      verified.push(await auditVerifyBench(eventsTarget));
+    },
+    databaseUrl,
+  );
   return { ...rebuild, audit: verified[0]! };
 };
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const [flag, eventsFile, tenantId] = process.argv.slice(2);
-  if (flag !== '--child' || !eventsFile) throw new Error('usage: audit.ts --child <events.db> [tenant]');
-  const result = await child(eventsFile, tenantId ?? benchTenant);
+  const [flag, eventsTarget, tenantId] = process.argv.slice(2);
+  if (flag !== '--child' || !eventsTarget)
+    throw new Error('usage: audit.ts --child <events.db | postgres url> [tenant]');
+  const result = await child(eventsTarget, tenantId ?? benchTenant);
   console.log(`BENCH_RESULT ${JSON.stringify(result)}`);
 }

@@ -161,13 +161,13 @@ const runPeer = async (warmupS: number, durationS: number) => {
   }
 };
 
-export const runHttp = async ({
-  durationS,
-  warmupS,
-}: {
-  durationS: number;
-  warmupS: number;
-}): Promise<HttpResults> => {
+/** The echo server's and the CRUD peer's figures: measured once per run, the baselines of every backend. */
+export type HttpBaselines = Pick<
+  HttpResults,
+  'echo' | 'peerCreate' | 'peerList' | 'peerObservationsBeforeList'
+>;
+
+const measureBaselines = async (warmupS: number, durationS: number): Promise<HttpBaselines> => {
   const echoServer = await startServer('bench/echo-server.ts', 'echo', {});
   let echo: Result;
   try {
@@ -180,9 +180,37 @@ export const runHttp = async ({
     await stopChild(echoServer.child);
   }
   const peer = await runPeer(warmupS, durationS);
+  return {
+    echo: figures(echo),
+    peerCreate: figures(peer.create),
+    peerList: figures(peer.list),
+    peerObservationsBeforeList: peer.observations,
+  };
+};
 
+/**
+ * The service on its embedded stores, or with `databaseUrl` on PostgreSQL (every store in that database),
+ * against the echo server and the CRUD peer: `baselines` when a run measured them already, else measured
+ * here first.
+ */
+export const runHttp = async ({
+  durationS,
+  warmupS,
+  databaseUrl,
+  baselines,
+}: {
+  durationS: number;
+  warmupS: number;
+  databaseUrl?: string;
+  baselines?: HttpBaselines;
+}): Promise<HttpResults> => {
+  const baseline = baselines ?? (await measureBaselines(warmupS, durationS));
   const { dataDir, adminKey, env } = benchService('service');
-  const service = await startServer('src/main.ts', 'service', env);
+  const service = await startServer(
+    'src/main.ts',
+    databaseUrl ? 'service-postgres' : 'service',
+    databaseUrl ? { ...env, DATABASE_URL: databaseUrl } : env,
+  );
   try {
     const principal = await provision(service.base, adminKey);
     const url = `${service.base}/v1/tenants/${principal.tenantId}/observations`;
@@ -197,15 +225,12 @@ export const runHttp = async ({
 
     const list = await measure({ url: `${url}?limit=50`, headers: principal.headers }, warmupS, durationS);
     return {
+      ...baseline,
       connections,
       durationS,
-      echo: figures(echo),
       create: figures(create),
       list: figures(list),
       observationsBeforeList: observations,
-      peerCreate: figures(peer.create),
-      peerList: figures(peer.list),
-      peerObservationsBeforeList: peer.observations,
       tenantId: principal.tenantId,
       authenticated: Object.keys(principal.headers).length > 0,
     };

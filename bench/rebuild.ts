@@ -1,19 +1,19 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { observationsProjection } from '../projections/observations.js';
-import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
 import { rebuild } from '../src/readmodels/rebuild.js';
-import { openSqliteReadModels } from '../src/readmodels/sqlite.js';
 import type { EventStore } from '../src/eventstore/port.js';
 import { observationStream } from './events.js';
 import { removeTempDir, startChild, tempDir, waitExit } from './processes.js';
+import { openEventStoreAt, openReadModelsAt } from './targets.js';
 
 /**
  * A blue/green rebuild of the observations read model over N seeded events, against a raw read of the same
  * events (the same filter and page size, doing nothing with them): the rebuild's events/s, its ratio to the
  * raw read's (the mean of one read just before and one just after the rebuild, so that a change in the
  * machine's load weighs on both), and its peak RSS. The rebuild runs in a child process of its own so that
- * the RSS is its own. Targets: ratio >= 0.5, peak RSS < 300 MB for 1M events.
+ * the RSS is its own. Targets: ratio >= 0.5, peak RSS < 300 MB for 1M events. The events and read models
+ * are SQLite files, or both one PostgreSQL database when the phase is given its URL.
  *
  *   npx tsx bench/rebuild.ts [events] [events per stream]      (defaults 200000 and 4)
  */
@@ -44,7 +44,7 @@ const mb = (bytes: number) => bytes / 1024 / 1024;
 const pageSize = 1000;
 
 /** Appends observation streams, 500 appends in flight: they share commits, so seeding 1M takes a minute. */
-const seedConcurrently = async (store: EventStore, total: number, perStream: number) => {
+export const seedConcurrently = async (store: EventStore, total: number, perStream: number) => {
   const started = performance.now();
   let written = 0;
   for (let i = 0; written < total;) {
@@ -73,11 +73,11 @@ const timedRawRead = async (store: EventStore, eventTypes: readonly string[]) =>
 };
 
 /** The measured process: a raw read (once to warm the page cache, once timed), then the rebuild. */
-const child = async (eventsFile: string, readModelsFile: string): Promise<ChildResult> => {
+const child = async (eventsTarget: string, readModelsTarget: string): Promise<ChildResult> => {
   let peakRss = process.memoryUsage().rss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
-  const eventStore = openSqliteEventStore(eventsFile);
-  const readModels = openSqliteReadModels(readModelsFile);
+  const eventStore = await openEventStoreAt(eventsTarget);
+  const readModels = await openReadModelsAt(readModelsTarget);
   try {
     const eventTypes = observationsProjection.eventTypes as readonly string[];
     await timedRawRead(eventStore, eventTypes); // warms the page cache, as a rebuild would find it
@@ -105,25 +105,29 @@ const child = async (eventsFile: string, readModelsFile: string): Promise<ChildR
   }
 };
 
-/** `afterRebuild` runs on the same seeded events file before it is removed (bench/audit.ts's verify). */
+/**
+ * `afterRebuild` runs on the same seeded events before they are removed (bench/audit.ts's verify). With
+ * `databaseUrl`, events and read models are in that (empty) PostgreSQL database instead of SQLite files.
+ */
 export const rebuildBench = async (
   events: number,
   perStream = 4,
-  afterRebuild?: (eventsFile: string) => Promise<void>,
+  afterRebuild?: (eventsTarget: string) => Promise<void>,
+  databaseUrl?: string,
 ): Promise<RebuildResults> => {
   const dir = tempDir('rebuild');
   try {
-    const eventsFile = join(dir, 'events.db');
-    const store = openSqliteEventStore(eventsFile);
+    const eventsTarget = databaseUrl ?? join(dir, 'events.db');
+    const store = await openEventStoreAt(eventsTarget);
     const seeded = await seedConcurrently(store, events, perStream).finally(() => store.close());
     const measured = startChild('bench/rebuild.ts', {
-      args: ['--child', eventsFile, join(dir, 'readmodels.db')],
+      args: ['--child', eventsTarget, databaseUrl ?? join(dir, 'readmodels.db')],
     });
     const code = await waitExit(measured, 60 * 60_000);
     const line = /BENCH_RESULT (.*)/.exec(measured.output())?.[1];
     if (code !== 0 || !line) throw new Error(`rebuild child failed (${code}):\n${measured.output()}`);
     const result = JSON.parse(line) as ChildResult;
-    await afterRebuild?.(eventsFile);
+    await afterRebuild?.(eventsTarget);
     return {
       events: result.events,
       eventsPerStream: perStream,
@@ -142,10 +146,10 @@ export const rebuildBench = async (
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [first, ...rest] = process.argv.slice(2);
   if (first === '--child') {
-    const [eventsFile, readModelsFile] = rest;
-    if (!eventsFile || !readModelsFile)
-      throw new Error('usage: rebuild.ts --child <events.db> <readmodels.db>');
-    console.log(`BENCH_RESULT ${JSON.stringify(await child(eventsFile, readModelsFile))}`);
+    const [eventsTarget, readModelsTarget] = rest;
+    if (!eventsTarget || !readModelsTarget)
+      throw new Error('usage: rebuild.ts --child <events.db | postgres url> <readmodels.db | postgres url>');
+    console.log(`BENCH_RESULT ${JSON.stringify(await child(eventsTarget, readModelsTarget))}`);
   } else {
     const results = await rebuildBench(Number(first ?? 200_000), Number(rest[0] ?? 4));
     console.log(JSON.stringify(results, null, 2));

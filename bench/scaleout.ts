@@ -8,7 +8,8 @@ import {
   waitProjected,
   type HttpFigures,
 } from './http.js';
-import { removeTempDir, stopChild, type Child } from './processes.js';
+import { randomBytes } from 'node:crypto';
+import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
 import { benchService, provision } from './provision.js';
 import { latencyFigures, type LatencyFigures } from './stats.js';
 
@@ -22,6 +23,8 @@ import { latencyFigures, type LatencyFigures } from './stats.js';
  *   the other process with `minPosition` set to the creation's X-Position and observedFrom/observedTo set to
  *   the creation's unique observedAt. A 200 without the new observation is a violation (target 0); a 503
  *   (the projection did not catch up within CONSISTENCY_TIMEOUT) is counted apart, as is anything else.
+ * With `databaseUrl`, the three processes share that PostgreSQL database instead, each with a DATA_DIR of
+ * its own, as on several machines: nothing shared but the database and the secrets, set explicitly.
  */
 
 export interface ScaleoutHttp {
@@ -140,16 +143,31 @@ const checkReadYourWrites = async (
   };
 };
 
+/** What the processes of a PostgreSQL scale-out share: the database and the secrets, not a DATA_DIR. */
+const postgresEnv = (databaseUrl: string): Record<string, string> => {
+  const secret = () => randomBytes(32).toString('base64url');
+  return {
+    DATABASE_URL: databaseUrl,
+    CURSOR_SECRET: secret(),
+    WEBHOOK_SECRET_KEY: secret(),
+    IDEMPOTENCY_SECRET_KEY: secret(),
+  };
+};
+
 export const runScaleout = async ({
   durationS,
   warmupS,
   checks,
+  databaseUrl,
 }: {
   durationS: number;
   warmupS: number;
   checks: number;
+  databaseUrl?: string;
 }): Promise<ScaleoutResults> => {
   const { dataDir, adminKey, env } = benchService('scaleout');
+  const shared = databaseUrl ? { ...env, ...postgresEnv(databaseUrl) } : env;
+  const dirs = [dataDir];
   const started: { child: Child; base: string }[] = [];
   try {
     // One after another: the worker takes the lease first, and the development secrets are generated once.
@@ -157,8 +175,12 @@ export const runScaleout = async ({
       ['worker', 'scaleout-worker'],
       ['api', 'scaleout-api-a'],
       ['api', 'scaleout-api-b'],
-    ] as const)
-      started.push(await startServer('src/main.ts', name, { ...env, ROLE: role }));
+    ] as const) {
+      const ownDir = databaseUrl && role === 'api' ? tempDir(name) : null;
+      if (ownDir) dirs.push(ownDir);
+      const childEnv = { ...shared, ROLE: role, ...(ownDir ? { DATA_DIR: ownDir } : {}) };
+      started.push(await startServer('src/main.ts', databaseUrl ? `${name}-postgres` : name, childEnv));
+    }
     const [a, b] = [started[1]!, started[2]!];
     const principal = await provision(a.base, adminKey);
     const path = `/v1/tenants/${principal.tenantId}/observations`;
@@ -193,6 +215,6 @@ export const runScaleout = async ({
     throw new Error(`${(error as Error).message}\n${outputs}`, { cause: error });
   } finally {
     for (const server of started.reverse()) await stopChild(server.child);
-    removeTempDir(dataDir);
+    for (const dir of dirs) removeTempDir(dir);
   }
 };

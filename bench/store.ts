@@ -5,10 +5,10 @@ import { observationEventTypes } from '../src/observations/observation.js';
 import type { NewEvent } from '../src/core/events.js';
 import type { EventStore } from '../src/eventstore/port.js';
 import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
-import { openSqliteReadModels } from '../src/readmodels/sqlite.js';
 import { projectionRunner } from '../src/readmodels/runner.js';
 import { observationStream } from './events.js';
 import { removeTempDir, tempDir } from './processes.js';
+import { openReadModelsAt } from './targets.js';
 
 /** Phases 2 and 3, in process: append throughput and projection catch-up against the embedded stores. */
 
@@ -93,13 +93,16 @@ export interface ProjectionRun {
   eventsPerSecond: number;
 }
 
-/** The real projection runner from position 0 to `head`, against a fresh read-model file. */
+/**
+ * The real projection runner from position 0 to `head`, against fresh read models: a new SQLite file, or
+ * a PostgreSQL database that holds none yet (bench/targets.ts).
+ */
 export const projectFromStart = async (
   store: EventStore,
-  readModelsFile: string,
+  readModelsTarget: string,
   head: number,
 ): Promise<ProjectionRun> => {
-  const readModels = openSqliteReadModels(readModelsFile);
+  const readModels = await openReadModelsAt(readModelsTarget);
   const runner = projectionRunner(observationsProjection, {
     eventStore: store,
     readModels,
@@ -128,31 +131,45 @@ export interface CatchUpResults {
   projectionSeconds: number;
 }
 
+/**
+ * The figures of the catch-up phase over a seeded store: a raw readAll in pages of 500 (once unmeasured, to
+ * warm the caches as the projection run finds them, then timed), the same with the projection's type
+ * filter, then the projection runner from the start into fresh read models at `readModelsTarget`.
+ */
+export const catchUpFigures = async (
+  store: EventStore,
+  seeded: { events: number; seconds: number },
+  perStream: number,
+  readModelsTarget: string,
+): Promise<CatchUpResults> => {
+  const head = await store.headPosition();
+  const timedRead = async (filter?: { eventTypes: readonly string[] }) => {
+    const started = performance.now();
+    const count = await rawRead(store, filter);
+    if (count !== seeded.events) throw new Error(`raw read saw ${count} of ${seeded.events} events`);
+    return count / seconds(started);
+  };
+  await timedRead(); // warms the page cache, as the projection run below would find it
+  const rawReadEventsPerSecond = await timedRead();
+  const rawReadFilteredEventsPerSecond = await timedRead({ eventTypes: observationEventTypes });
+  const projection = await projectFromStart(store, readModelsTarget, head);
+  return {
+    events: seeded.events,
+    eventsPerStream: perStream,
+    seedSeconds: seeded.seconds,
+    rawReadEventsPerSecond,
+    rawReadFilteredEventsPerSecond,
+    projectionEventsPerSecond: projection.eventsPerSecond,
+    projectionSeconds: projection.seconds,
+  };
+};
+
 export const catchUpSpeed = async (events: number, perStream: number): Promise<CatchUpResults> => {
   const dir = tempDir('catch-up');
   const store = openSqliteEventStore(join(dir, 'events.db'));
   try {
     const seeded = await seed(store, events, perStream);
-    const head = await store.headPosition();
-    const timedRead = async (filter?: { eventTypes: readonly string[] }) => {
-      const started = performance.now();
-      const count = await rawRead(store, filter);
-      if (count !== seeded.events) throw new Error(`raw read saw ${count} of ${seeded.events} events`);
-      return count / seconds(started);
-    };
-    await timedRead(); // warms the page cache, as the projection run below would find it
-    const rawReadEventsPerSecond = await timedRead();
-    const rawReadFilteredEventsPerSecond = await timedRead({ eventTypes: observationEventTypes });
-    const projection = await projectFromStart(store, join(dir, 'readmodels.db'), head);
-    return {
-      events: seeded.events,
-      eventsPerStream: perStream,
-      seedSeconds: seeded.seconds,
-      rawReadEventsPerSecond,
-      rawReadFilteredEventsPerSecond,
-      projectionEventsPerSecond: projection.eventsPerSecond,
-      projectionSeconds: projection.seconds,
-    };
+    return await catchUpFigures(store, seeded, perStream, join(dir, 'readmodels.db'));
   } finally {
     await store.close();
     removeTempDir(dir);

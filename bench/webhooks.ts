@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type Instance, type Result } from 'autocannon';
 import { Agent, request } from 'undici';
-import { openSqliteEventStore } from '../src/eventstore/sqlite.js';
 import { observationStream } from './events.js';
 import { json, observationBody, startServer } from './http.js';
 import { removeTempDir, stopChild, type Child } from './processes.js';
 import { benchService, provision } from './provision.js';
 import { latencyFigures, type LatencyFigures } from './stats.js';
+import { openEventStoreAt } from './targets.js';
 
 /**
  * The `webhooks` phase (issue 4), against a receiver in a child process of its own (bench/webhook-receiver.ts,
@@ -29,6 +29,9 @@ import { latencyFigures, type LatencyFigures } from './stats.js';
  *   subscription: WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION), timed the same way: the bodies sent over again up
  *   to at least 10,000 POSTs per run, the median of three runs.
  *   Target: >= 0.60 of it.
+ *
+ * With `databaseUrl`, the service keeps everything in that PostgreSQL database, and the backlog is appended
+ * there.
  */
 
 export interface WebhookResults {
@@ -183,12 +186,15 @@ export const runWebhooks = async ({
   samples = 200,
   intervalMs = 20,
   createsPerSecondUnderLatency = 0,
+  databaseUrl,
 }: {
   deliveries?: number;
   samples?: number;
   intervalMs?: number;
   /** Background creates while the latency is sampled (half the measured maximum in a full run); 0 for none. */
   createsPerSecondUnderLatency?: number;
+  /** The service on PostgreSQL, this database, instead of its embedded files. */
+  databaseUrl?: string;
 } = {}): Promise<WebhookResults> => {
   const { dataDir, adminKey, env: base } = benchService('webhooks');
   const env = {
@@ -196,10 +202,11 @@ export const runWebhooks = async ({
     WEBHOOK_ALLOW_HTTP: 'true',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: String(perSubscription),
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
   };
   const children: Child[] = [];
   const start = async (file: string, name: string, childEnv: Record<string, string>) => {
-    const started = await startServer(file, name, childEnv);
+    const started = await startServer(file, databaseUrl ? `${name}-postgres` : name, childEnv);
     children.push(started.child);
     return started;
   };
@@ -274,7 +281,7 @@ export const runWebhooks = async ({
     await stopChild(service.child);
 
     // Throughput: a backlog appended while the service is down, worked off once it is up again.
-    const store = openSqliteEventStore(join(dataDir, 'events.db'));
+    const store = await openEventStoreAt(databaseUrl ?? join(dataDir, 'events.db'));
     try {
       for (let i = 0; i < deliveries; i += 1) {
         const { stream, events } = observationStream(i, 1, principal.tenantId);
