@@ -145,15 +145,20 @@ export const openPostgresReadModels = async (
   options: PoolOptions = {},
 ): Promise<ReadModelStore> => {
   const handle = acquirePostgres(url, options);
-  const { pool } = handle;
   try {
-    await migrate(pool, 'readmodels', schema);
+    await migrate(handle.pool, 'readmodels', schema);
   } catch (error) {
     await handle.release();
     throw error;
   }
+  let closed = false;
+  /** The shared pool outlives this store: a store used after close fails as the other adapters' do. */
+  const pool = (): pg.Pool => {
+    if (closed) throw new Error('The PostgreSQL read-model store is closed');
+    return handle.pool;
+  };
   const run = <R extends pg.QueryResultRow>(sql: string, values?: unknown[]) =>
-    orUnavailable(pool.query<R>(sql, values));
+    orUnavailable(pool().query<R>(sql, values));
 
   /** The specs of the collections ensured here, by the name they were ensured under. */
   const specs = new Map<string, CollectionSpec>();
@@ -185,8 +190,8 @@ export const openPostgresReadModels = async (
             .filter((index) => !existing.has(index.name))
             .map((index) => index.sql)
         : [];
-    if ((await orUnavailable(missing(pool))).length === 0) return;
-    await inTransaction(pool, async (client) => {
+    if ((await orUnavailable(missing(pool()))).length === 0) return;
+    await inTransaction(pool(), async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [ddlLock]);
       for (const statement of await missing(client)) await client.query(statement);
     });
@@ -215,7 +220,7 @@ export const openPostgresReadModels = async (
   };
 
   const commitOnce = (projection: string, changes: readonly DocumentChange[], checkpoint: number) =>
-    inTransaction(pool, async (client) => {
+    inTransaction(pool(), async (client) => {
       // The checkpoint row first: a swap locks it before the tables, so the two never wait on each other.
       const { rows } = await client.query<{ epoch: string }>(
         'SELECT epoch FROM readmodel_checkpoints WHERE projection = $1 FOR UPDATE',
@@ -241,8 +246,8 @@ export const openPostgresReadModels = async (
       return epoch;
     });
 
-  const swap = (request: SwapRequest): Promise<boolean> =>
-    inTransaction(pool, async (client): Promise<number> => {
+  const swap = async (request: SwapRequest): Promise<boolean> =>
+    inTransaction(pool(), async (client): Promise<number> => {
       const { projection, sourceProjection } = request;
       const liveTable = tableName(request.collection);
       const sourceTable = tableName(request.source);
@@ -437,7 +442,7 @@ export const openPostgresReadModels = async (
       ).rowCount ?? 0) > 0,
 
     reset: async (projection, collection) => {
-      await inTransaction(pool, async (client) => {
+      await inTransaction(pool(), async (client) => {
         await client.query('DELETE FROM readmodel_checkpoints WHERE projection = $1', [projection]);
         await client.query(`TRUNCATE ${table(collection)}`);
       });
@@ -448,7 +453,7 @@ export const openPostgresReadModels = async (
     dropCollection: async (physicalName) => {
       if (live.has(physicalName))
         throw new Error(`${physicalName} is a live collection; it cannot be dropped`);
-      await inTransaction(pool, async (client) => {
+      await inTransaction(pool(), async (client) => {
         await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [ddlLock]);
         await client.query(`DROP TABLE IF EXISTS ${table(physicalName)}`);
       });
@@ -459,7 +464,10 @@ export const openPostgresReadModels = async (
       await run('SELECT 1');
     },
 
-    close: () => handle.release(),
+    close: async () => {
+      closed = true;
+      await handle.release();
+    },
   };
 };
 

@@ -155,6 +155,23 @@ function postgresTables(url: string) {
       }
     });
 
+    it('refuses work once closed, though the pool it shares with another store lives on', async () => {
+      const spec = aSpec();
+      const closing = await openPostgresReadModels(url);
+      const other = await open();
+      await closing.ensureCollection(spec);
+      await closing.close();
+      let refused = 0;
+      for (const work of [
+        () => closing.ping(),
+        () => closing.getCheckpoint('x'),
+        () => closing.commit('x', [], 1),
+      ])
+        await work().catch(() => (refused += 1));
+      expect(refused).to.equal(3);
+      await other.ping();
+    });
+
     it('sends a writer that subscribed before a swap made elsewhere back to its checkpoint', async () => {
       const spec = aSpec();
       const projection = `live-${spec.name}`;
