@@ -86,7 +86,7 @@ const documentJson = (change: DocumentChange): string | null => {
   const json = JSON.stringify(change.doc);
   if (depthExceeded(json, maxDocumentDepth))
     throw new Error(
-      `The document ${change.id} of ${change.collection} nests deeper than ${maxDocumentDepth} levels`,
+      `The JSON of the document ${change.id} of ${change.collection} nests deeper than ${maxDocumentDepth} levels`,
     );
   return json;
 };
