@@ -9,6 +9,7 @@ import type { CvResults } from './cv.js';
 import type { GrowthResults } from './growth.js';
 import type { HttpResults } from './http.js';
 import type { MillionResults } from './million.js';
+import { postgresMarkdown, type PostgresResults } from './postgres-report.js';
 import { projectRoot } from './processes.js';
 import type { ScaleoutResults } from './scaleout.js';
 import type { AppendResults, CatchUpResults } from './store.js';
@@ -55,6 +56,8 @@ export interface Results {
   webhooks: WebhookResults;
   cv: CvResults;
   rebuild: RebuildPhaseResults;
+  /** The phases that ran on PostgreSQL too (BENCH_BACKENDS); null when it did not run. */
+  postgres: PostgresResults | null;
   checks: Check[];
   totalSeconds: number;
 }
@@ -106,14 +109,17 @@ export const check = (name: string, value: number, op: Check['op'], target: numb
           : value === target,
 });
 
-const int = (n: number) => Math.round(n).toLocaleString('en-US');
-const dec = (n: number, digits: number) => n.toFixed(digits);
-const ms = (n: number) => `${dec(n, 1)} ms`;
+export const int = (n: number) => Math.round(n).toLocaleString('en-US');
+export const dec = (n: number, digits: number) => n.toFixed(digits);
+export const ms = (n: number) => `${dec(n, 1)} ms`;
 
-const table = (head: string[], rows: string[][]): string =>
+export const table = (head: string[], rows: string[][]): string =>
   [head, head.map(() => '---'), ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
 
-const scaleoutTable = (s: ScaleoutResults): string => {
+export const scaleoutTable = (
+  s: ScaleoutResults,
+  title = `Scale-out: \`ROLE=api\` processes + one \`ROLE=worker\` on one \`DATA_DIR\`, ${s.connections} connections in all`,
+): string => {
   const row = (name: string, f: ScaleoutResults['one']['create'], ratio: string) => [
     name,
     `${int(f.requestsPerSecond)} (${f.perProcess.map(int).join(' + ')})`,
@@ -125,14 +131,7 @@ const scaleoutTable = (s: ScaleoutResults): string => {
   const r = s.readYourWrites;
   return [
     table(
-      [
-        `Scale-out: \`ROLE=api\` processes + one \`ROLE=worker\` on one \`DATA_DIR\`, ${s.connections} connections in all`,
-        'req/s (per process)',
-        '2 ÷ 1',
-        'p50',
-        'p99 (largest)',
-        'errors / timeouts / non-2xx',
-      ],
+      [title, 'req/s (per process)', '2 ÷ 1', 'p50', 'p99 (largest)', 'errors / timeouts / non-2xx'],
       [
         row('`POST …/observations`, 1 API process', s.one.create, '—'),
         row('`POST …/observations`, 2 API processes', s.two.create, dec(s.createRatio, 2)),
@@ -370,6 +369,7 @@ export const renderMarkdown = (r: Results): string => {
         ],
       ],
     ),
+    ...(r.postgres ? [postgresMarkdown(r.postgres)] : []),
     table(
       ['Target', 'Measured', 'Target', 'Result'],
       r.checks.map((c) => [

@@ -4,6 +4,9 @@ import { runCv, type CvResults } from './cv.js';
 import { runHttp, type HttpResults } from './http.js';
 import { reportImages, runImages } from './images.js';
 import { millionCatchUp, type MillionResults } from './million.js';
+import { postgresAppend, postgresCatchUp } from './postgres.js';
+import { benchBackends, createBenchDatabase } from './postgres-db.js';
+import { postgresChecks, postgresSummary, type PostgresResults } from './postgres-report.js';
 import { cleanupSync } from './processes.js';
 import { loadAverage, machine, source, writeReports, type Results } from './report.js';
 import { plansText, runGrowth, type GrowthResults } from './growth.js';
@@ -21,6 +24,9 @@ import { runWebhooks, type WebhookResults } from './webhooks.js';
  * (`npm run bench -- soak`), runs a subset, and only a full run rewrites docs/bench/latest.json and
  * docs/benchmarks.md. The endurance phase (`soak`) writes its own docs/bench/soak.json and its part of
  * docs/benchmarks.md when it ran for its full length (see bench/soak-report.ts).
+ * BENCH_BACKENDS=sqlite,postgres (bench/postgres-db.ts; both by default when a PostgreSQL server answers)
+ * says where the http, scaleout, append, catchup, webhooks and rebuild phases run: each runs on PostgreSQL
+ * right after SQLite, in a database of its own that it drops. The other phases run on SQLite alone.
  */
 
 const numberFromEnv = (name: string, fallback: number): number => {
@@ -89,23 +95,71 @@ const phase = async <T>(name: (typeof allPhases)[number], run: () => Promise<T>)
   return result;
 };
 
+/** The phases that run on each backend of BENCH_BACKENDS. */
+const dualPhases = ['http', 'scaleout', 'append', 'catchup', 'webhooks', 'rebuild'] as const;
+type Dual = (typeof dualPhases)[number];
+
 const main = async (): Promise<void> => {
   const started = performance.now();
   const loadBefore = loadAverage();
   const measured = source();
-  const http: HttpResults | null = await phase('http', () => runHttp(settings));
-  const scaleout: ScaleoutResults | null = await phase('scaleout', () =>
-    runScaleout({
-      durationS: settings.durationS,
-      warmupS: settings.warmupS,
-      checks: settings.scaleoutChecks,
-    }),
+  const backends = dualPhases.some((name) => phases.has(name)) ? benchBackends(log) : [];
+  const onSqlite = backends.includes('sqlite');
+  const onPostgres = backends.includes('postgres');
+  if (backends.length > 0) log(`backends of the shared phases: ${backends.join(', ')}`);
+  /** A phase that runs on both backends: its SQLite run, when SQLite is one of them. */
+  const sqlitePhase = <T>(name: Dual, run: () => Promise<T>): Promise<T | null> =>
+    onSqlite ? phase(name, run) : Promise.resolve(null);
+  /** Its PostgreSQL run, given a fresh database that is dropped after it. */
+  const postgresPhase = async <T>(
+    name: Dual,
+    run: (databaseUrl: string) => Promise<T>,
+  ): Promise<T | null> => {
+    if (!onPostgres || !phases.has(name)) return null;
+    log(`${name} (postgres)…`);
+    const phaseStarted = performance.now();
+    const database = createBenchDatabase(name);
+    try {
+      return await run(database.url);
+    } finally {
+      database.drop();
+      log(`${name} (postgres) done in ${((performance.now() - phaseStarted) / 1000).toFixed(1)} s`);
+    }
+  };
+  const pg: PostgresResults = {
+    http: null,
+    scaleout: null,
+    append: null,
+    catchUp: null,
+    webhooks: null,
+    rebuild: null,
+  };
+
+  const http: HttpResults | null = await sqlitePhase('http', () => runHttp(settings));
+  pg.http = await postgresPhase('http', (databaseUrl) =>
+    runHttp({ ...settings, databaseUrl, ...(http ? { baselines: http } : {}) }),
   );
-  const append: AppendResults | null = await phase('append', () =>
+  const scaleoutSettings = {
+    durationS: settings.durationS,
+    warmupS: settings.warmupS,
+    checks: settings.scaleoutChecks,
+  };
+  const scaleout: ScaleoutResults | null = await sqlitePhase('scaleout', () => runScaleout(scaleoutSettings));
+  pg.scaleout = await postgresPhase('scaleout', (databaseUrl) =>
+    runScaleout({ ...scaleoutSettings, databaseUrl }),
+  );
+  const append: AppendResults | null = await sqlitePhase('append', () =>
     appendThroughput(settings.appendEvents, settings.appendBatch),
   );
-  const catchUp: CatchUpResults | null = await phase('catchup', () =>
+  // The append and catch-up comparisons create a database per measurement (bench/postgres.ts).
+  pg.append = await postgresPhase('append', () =>
+    postgresAppend(settings.appendEvents, settings.appendBatch),
+  );
+  const catchUp: CatchUpResults | null = await sqlitePhase('catchup', () =>
     catchUpSpeed(settings.catchUpEvents, settings.eventsPerStream),
+  );
+  pg.catchUp = await postgresPhase('catchup', () =>
+    postgresCatchUp(settings.catchUpEvents, settings.eventsPerStream),
   );
   const million: MillionResults | null = await phase('million', () =>
     millionCatchUp(settings.millionEvents, settings.eventsPerStream),
@@ -122,23 +176,30 @@ const main = async (): Promise<void> => {
       observations: settings.authObservations,
     }),
   );
-  const webhooks: WebhookResults | null = await phase('webhooks', () =>
-    runWebhooks({
-      deliveries: settings.webhookDeliveries,
-      samples: settings.webhookLatencySamples,
-      // Commit → first attempt is measured under creates at half the maximum the http phase measured.
-      createsPerSecondUnderLatency: http
-        ? http.create.requestsPerSecond / 2
-        : numberFromEnv('BENCH_WEBHOOK_LOAD', 0),
-    }),
+  const webhookSettings = (measuredHttp: HttpResults | null) => ({
+    deliveries: settings.webhookDeliveries,
+    samples: settings.webhookLatencySamples,
+    // Commit → first attempt is measured under creates at half the maximum the http phase measured.
+    createsPerSecondUnderLatency: measuredHttp
+      ? measuredHttp.create.requestsPerSecond / 2
+      : numberFromEnv('BENCH_WEBHOOK_LOAD', 0),
+  });
+  const webhooks: WebhookResults | null = await sqlitePhase('webhooks', () =>
+    runWebhooks(webhookSettings(http)),
+  );
+  pg.webhooks = await postgresPhase('webhooks', (databaseUrl) =>
+    runWebhooks({ ...webhookSettings(pg.http), databaseUrl }),
   );
   const cv: CvResults | null = await phase('cv', () =>
     runCv({ jobs: settings.cvJobs, samples: settings.cvLatencySamples, loopRuns: settings.cvLoopRuns }),
   );
   const images = await phase('images', () => runImages({ durationS: numberFromEnv('BENCH_IMAGES_S', 20) }));
   if (images) for (const file of reportImages(images)) log(`wrote ${file}`);
-  const rebuild: RebuildPhaseResults | null = await phase('rebuild', () =>
+  const rebuild: RebuildPhaseResults | null = await sqlitePhase('rebuild', () =>
     rebuildPhase(settings.millionEvents, settings.eventsPerStream),
+  );
+  pg.rebuild = await postgresPhase('rebuild', (databaseUrl) =>
+    rebuildPhase(settings.millionEvents, settings.eventsPerStream, databaseUrl),
   );
 
   const loadBeforeSoak = loadAverage();
@@ -158,7 +219,8 @@ const main = async (): Promise<void> => {
   }
 
   const parts = { http, scaleout, append, catchUp, million, growth, auth, webhooks, cv, rebuild };
-  const checks = [...targetChecks(parts), ...(soak?.checks ?? [])];
+  const checks = [...targetChecks(parts), ...(onPostgres ? postgresChecks(pg) : []), ...(soak?.checks ?? [])];
+  if (onPostgres) console.log(`\n${postgresSummary(pg)}`);
   console.log(`\n${summary(parts, checks)}\n`);
 
   const totalSeconds = (performance.now() - started) / 1000;
@@ -201,6 +263,7 @@ const main = async (): Promise<void> => {
       webhooks,
       cv,
       rebuild,
+      postgres: onPostgres ? pg : null,
       checks,
       totalSeconds,
     };
