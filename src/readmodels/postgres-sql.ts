@@ -87,7 +87,8 @@ const shortHash = (text: string): string => createHash('sha256').update(text).di
 export interface IndexDefinition {
   /** `rm_<physical>_<hash of the definition>`: the same definition has the same name on every table. */
   name: string;
-  sql: string;
+  /** What follows `CREATE INDEX <name>`: `ON <table> <method and columns>`. */
+  on: string;
 }
 
 export const indexDefinitions = (spec: CollectionSpec, physical: string): IndexDefinition[] => {
@@ -101,7 +102,7 @@ export const indexDefinitions = (spec: CollectionSpec, physical: string): IndexD
         ? `USING gist (tenant_id, ${pointOf(fields[0], fields[1])})`
         : `(tenant_id, ${fields.map((field) => `${column(field)} NULLS FIRST`).join(', ')}, id)`;
       const name = `${owner}_${shortHash(columns)}`;
-      return { name, sql: `CREATE INDEX IF NOT EXISTS ${quote(name)} ON ${quote(owner)} ${columns}` };
+      return { name, on: `ON ${quote(owner)} ${columns}` };
     });
 };
 

@@ -15,15 +15,13 @@ import type {
   StoredDocument,
   SwapRequest,
 } from './port.js';
+import { describeTable, dropTable, ensureTable } from './postgres-ddl.js';
 import {
   addFilter,
   addKeyset,
   column,
   Conditions,
   continuesIntoNulls,
-  createTableSql,
-  generatedColumns,
-  indexDefinitions,
   orderBy,
   table,
   tableName,
@@ -73,9 +71,6 @@ const schema = [
  */
 const maxDocumentDepth = 100;
 
-/** The key of the advisory lock that serializes this adapter's DDL across processes. */
-const ddlLock = 'readmodels ddl';
-
 /** SQLSTATEs of a transaction that lost a race and may simply run again: serialization failure, deadlock. */
 const retryable = new Set(['40001', '40P01']);
 
@@ -120,26 +115,6 @@ interface DocumentRow {
 const stored = <D>(row: DocumentRow | undefined): StoredDocument<D> | null =>
   row && row.doc !== null ? { doc: row.doc as D, position: Number(row.position) } : null;
 
-/** What the catalog holds of a table: its columns and index names (none when it does not exist). */
-const describeTable = async (
-  db: pg.Pool | pg.PoolClient,
-  name: string,
-): Promise<{ exists: boolean; columns: Set<string>; indexes: Set<string> }> => {
-  const { rows } = await db.query<{ kind: string; name: string }>(
-    `SELECT 'table' AS kind, c.relname AS name FROM pg_class c
-       WHERE c.oid = to_regclass(quote_ident($1))
-     UNION ALL
-     SELECT 'column', a.attname FROM pg_attribute a
-       WHERE a.attrelid = to_regclass(quote_ident($1)) AND a.attnum > 0 AND NOT a.attisdropped
-     UNION ALL
-     SELECT 'index', i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-       WHERE x.indrelid = to_regclass(quote_ident($1))`,
-    [name],
-  );
-  const of = (kind: string) => new Set(rows.filter((row) => row.kind === kind).map((row) => row.name));
-  return { exists: of('table').size > 0, columns: of('column'), indexes: of('index') };
-};
-
 export const openPostgresReadModels = async (
   url: string,
   options: PoolOptions = {},
@@ -171,30 +146,6 @@ export const openPostgresReadModels = async (
     const spec = specs.get(collection);
     if (!spec) throw new Error(`Unknown read-model collection: ${collection}`);
     return spec;
-  };
-
-  /** The DDL the table lacks, run under the lock only when something is missing. */
-  const ensureTable = async (spec: CollectionSpec, physical: string, withIndexes: boolean) => {
-    const name = tableName(physical);
-    const missing = async (db: pg.Pool | pg.PoolClient): Promise<string[]> => {
-      const found = await describeTable(db, name);
-      if (!found.exists) return [createTableSql(spec, physical), ...indexSql(found.indexes)];
-      const columns = [...generatedColumns(spec)]
-        .filter(([columnName]) => !found.columns.has(columnName))
-        .map(([, definition]) => `ALTER TABLE ${table(physical)} ADD COLUMN IF NOT EXISTS ${definition}`);
-      return [...columns, ...indexSql(found.indexes)];
-    };
-    const indexSql = (existing: Set<string>) =>
-      withIndexes
-        ? indexDefinitions(spec, physical)
-            .filter((index) => !existing.has(index.name))
-            .map((index) => index.sql)
-        : [];
-    if ((await orUnavailable(missing(pool()))).length === 0) return;
-    await inTransaction(pool(), async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [ddlLock]);
-      for (const statement of await missing(client)) await client.query(statement);
-    });
   };
 
   const select = async (collection: string, query: ListQuery): Promise<JsonRow[]> => {
@@ -322,7 +273,7 @@ export const openPostgresReadModels = async (
 
     ensureCollection: async (spec, physicalName, options) => {
       const name = physicalName ?? spec.name;
-      await ensureTable(spec, name, options?.indexes !== false);
+      await ensureTable(pool(), spec, name, options?.indexes !== false);
       specs.set(name, spec);
       if (!physicalName) live.add(name);
     },
@@ -453,10 +404,7 @@ export const openPostgresReadModels = async (
     dropCollection: async (physicalName) => {
       if (live.has(physicalName))
         throw new Error(`${physicalName} is a live collection; it cannot be dropped`);
-      await inTransaction(pool(), async (client) => {
-        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [ddlLock]);
-        await client.query(`DROP TABLE IF EXISTS ${table(physicalName)}`);
-      });
+      await dropTable(pool(), physicalName);
       specs.delete(physicalName);
     },
 

@@ -127,6 +127,33 @@ function postgresTables(url: string) {
       expect(await indexesOf(`rm_${spec.name}`)).to.have.length(4);
     });
 
+    it('adds the indexes a table with rows was built without, and builds again one left invalid', async () => {
+      const spec = aSpec();
+      const store = await open();
+      await store.ensureCollection(spec, undefined, { indexes: false });
+      expect(await indexesOf(`rm_${spec.name}`)).to.have.length(1);
+      await store.commit(
+        `spots-${spec.name}`,
+        [{ collection: spec.name, tenantId: uniqueTenant(), id: 's1', position: 1, doc: { name: 'A' } }],
+        1,
+      );
+      await store.ensureCollection(spec);
+      const [built] = (await indexesOf(`rm_${spec.name}`)).filter(
+        (index) => !index.indexname.endsWith('_pkey'),
+      );
+      // As an interrupted CREATE INDEX CONCURRENTLY leaves it.
+      await admin.query(
+        `UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass(quote_ident($1))`,
+        [built!.indexname],
+      );
+      await (await open()).ensureCollection(spec);
+      const { rows } = await admin.query<{ valid: boolean }>(
+        `SELECT x.indisvalid AS valid FROM pg_index x WHERE x.indrelid = to_regclass(quote_ident($1))`,
+        [`rm_${spec.name}`],
+      );
+      expect(rows.map((row) => row.valid)).to.deep.equal([true, true, true]);
+    });
+
     it('lets several processes ensure the same collection at once', async () => {
       const spec = aSpec();
       const opened = await Promise.all([1, 2, 3, 4].map(() => open()));

@@ -1,0 +1,120 @@
+import type pg from 'pg';
+import { inTransaction, orUnavailable } from '../postgres/client.js';
+import type { CollectionSpec } from './port.js';
+import { createTableSql, generatedColumns, indexDefinitions, table, tableName } from './postgres-sql.js';
+
+/**
+ * The tables of the PostgreSQL read models: made, grown and dropped by whichever process needs them
+ * first, serialized per table by an advisory lock (two processes ensuring one collection at once would
+ * otherwise collide in the catalog).
+ *
+ * A new table is empty, so its indexes are made with it in one short transaction. Indexes added to a table
+ * that has rows (those a bulk catch-up or a rebuild left out until the end, or a new list index) are built
+ * CONCURRENTLY, outside any transaction: a transaction that builds an index over a large table would hold
+ * back every reader of the events for as long as it runs (docs/architecture.md, the horizon), and would
+ * stop the projection's writes. An index a build left invalid (interrupted) is dropped and built again.
+ */
+
+export interface TableState {
+  exists: boolean;
+  columns: Set<string>;
+  /** Every index by name, valid or not. */
+  indexes: Set<string>;
+  /** The indexes that are built and usable. */
+  valid: Set<string>;
+}
+
+/** What the catalog holds of a table: its columns and indexes (none when it does not exist). */
+export const describeTable = async (db: pg.Pool | pg.PoolClient, name: string): Promise<TableState> => {
+  const { rows } = await db.query<{ kind: string; name: string }>(
+    `SELECT 'table' AS kind, c.relname AS name FROM pg_class c
+       WHERE c.oid = to_regclass(quote_ident($1))
+     UNION ALL
+     SELECT 'column', a.attname FROM pg_attribute a
+       WHERE a.attrelid = to_regclass(quote_ident($1)) AND a.attnum > 0 AND NOT a.attisdropped
+     UNION ALL
+     SELECT CASE WHEN x.indisvalid THEN 'valid index' ELSE 'index' END, i.relname
+       FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+       WHERE x.indrelid = to_regclass(quote_ident($1))`,
+    [name],
+  );
+  const of = (...kinds: string[]) =>
+    new Set(rows.filter((row) => kinds.includes(row.kind)).map((row) => row.name));
+  return {
+    exists: of('table').size > 0,
+    columns: of('column'),
+    indexes: of('index', 'valid index'),
+    valid: of('valid index'),
+  };
+};
+
+/** The per-table lock, in the two-key space so that it meets no other advisory lock of the service. */
+const lockSql = (fn: string) => `SELECT ${fn}(hashtext('readmodels ddl'), hashtext($1))`;
+
+/** Columns of fields declared after the table was made (a table rewrite: a large one is better rebuilt). */
+const addColumnsSql = (spec: CollectionSpec, physical: string, found: TableState): string[] =>
+  [...generatedColumns(spec)]
+    .filter(([columnName]) => !found.columns.has(columnName))
+    .map(([, definition]) => `ALTER TABLE ${table(physical)} ADD COLUMN IF NOT EXISTS ${definition}`);
+
+const buildConcurrently = async (
+  pool: pg.Pool,
+  name: string,
+  wanted: ReturnType<typeof indexDefinitions>,
+): Promise<void> => {
+  const client = await orUnavailable(pool.connect());
+  let broken = false;
+  try {
+    await client.query(lockSql('pg_advisory_lock'), [name]);
+    try {
+      const found = await describeTable(client, name);
+      for (const index of wanted.filter(({ name: indexName }) => !found.valid.has(indexName))) {
+        if (found.indexes.has(index.name))
+          await client.query(`DROP INDEX CONCURRENTLY IF EXISTS "${index.name}"`);
+        await client.query(`CREATE INDEX CONCURRENTLY IF NOT EXISTS "${index.name}" ${index.on}`);
+      }
+    } finally {
+      await client.query(lockSql('pg_advisory_unlock'), [name]);
+    }
+  } catch (error) {
+    broken = true;
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+};
+
+/** Makes the collection's table, its missing columns and (unless `withIndexes` is false) its missing indexes. */
+export const ensureTable = async (
+  pool: pg.Pool,
+  spec: CollectionSpec,
+  physical: string,
+  withIndexes: boolean,
+): Promise<void> => {
+  const name = tableName(physical);
+  const wanted = withIndexes ? indexDefinitions(spec, physical) : [];
+  let found = await orUnavailable(describeTable(pool, name));
+  if (!found.exists || addColumnsSql(spec, physical, found).length > 0) {
+    await inTransaction(pool, async (client) => {
+      await client.query(lockSql('pg_advisory_xact_lock'), [name]);
+      const now = await describeTable(client, name);
+      if (now.exists) {
+        for (const statement of addColumnsSql(spec, physical, now)) await client.query(statement);
+        return;
+      }
+      await client.query(createTableSql(spec, physical));
+      for (const index of wanted)
+        await client.query(`CREATE INDEX IF NOT EXISTS "${index.name}" ${index.on}`);
+    });
+    found = await orUnavailable(describeTable(pool, name));
+  }
+  if (wanted.some((index) => !found.valid.has(index.name))) {
+    await orUnavailable(buildConcurrently(pool, name, wanted));
+  }
+};
+
+export const dropTable = (pool: pg.Pool, physical: string): Promise<void> =>
+  inTransaction(pool, async (client) => {
+    await client.query(lockSql('pg_advisory_xact_lock'), [tableName(physical)]);
+    await client.query(`DROP TABLE IF EXISTS ${table(physical)}`);
+  });
