@@ -1,5 +1,6 @@
 import autocannon, { type Options, type Result } from 'autocannon';
 import { randomBytes } from 'node:crypto';
+import { analyzeDatabase } from './postgres-db.js';
 import { benchService, provision } from './provision.js';
 import {
   cpuProfileArgs,
@@ -222,6 +223,7 @@ export const runHttp = async ({
       durationS,
     );
     await waitProjected(url, principal.headers);
+    if (databaseUrl) await analyzeDatabase(databaseUrl);
 
     const list = await measure({ url: `${url}?limit=50`, headers: principal.headers }, warmupS, durationS);
     return {

@@ -1,6 +1,6 @@
 import type { RebuildPhaseResults } from './audit.js';
 import type { HttpResults } from './http.js';
-import type { PgAppendResults, PgCatchUpResults } from './postgres.js';
+import type { PgAppendMode, PgAppendResults, PgCatchUpResults } from './postgres.js';
 import { check, dec, int, ms, renderText, scaleoutTable, table, type Check } from './report.js';
 import type { ScaleoutResults } from './scaleout.js';
 import { summary, targetChecks } from './summary.js';
@@ -19,6 +19,9 @@ export interface PostgresResults {
 
 const label = 'PostgreSQL: ';
 
+const mode = (m: PgAppendMode) =>
+  `${m.batchSize} event${m.batchSize === 1 ? '' : 's'} per call, ${m.inFlight} call${m.inFlight === 1 ? '' : 's'} at once`;
+
 /** The phases' targets as on SQLite, then the store's own against raw SQL. */
 export const postgresChecks = (pg: PostgresResults): Check[] => [
   ...targetChecks({ ...pg, append: null, million: null, growth: null, auth: null, cv: null }).map((c) => ({
@@ -26,7 +29,7 @@ export const postgresChecks = (pg: PostgresResults): Check[] => [
     name: `${label}${c.name}`,
   })),
   ...(pg.append?.modes ?? []).map((m) =>
-    check(`${label}append ÷ raw INSERT, ${m.batchSize} event(s) per call`, m.ratio, '>=', 0.7),
+    check(`${label}append ÷ raw INSERT, ${mode(m)}`, m.ratio, '>=', 0.7),
   ),
   ...(pg.catchUp
     ? [check(`${label}catch-up subscription ÷ raw SELECT`, pg.catchUp.subscriptionPerRawSelect, '>=', 0.5)]
@@ -41,7 +44,7 @@ export const postgresSummary = (pg: PostgresResults): string => {
   const rows: string[][] = [['PostgreSQL store vs raw SQL', 'value']];
   for (const m of pg.append?.modes ?? [])
     rows.push([
-      `append ${m.batchSize}/call`,
+      `append ${m.batchSize}/call ×${m.inFlight}`,
       `${f0(m.storeEventsPerSecond)} events/s  raw INSERT ${f0(m.rawInsertEventsPerSecond)}  (${m.ratio.toFixed(2)})`,
     ]);
   if (pg.catchUp)
@@ -99,7 +102,7 @@ export const postgresMarkdown = (pg: PostgresResults): string => {
   const store: string[][] = [];
   for (const m of append?.modes ?? [])
     store.push([
-      `Append, ${m.batchSize} event(s) per call (${int(m.events)} events)`,
+      `Append, ${mode(m)} (${int(m.events)} events)`,
       `${int(m.storeEventsPerSecond)} events/s; raw \`INSERT\` of the same rows ${int(m.rawInsertEventsPerSecond)} (${dec(m.ratio, 2)})`,
     ]);
   if (catchUp)

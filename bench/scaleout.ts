@@ -10,6 +10,7 @@ import {
 } from './http.js';
 import { randomBytes } from 'node:crypto';
 import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
+import { analyzeDatabase } from './postgres-db.js';
 import { benchService, provision } from './provision.js';
 import { latencyFigures, type LatencyFigures } from './stats.js';
 
@@ -198,6 +199,7 @@ export const runScaleout = async ({
     const createOne = await measureSpread([create(urls[0])], warmupS, durationS);
     const createTwo = await measureSpread(urls.map(create), warmupS, durationS);
     await waitProjected(urls[0], principal.headers);
+    if (databaseUrl) await analyzeDatabase(databaseUrl);
     const listOne = await measureSpread([list(urls[0])], warmupS, durationS);
     const listTwo = await measureSpread(urls.map(list), warmupS, durationS);
     const readYourWrites = await checkReadYourWrites(urls, principal.headers, checks);
