@@ -1,14 +1,16 @@
 import { streamHeadsProjection } from '../../projections/stream-heads.js';
 import type { Feature } from '../feature.js';
 import { routesOnly } from '../feature.js';
+import { auditOperations, auditSchemas } from './openapi.js';
+import { verificationApi } from './verification.api.js';
 
 /**
- * Tamper evidence: the stream heads the daily digests are computed from. No routes: the digests are
- * scheduled by the service (src/service.ts) and verified with the CLI.
+ * Tamper evidence: the stream heads the daily digests are computed from. The digests are scheduled by the
+ * service (src/service.ts); the history is verified with the CLI, or by an admin through the API.
  */
 export const auditFeature: Feature = {
   name: 'audit',
   projections: [{ projection: streamHeadsProjection, partition: 'tenant' }],
-  openapi: { operations: () => [] },
-  wire: routesOnly(() => []),
+  openapi: { operations: auditOperations, schemas: auditSchemas },
+  wire: routesOnly((context) => [verificationApi(context)]),
 };
