@@ -9,10 +9,11 @@ import { requestContext } from './http/request-context.js';
 import { cors } from './http/cors.js';
 import { idempotentPosts } from './http/idempotency.js';
 import type { IdempotencyStore } from './http/idempotency-store.js';
-import { rateLimit } from './http/rate-limit.js';
+import { rateLimit, type RequestWindows } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { HttpSettings } from './config.js';
 import { openApiApi } from './openapi/api.js';
+import { consoleRoutes } from './console/serve.js';
 import type { MetricsMode } from './config.js';
 import type { Metrics } from './observability/metrics.js';
 import { httpTiming, metricsRoute } from './observability/metrics-http.js';
@@ -22,6 +23,8 @@ export interface AppDeps extends RouteContext {
   features: readonly WiredFeature<FeatureConsumer | null>[];
   /** Idempotency-Key records (src/stores.ts). */
   idempotency: IdempotencyStore;
+  /** The rate limit's counts (src/stores.ts); in memory when absent. */
+  requestWindows?: RequestWindows;
   /** Idempotency TTL, rate limit, CORS origins (src/config.ts), and whether PUBLIC_URL is https. */
   http: Pick<HttpSettings, 'idempotencyTtlMs' | 'rateLimit' | 'corsOrigins' | 'trustProxy'> & {
     https: boolean;
@@ -83,10 +86,19 @@ export const createApp = (deps: AppDeps): Koa => {
   app.use(cors(deps.http.corsOrigins));
   app.use(problemMiddleware(deps.logger, { onStoreFailure }));
   if (deps.http.rateLimit) {
-    app.use(rateLimit({ policy: deps.http.rateLimit, auth: deps.auth, clock: deps.clock }));
+    app.use(
+      rateLimit({
+        policy: deps.http.rateLimit,
+        auth: deps.auth,
+        clock: deps.clock,
+        windows: deps.requestWindows,
+      }),
+    );
   }
   app.use(problemMiddleware(deps.logger, { onStoreFailure }));
   if (deps.metrics) app.use(metricsRoute(deps.metrics.mode, deps.metrics.instruments, deps.auth));
+  // The tenant console (a page, not an API route): outside the router, so outside the OpenAPI document.
+  app.use(consoleRoutes({ publicUrl: deps.tokens.issuer }));
   app.use(root.routes());
   app.use(root.allowedMethods());
   return app;

@@ -264,7 +264,8 @@ export const settings = {
   RATE_LIMIT: declare('RATE_LIMIT')({
     default: '600/1m',
     expected: 'requests per window such as 600/1m, or off',
-    description: 'requests per credential per window; counted in memory per instance',
+    description:
+      'requests per credential per window; counted per instance in memory, or for all instances together in PostgreSQL (DATABASE_URL without MONGODB_URL)',
     // null: `off`.
     parse: (s): RateLimitPolicy | null | undefined => parseRateLimit(s),
   }),

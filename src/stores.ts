@@ -12,6 +12,7 @@ import type { ReadModelStore } from './readmodels/port.js';
 import { openSqliteReadModels } from './readmodels/sqlite.js';
 import type { IdempotencyStore } from './http/idempotency-store.js';
 import { openSqliteIdempotencyStore } from './http/idempotency-store-sqlite.js';
+import { memoryWindows, type RequestWindows } from './http/rate-limit.js';
 
 export interface Stores {
   eventStore: EventStore;
@@ -20,6 +21,8 @@ export interface Stores {
   blobs: BlobStore;
   /** Idempotency-Key records: DATA_DIR/idempotency.db, or idempotency_keys in MongoDB or PostgreSQL. */
   idempotency: IdempotencyStore;
+  /** The request rate limit's windows: in memory per instance, or shared in PostgreSQL (DATABASE_URL). */
+  requestWindows: RequestWindows;
   close: () => Promise<void>;
 }
 
@@ -64,12 +67,21 @@ export const openStores = async (
           await import('./http/idempotency-store-postgres.js')
         ).openPostgresIdempotencyStore(postgres.url, postgres.options)
       : openSqliteIdempotencyStore(join(config.dataDir, 'idempotency.db'));
+  // MongoDB keeps no request windows: with MONGODB_URL each instance counts on its own, as embedded.
+  const requestWindows =
+    postgres.url && !config.mongodbUrl
+      ? await (
+          await import('./http/rate-limit-postgres.js')
+        ).openPostgresRequestWindows(postgres.url, postgres.options)
+      : memoryWindows();
   return {
     eventStore,
     readModels,
     blobs,
     idempotency,
+    requestWindows,
     close: async () => {
+      await requestWindows.close();
       await idempotency.close();
       await blobs.close();
       await readModels.close();

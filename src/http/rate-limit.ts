@@ -22,8 +22,44 @@ export const parseRateLimit = (text: string): RateLimitPolicy | null | undefined
   return { limit: Number(match[1]), windowMs };
 };
 
-/** Windows kept at most; beyond this the oldest are dropped (a dropped key starts a fresh window). */
+/** Windows kept at most in memory; beyond this the oldest are dropped (a dropped key starts a fresh window). */
 const maxKeys = 100_000;
+
+/** Where the request counts live: in this process, or in a store every instance shares. */
+export interface RequestWindows {
+  /**
+   * Counts one request for the key, atomically: in its current fixed window, or in a new one of `windowMs`
+   * from `now` when the last one ended. Answers the count so far and when the window ends (epoch ms).
+   */
+  hit(key: string, now: number, windowMs: number): Promise<{ count: number; resetAt: number }>;
+  close(): Promise<void>;
+}
+
+/** Counts in this process: N instances behind a balancer allow up to N times the limit. */
+export const memoryWindows = (): RequestWindows => {
+  const windows = new Map<string, { count: number; resetAt: number }>();
+  let sweptAt = 0;
+  const sweep = (now: number, windowMs: number) => {
+    if (now - sweptAt < windowMs) return;
+    sweptAt = now;
+    for (const [key, window] of windows) if (window.resetAt <= now) windows.delete(key);
+  };
+  return {
+    hit: (key, now, windowMs) => {
+      sweep(now, windowMs);
+      let window = windows.get(key);
+      if (!window || window.resetAt <= now) {
+        windows.delete(key);
+        window = { count: 0, resetAt: now + windowMs };
+        windows.set(key, window);
+        if (windows.size > maxKeys) windows.delete(windows.keys().next().value!);
+      }
+      window.count += 1;
+      return Promise.resolve({ ...window });
+    },
+    close: () => Promise.resolve(),
+  };
+};
 
 /** Paths never limited: load balancers poll health. */
 const unlimited = new Set(['/health', '/health/live', '/health/ready']);
@@ -43,22 +79,22 @@ export interface CallerIdentity {
  * draft-ietf-httpapi-ratelimit-headers: `RateLimit-Policy: "default";q=600;w=60` and
  * `RateLimit: "default";r=<remaining>;t=<seconds to reset>`. Past the limit: 429 with Retry-After.
  *
- * In memory: each instance counts on its own, so N instances behind a balancer allow up to N times the
- * limit. A shared limit would need a shared store.
+ * The counts live in `windows`: in memory by default, where each instance counts on its own; in the
+ * database every instance shares when there is one (src/http/rate-limit-postgres.ts).
  */
 export const rateLimit = ({
   policy,
   auth,
   clock,
+  windows = memoryWindows(),
 }: {
   policy: RateLimitPolicy;
   auth: CallerIdentity;
   clock: Clock;
+  windows?: RequestWindows | undefined;
 }): Middleware => {
-  const windows = new Map<string, { count: number; resetAt: number }>();
   const windowSeconds = Math.round(policy.windowMs / 1000);
   const policyHeader = `"default";q=${policy.limit};w=${windowSeconds}`;
-  let sweptAt = 0;
 
   const keyOf = async (ctx: Context): Promise<string> => {
     try {
@@ -68,12 +104,6 @@ export const rateLimit = ({
     }
   };
 
-  const sweep = (now: number) => {
-    if (now - sweptAt < policy.windowMs) return;
-    sweptAt = now;
-    for (const [key, window] of windows) if (window.resetAt <= now) windows.delete(key);
-  };
-
   return async (ctx, next) => {
     if (unlimited.has(ctx.path)) {
       await next();
@@ -81,15 +111,7 @@ export const rateLimit = ({
     }
     const key = await keyOf(ctx);
     const now = clock().getTime();
-    sweep(now);
-    let window = windows.get(key);
-    if (!window || window.resetAt <= now) {
-      windows.delete(key);
-      window = { count: 0, resetAt: now + policy.windowMs };
-      windows.set(key, window);
-      if (windows.size > maxKeys) windows.delete(windows.keys().next().value!);
-    }
-    window.count += 1;
+    const window = await windows.hit(key, now, policy.windowMs);
     const resetSeconds = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
     ctx.set('RateLimit-Policy', policyHeader);
     ctx.set('RateLimit', `"default";r=${Math.max(0, policy.limit - window.count)};t=${resetSeconds}`);

@@ -1,0 +1,30 @@
+import { expect } from 'chai';
+import { randomInt } from 'node:crypto';
+import { describePostgres, postgresUrl } from '../support/postgres.js';
+import { request, startTestServer, type TestServer } from '../support/server.js';
+
+describePostgres('the request rate limit on PostgreSQL', () => {
+  let servers: TestServer[];
+  beforeEach(async () => {
+    // Two instances on one database, each with its own DATA_DIR, as on two machines.
+    const env = { DATABASE_URL: postgresUrl(), RATE_LIMIT: '3/1m', TRUST_PROXY: '1' };
+    servers = [await startTestServer(env), await startTestServer(env)];
+  });
+  afterEach(async () => {
+    await Promise.all(servers.map((server) => server.close()));
+  });
+
+  it('holds for the instances together, not for each one', async () => {
+    // An address of this test's own: the windows outlive the test in the run's database.
+    const client = { 'X-Forwarded-For': `198.51.100.${randomInt(1, 255)}, 203.0.113.${randomInt(1, 255)}` };
+    const statuses: number[] = [];
+    const remaining: (string | null)[] = [];
+    for (const server of [servers[0]!, servers[1]!, servers[0]!, servers[1]!]) {
+      const response = await request(`${server.url}/v1/openapi.json`, { headers: client });
+      statuses.push(response.status);
+      remaining.push(response.headers.get('ratelimit'));
+    }
+    expect(statuses).to.deep.equal([200, 200, 200, 429]);
+    expect(remaining.map((header) => /r=(\d+)/.exec(header ?? '')?.[1])).to.deep.equal(['2', '1', '0', '0']);
+  });
+});
