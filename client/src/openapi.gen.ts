@@ -134,6 +134,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/favicon.ico': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The service's icon
+     * @description An SVG image, whatever the name says: browsers ask for it, and the documentation page names it.
+     *
+     *     Needs no credential.
+     */
+    get: operations['favicon'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/auth/token': {
     parameters: {
       query?: never;
@@ -962,6 +984,28 @@ export interface paths {
      *     Needs the scope `webhooks:manage`.
      */
     post: operations['redeliver'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenantId}/audit/verification': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Verify the tenant's history
+     * @description Reads the whole history, as `obs audit verify` does: every stream has no gaps and each event matches its hash and the one before it, and every digest matches the stream heads it names. Reports the first broken link in commit order. Bounded in time: a history too long to verify here answers 503 and the CLI does it instead; one verification runs at a time.
+     *
+     *     Needs the scope `admin`.
+     */
+    get: operations['verifyAudit'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -1973,6 +2017,29 @@ export interface components {
         submittedAt: string;
       };
     };
+    /** @description The first event, in commit order, that breaks its chain or a digest */
+    BrokenLink: {
+      streamName: string;
+      version: number;
+      /** Format: int64 */
+      position: number;
+      /** @example the event does not match its hash */
+      reason: string;
+    };
+    /** @description The outcome of `obs audit verify`, for the tenant */
+    AuditVerification: {
+      tenantId: string;
+      /** @description Every chain and digest holds */
+      ok: boolean;
+      /** @description Events checked (below the break, when broken) */
+      events: number;
+      streams: number;
+      /** @description Recorded digests of the stream heads */
+      digests: number;
+      broken: components['schemas']['BrokenLink'] | null;
+      /** Format: date-time */
+      verifiedAt: string;
+    };
     LoginRequest: {
       /** @example ops@acme.test */
       email: string;
@@ -2964,6 +3031,31 @@ export interface operations {
           [name: string]: unknown;
         };
         content?: never;
+      };
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  favicon: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description An SVG image */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'image/svg+xml': string;
+        };
       };
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
@@ -5633,6 +5725,41 @@ export interface operations {
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  verifyAudit: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The result, broken or not */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AuditVerification'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      503: components['responses']['Unavailable'];
       default: components['responses']['UnexpectedError'];
     };
   };

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import { contentSecurityPolicy } from '../http/security-headers.js';
 import { openApiDocument } from './document.js';
+import { faviconCacheControl, faviconPath, faviconSvg, withoutRemoteLogo } from './page-assets.js';
 import { docsAssetPath, docsPath, documentPath } from './service.js';
 
 export interface OpenApiApiDeps {
@@ -60,6 +61,7 @@ const page = (base: string) => `<!doctype html>
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>Observation service API</title>
+    <link rel="icon" type="image/svg+xml" href="${escapeHtml(`${base}${faviconPath}`)}">
   </head>
   <body>
     <redoc spec-url="${escapeHtml(`${base}${documentPath}`)}" expand-responses="200,201,202" path-in-middle-panel></redoc>
@@ -88,7 +90,7 @@ export const openApiApi = (deps: OpenApiApiDeps): Router => {
   });
 
   router.get(docsAssetPath, async (ctx) => {
-    bundle ??= readFile(redoc.file);
+    bundle ??= readFile(redoc.file).then(withoutRemoteLogo);
     const etag = `"redoc-${redoc.version}"`;
     ctx.set('ETag', etag);
     ctx.set('Cache-Control', 'public, max-age=86400');
@@ -98,6 +100,12 @@ export const openApiApi = (deps: OpenApiApiDeps): Router => {
     }
     ctx.type = 'application/javascript; charset=utf-8';
     ctx.body = await bundle;
+  });
+
+  router.get(faviconPath, (ctx) => {
+    ctx.set('Cache-Control', faviconCacheControl);
+    ctx.type = 'image/svg+xml';
+    ctx.body = faviconSvg;
   });
 
   return router;

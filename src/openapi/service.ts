@@ -1,4 +1,5 @@
 import { operation, type BuiltOperation } from './operation.js';
+import { faviconPath } from './page-assets.js';
 import { arrayOf, dateTime, enumOf, integer, nullable, object, string, type Schema } from './schema.js';
 
 /** Health, and this document and its page. */
@@ -145,5 +146,16 @@ export const serviceOperations = (): BuiltOperation[] => [
       },
       '304': { description: 'Not modified', headers: ['ScriptETag'] },
     },
+  }),
+  operation({
+    method: 'get',
+    path: faviconPath,
+    operationId: 'favicon',
+    summary: "The service's icon",
+    description:
+      'An SVG image, whatever the name says: browsers ask for it, and the documentation page names it.',
+    tag,
+    access: { public: true },
+    responses: { '200': { description: 'An SVG image', content: { 'image/svg+xml': string() } } },
   }),
 ];

@@ -54,15 +54,25 @@ describe('the documentation page in a browser', function () {
     });
     const page = await context.newPage();
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    const blockedByPolicy: string[] = [];
+    // Any console error counts, a refusal by the page's Content-Security-Policy among them.
     page.on('console', (message) => {
-      if (message.type() !== 'error') return;
-      // Redoc's footer shows its logo from its CDN, and hides it when it does not load: the page's CSP
-      // refuses it, as it refuses anything from another origin.
-      if (/cdn\.redoc\.ly.*violates the following Content Security Policy/.test(message.text()))
-        blockedByPolicy.push(message.text());
-      else problems.push(`console: ${message.text()}`);
+      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
     });
+    // Every request must succeed: an aborted or refused one, or an answer of 400 or more (a missing icon).
+    const failed: string[] = [];
+    page.on('requestfailed', (request) =>
+      failed.push(`${request.url()}: ${request.failure()?.errorText ?? 'failed'}`),
+    );
+    page.on('response', (answer) => {
+      if (answer.status() >= 400) failed.push(`${answer.url()}: ${answer.status()}`);
+    });
+    // The policy's refusals as the page sees them, whether or not the browser logs them. Scripts that run
+    // in the page are text: the project's TypeScript has no DOM types.
+    await page.addInitScript(`
+      window.cspViolations = [];
+      document.addEventListener('securitypolicyviolation', (event) =>
+        window.cspViolations.push(event.violatedDirective + ' ' + event.blockedURI));
+    `);
 
     const response = await page.goto(`${server.url}/docs`, { waitUntil: 'load' });
     expect(response?.status()).to.equal(200);
@@ -99,7 +109,31 @@ describe('the documentation page in a browser', function () {
     await page.screenshot({ path: docsScreenshot.replace('.png', '-webhooks.png') });
 
     expect(elsewhere, 'requests to other origins').to.deep.equal([]);
+    expect(failed, 'failed requests').to.deep.equal([]);
+    expect(await page.evaluate<string[]>('window.cspViolations'), 'CSP violations').to.deep.equal([]);
     expect(problems).to.deep.equal([]);
+    await context.close();
+  });
+
+  // Apart, because with any route set Playwright lets no request for a favicon.ico through, and reports
+  // none: the browser is asked to draw the icon the page names, which fails unless it is served and allowed.
+  it('names the service’s own icon, which the browser draws under the page’s policy', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${server.url}/docs`, { waitUntil: 'domcontentloaded' });
+    const icon = await page.evaluate<{ href: string; width: number }>(`(async () => {
+      const href = document.querySelector('link[rel="icon"]')?.href ?? '';
+      const image = new Image();
+      image.src = href;
+      await image.decode();
+      return { href, width: image.naturalWidth };
+    })()`);
+    expect(icon.href).to.equal(`${server.url}/favicon.ico`);
+    expect(icon.width).to.be.greaterThan(0);
+    const answer = await page.request.get(icon.href);
+    expect(answer.status()).to.equal(200);
+    expect(answer.headers()['content-type']).to.equal('image/svg+xml');
+    expect(answer.headers()['cache-control']).to.equal('public, max-age=604800');
     await context.close();
   });
 });

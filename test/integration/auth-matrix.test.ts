@@ -356,6 +356,8 @@ const publicRoutes = [
   'GET /v1/openapi.json',
   'GET /docs',
   'GET /docs/redoc.standalone.js',
+  // The service's icon, which browsers ask for (src/openapi/page-assets.ts).
+  'GET /favicon.ico',
 ];
 
 const kinds = ['API key', 'user token', 'client token'] as const;

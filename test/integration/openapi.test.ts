@@ -333,6 +333,7 @@ describe('the OpenAPI document', function () {
         (await call('GET', '/docs/redoc.standalone.js', { key: null, headers: { 'If-None-Match': etag } }))
           .status,
       ).to.equal(304);
+      expect((await call('GET', '/favicon.ico', { key: null })).status).to.equal(200);
       await call('GET', '/.well-known/jwks.json', { key: null });
       await call('GET', '/.well-known/oauth-authorization-server', { key: null });
     });
