@@ -11,20 +11,22 @@ const identifier = /^[A-Za-z][A-Za-z0-9_]*$/;
 const jsonPath = /^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$/;
 
 /**
- * PostgreSQL cuts identifiers at 63 bytes, silently. `rm_<name>_<10 hex>` (an index) must fit, so a
- * collection's physical name is at most 49 characters.
+ * PostgreSQL cuts identifiers at 63 bytes, silently. A table's indexes are named `<table>_<10 hex>`, so a
+ * table name is at most 52 characters: `rm_<name>` while that fits, else the name's first 36 characters and
+ * 12 hex digits of its hash (snapshot names may be 63 characters long, `snapshot_` before them).
  */
-export const maxCollectionName = 49;
+const maxTableName = 52;
+
+const shortHash = (text: string, length: number): string =>
+  createHash('sha256').update(text).digest('hex').slice(0, length);
 
 const quote = (name: string): string => `"${name}"`;
 
 /** The table of a collection's physical name: `rm_<name>`, its case kept. */
 export const tableName = (collection: string): string => {
-  if (!identifier.test(collection) || collection.length > maxCollectionName)
-    throw new Error(
-      `Invalid read-model collection name (letters, digits and _, at most ${maxCollectionName}): ${collection}`,
-    );
-  return `rm_${collection}`;
+  if (!identifier.test(collection)) throw new Error(`Invalid read-model collection name: ${collection}`);
+  const name = `rm_${collection}`;
+  return name.length <= maxTableName ? name : `rm_${collection.slice(0, 36)}_${shortHash(collection, 12)}`;
 };
 
 export const table = (collection: string): string => quote(tableName(collection));
@@ -82,8 +84,6 @@ const isBoxIndex = (spec: CollectionSpec, fields: readonly string[]): fields is 
 export const pointOf = (latField: string, lonField: string): string =>
   `point(${column(lonField)}, ${column(latField)})`;
 
-const shortHash = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 10);
-
 export interface IndexDefinition {
   /** `rm_<physical>_<hash of the definition>`: the same definition has the same name on every table. */
   name: string;
@@ -101,7 +101,7 @@ export const indexDefinitions = (spec: CollectionSpec, physical: string): IndexD
       const columns = isBoxIndex(spec, fields)
         ? `USING gist (tenant_id, ${pointOf(fields[0], fields[1])})`
         : `(tenant_id, ${fields.map((field) => `${column(field)} NULLS FIRST`).join(', ')}, id)`;
-      const name = `${owner}_${shortHash(columns)}`;
+      const name = `${owner}_${shortHash(columns, 10)}`;
       return { name, on: `ON ${quote(owner)} ${columns}` };
     });
 };

@@ -154,6 +154,31 @@ function postgresTables(url: string) {
       expect(rows.map((row) => row.valid)).to.deep.equal([true, true, true]);
     });
 
+    it('keeps collections whose names outgrow PostgreSQL’s identifiers apart, as snapshots’ may', async () => {
+      const spec = aSpec();
+      const store = await open();
+      const long = (n: number) => `snapshot_${'s'.repeat(60)}${n}${spec.name.slice(-8)}`;
+      const tenantId = uniqueTenant();
+      for (const n of [1, 2]) {
+        await store.ensureCollection(spec, long(n));
+        await store.commit(
+          `snapshot-${spec.name}-${n}`,
+          [{ collection: long(n), tenantId, id: 's1', position: n, doc: { name: `from ${n}` } }],
+          n,
+        );
+      }
+      for (const n of [1, 2]) {
+        const [found] = await store.list<{ name: string }>(long(n), {
+          tenantId,
+          filters: [{ op: 'prefix', field: 'name', value: 'from' }],
+          sort: { field: 'name', direction: 'asc' },
+          limit: 10,
+        });
+        expect(found?.name).to.equal(`from ${n}`);
+        await store.dropCollection(long(n));
+      }
+    });
+
     it('lets several processes ensure the same collection at once', async () => {
       const spec = aSpec();
       const opened = await Promise.all([1, 2, 3, 4].map(() => open()));
