@@ -1,14 +1,61 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { tenantIdPattern } from '../core/ids.js';
 import { ValidationError } from '../core/errors.js';
 import { findProjection, projections, type RegisteredProjection } from '../../projections/index.js';
-import { UsageError } from './command.js';
+import { FlagError, UsageError } from './command.js';
 
 /** Checks on flags and names that more than one command takes; a bad one is a UsageError (exit code 2). */
 
 export const requireTenant = (tenant: string | undefined): string => {
-  if (!tenant || !tenantIdPattern.test(tenant))
-    throw new UsageError('--tenant <id> is required, e.g. --tenant t_01m7…');
+  if (!tenant) throw new UsageError('--tenant <id> is required, e.g. --tenant t_01m7…');
+  if (!tenantIdPattern.test(tenant)) {
+    throw new UsageError(
+      `--tenant ${tenant} is not a tenant id: t_ then lower-case letters and digits, e.g. t_01m7…`,
+    );
+  }
   return tenant;
+};
+
+/**
+ * `--until -3`: parseArgs takes a value that starts with a dash for a forgotten value followed by an option.
+ * No option of ours is a single dash and a word, so such a value is the option's: `--until=-3`, which the
+ * option's own check then refuses in our words.
+ */
+export const dashValues = (args: readonly string[]): string[] => {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
+    const next = args[i + 1];
+    if (/^--[a-z][a-z-]*$/.test(arg) && next !== undefined && /^-[^-]/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i += 1;
+    } else joined.push(arg);
+  }
+  return joined;
+};
+
+/** parseArgs' own errors, in our words: the first quoted token of its message is the offending one. */
+const parseArgsMessage = (error: Error & { code?: string }): string | undefined => {
+  const token = /'([^']*)'/.exec(error.message)?.[1] ?? '';
+  const flag = token.split(' ')[0];
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `Unknown option ${token}`;
+  if (error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `Unexpected argument ${token}`;
+  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    return error.message.includes('does not take an argument')
+      ? `${flag} takes no value`
+      : `${flag} needs a value`;
+  }
+  return undefined;
+};
+
+/** parseArgs, strict, with `--x -3` read as a value, and a UsageError (exit code 2) for what it refuses. */
+export const flags = <T extends Omit<ParseArgsConfig, 'args' | 'strict'>>(args: string[], config: T) => {
+  try {
+    return parseArgs({ ...config, args: dashValues(args), strict: true as const });
+  } catch (error) {
+    const message = error instanceof Error ? parseArgsMessage(error) : undefined;
+    throw message ? new FlagError(message) : error;
+  }
 };
 
 export const batchSizeOption = (text: string | undefined): number | undefined => {
@@ -28,6 +75,9 @@ export const withFlagNames = <T>(flags: Record<string, string>, decode: () => T)
 };
 
 export const projectionNames = () => projections.map((entry) => entry.projection.name).join(', ');
+
+/** The read models `export` takes, by their export names (`cv-jobs`). */
+export const exportNames = () => projections.flatMap((entry) => entry.export?.name ?? []).join(', ');
 
 export const knownProjection = (name: string): RegisteredProjection => {
   const found = findProjection(name);

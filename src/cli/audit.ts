@@ -1,22 +1,21 @@
-import { parseArgs } from 'node:util';
 import { streamHeadsProjection } from '../../projections/stream-heads.js';
 import { recordDigest } from '../audit/digest.js';
 import { history, parseUntil, stateAt } from '../audit/replay.js';
 import { verifyTenant } from '../audit/verify.js';
 import { withoutSecrets } from '../history/redaction.js';
-import { requireTenant } from './args.js';
+import { flags, requireTenant } from './args.js';
 import { ExitError, UsageError, type Commands } from './command.js';
-import { progressLine } from './output.js';
+import { alignedRows, progressLine } from './output.js';
 import { assertTenantExists, catchUp, withStores } from './stores.js';
 
 /** A tenant's tamper-evident history: verify its hash chains and digests, replay it, record a digest. */
 export const auditCommands: Commands = {
   'audit verify': {
     help: 'audit verify --tenant <id>\n  Reads the whole history; checks every chain and digest. Exit 1 at the first broken link, naming it.',
-    run: async (args, config, print) => {
-      const { values } = parseArgs({ args, options: { tenant: { type: 'string' } } });
+    run: async (args, { print, ...context }) => {
+      const { values } = flags(args, { options: { tenant: { type: 'string' } } });
       const tenantId = requireTenant(values.tenant);
-      await withStores(config, async (stores) => {
+      await withStores(context, async (stores) => {
         await assertTenantExists(stores.eventStore, tenantId);
         const progress = progressLine('verified');
         const report = await verifyTenant(stores.eventStore, tenantId, progress.update);
@@ -36,41 +35,55 @@ export const auditCommands: Commands = {
   },
   'audit replay': {
     help: "audit replay --tenant <id> [--stream <name>] [--until <ISO time | position>]\n  Without --stream, prints the history up to --until; with it, the aggregate's state at that point.",
-    run: async (args, config, print) => {
-      const { values } = parseArgs({
-        args,
+    run: async (args, { print, json, ...context }) => {
+      const { values } = flags(args, {
         options: { tenant: { type: 'string' }, stream: { type: 'string' }, until: { type: 'string' } },
       });
       const tenantId = requireTenant(values.tenant);
       const until = values.until === undefined ? undefined : parseUntil(values.until, new Date());
-      await withStores(config, async (stores) => {
+      await withStores(context, async (stores) => {
         await assertTenantExists(stores.eventStore, tenantId);
         if (values.stream) {
           if (!values.stream.includes(`-${tenantId}_`))
             throw new UsageError(`Stream ${values.stream} is not one of tenant ${tenantId}`);
           const replayed = await stateAt(stores.eventStore, values.stream, until);
           if (!replayed) throw new UsageError(`No aggregate is stored in streams like ${values.stream}`);
+          // A stream without events would replay as an absent aggregate: a mistyped name looks like an answer.
+          if ((await stores.eventStore.readStream(values.stream)).length === 0) {
+            throw new UsageError(
+              `Stream ${values.stream} does not exist: tenant ${tenantId} has no events in it`,
+            );
+          }
           print(
             `${values.stream} at version ${replayed.version}:\n${JSON.stringify(withoutSecrets(replayed.state), null, 2)}`,
             { stream: values.stream, ...replayed },
           );
           return;
         }
-        for await (const event of history(stores.eventStore, tenantId, until)) {
-          print(
-            `${event.position}  ${event.metadata.occurredAt}  ${event.streamName}@${event.streamVersion}  ${event.type}  ${event.metadata.actor}`,
-            event,
-          );
+        const lines = alignedRows(
+          ['position', 'occurred', 'type', 'actor', 'stream@version'],
+          history(stores.eventStore, tenantId, until),
+          (event) => [
+            String(event.position),
+            event.metadata.occurredAt,
+            event.type,
+            event.metadata.actor,
+            `${event.streamName}@${event.streamVersion}`,
+          ],
+        );
+        for await (const { text, row } of lines) {
+          if (row) print(text, row);
+          else if (!json) print(text, null);
         }
       });
     },
   },
   'audit digest': {
     help: "audit digest --tenant <id>\n  Records a digest of the tenant's stream heads now (the service also does so on AUDIT_DIGEST_SCHEDULE).",
-    run: async (args, config, print) => {
-      const { values } = parseArgs({ args, options: { tenant: { type: 'string' } } });
+    run: async (args, { print, ...context }) => {
+      const { values } = flags(args, { options: { tenant: { type: 'string' } } });
       const tenantId = requireTenant(values.tenant);
-      await withStores(config, async (stores) => {
+      await withStores(context, async (stores) => {
         await assertTenantExists(stores.eventStore, tenantId);
         await catchUp(streamHeadsProjection, stores, 60_000);
         const digest = await recordDigest(stores.eventStore, stores.readModels, tenantId, new Date());

@@ -11,10 +11,20 @@ import { BuildInputError } from '../readmodels/rebuild.js';
 /** Prints the text, or with `--json` the value. */
 export type Output = (text: string, json: unknown) => void;
 
+/** What every command is given besides its own arguments. */
+export interface Context {
+  config: Config;
+  print: Output;
+  /** `--json`: print has JSON printed; text only (a table's header) is left out. */
+  json: boolean;
+  /** `--create`: start a new DATA_DIR where there is none, instead of refusing (exit code 2). */
+  create: boolean;
+}
+
 export interface Command {
   /** The command's line in `obs <command> --help`, then what it does. */
   help: string;
-  run: (args: string[], config: Config, print: Output) => Promise<void>;
+  run: (args: string[], context: Context) => Promise<void>;
 }
 
 /** Commands by the words that name them: `tenant create`, `projections parked retry`, `export`. */
@@ -22,6 +32,9 @@ export type Commands = Record<string, Command>;
 
 /** The operator's mistake, which the operator can fix: exit code 2. */
 export class UsageError extends Error {}
+
+/** A flag or argument the command does not take: a UsageError that points at the command's help. */
+export class FlagError extends UsageError {}
 
 /** A command's own verdict, such as a verification that found a broken link: exit with this code. */
 export class ExitError extends Error {
@@ -51,10 +64,7 @@ export const failure = (error: unknown): { message: string; code: number } => {
     error instanceof ValidationError
       ? error.errors.map((e) => `--${e.path}: ${e.message}`).join('\n')
       : String((error as Error).message);
-  return {
-    message,
-    code: bad || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 2 : 1,
-  };
+  return { message, code: bad ? 2 : 1 };
 };
 
 /**

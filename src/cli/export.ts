@@ -1,12 +1,9 @@
-import { parseArgs } from 'node:util';
-import { findExport, projections } from '../../projections/index.js';
+import { findExport } from '../../projections/index.js';
 import { exportReadModel } from '../readmodels/export.js';
 import { findSnapshot } from '../readmodels/rebuild.js';
-import { requireTenant } from './args.js';
+import { exportNames, flags, requireTenant } from './args.js';
 import { inputErrorsAsUsage, UsageError, type Commands } from './command.js';
-import { withStores } from './stores.js';
-
-const exportNames = () => projections.flatMap((entry) => entry.export?.name ?? []).join(', ');
+import { assertTenantExists, withStores } from './stores.js';
 
 /** A read model, or a snapshot of one, streamed to stdout as NDJSON or CSV. */
 export const exportCommands: Commands = {
@@ -15,9 +12,8 @@ export const exportCommands: Commands = {
   Streams a read model to stdout: NDJSON (one document per line) or CSV (a header row, nested fields as
   JSON text). Every tenant's documents unless --tenant; the live read model unless --from names a snapshot.
   Names: ${exportNames()}`,
-    run: async (args, config) => {
-      const { values, positionals } = parseArgs({
-        args,
+    run: async (args, context) => {
+      const { values, positionals } = flags(args, {
         allowPositionals: true,
         options: { format: { type: 'string' }, tenant: { type: 'string' }, from: { type: 'string' } },
       });
@@ -31,7 +27,9 @@ export const exportCommands: Commands = {
       if (format !== 'ndjson' && format !== 'csv') throw new UsageError('--format must be ndjson or csv');
       const tenantId = values.tenant === undefined ? undefined : requireTenant(values.tenant);
       const { projection, export: spec } = entry;
-      await withStores(config, async (stores) => {
+      await withStores(context, async (stores) => {
+        // A tenant that does not exist would export nothing, as if it had no data: refused, as audit does.
+        if (tenantId) await assertTenantExists(stores.eventStore, tenantId);
         let collection = projection.collection.name;
         if (values.from !== undefined) {
           const from = values.from;

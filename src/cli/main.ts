@@ -1,6 +1,6 @@
 import { loadConfig } from '../config.js';
 import { auditCommands } from './audit.js';
-import { ExitError, failure, type Commands } from './command.js';
+import { ExitError, failure, FlagError, type Commands } from './command.js';
 import { exportCommands } from './export.js';
 import { keyCommands } from './keys.js';
 import { printer } from './output.js';
@@ -8,7 +8,7 @@ import { parkedCommands } from './parked.js';
 import { projectionCommands } from './projections.js';
 import { snapshotCommands } from './snapshots.js';
 import { tenantCommands } from './tenants.js';
-import { usage } from './usage.js';
+import { groupHelp, usage } from './usage.js';
 
 /**
  * `obs`, the operator's command line: the same stores and the same commands as the API, offline. This file
@@ -24,30 +24,65 @@ const commands: Commands = {
   ...exportCommands,
 };
 
+/** Flags every command takes, wherever they stand. */
+const globalFlags = new Set(['--json', '--help', '-h', '--create']);
+
+/** The words' meaning: a command and its arguments, a group of commands, or nothing known. */
+const resolve = (words: string[]) => {
+  // The longest command the words name: `projections parked retry`, `tenant create`, `export`.
+  // Own properties only: `obs constructor` names no command of Object.prototype.
+  const named = (name: string) => (Object.hasOwn(commands, name) ? commands[name] : undefined);
+  const length = [3, 2, 1].find((n) => words.length >= n && named(words.slice(0, n).join(' ')));
+  if (length)
+    return { kind: 'command' as const, name: words.slice(0, length).join(' '), rest: words.slice(length) };
+  // The longest group the words start with (`projections parked`, `keys`), for its own list of commands.
+  const group = [2, 1]
+    .map((n) => words.slice(0, n).join(' '))
+    .find((prefix) => prefix && Object.keys(commands).some((name) => name.startsWith(`${prefix} `)));
+  return { kind: 'other' as const, group };
+};
+
 const main = async (argv: string[]): Promise<number> => {
   const json = argv.includes('--json');
-  const help = argv.includes('--help') || argv.includes('-h');
-  const args = argv.filter((arg) => arg !== '--json' && arg !== '--help' && arg !== '-h');
-  // The longest command the words name: `projections parked retry`, `tenant create`, `export visits`.
-  // Own properties only: `cli constructor` names no command of Object.prototype.
-  const named = (name: string) => (Object.hasOwn(commands, name) ? commands[name] : undefined);
-  const words = [3, 2, 1].find((n) => named(args.slice(0, n).join(' '))) ?? 1;
-  const command = named(args.slice(0, words).join(' '));
-  if (!command) {
-    console.log(usage);
-    return help && args.length === 0 ? 0 : 2;
+  const create = argv.includes('--create');
+  // `obs help projections build` is `obs projections build --help`: npx takes a --help next to the bin's
+  // name for its own.
+  const helpWord = argv[0] === 'help';
+  const help = helpWord || argv.includes('--help') || argv.includes('-h');
+  const words = argv.slice(helpWord ? 1 : 0).filter((arg) => !globalFlags.has(arg));
+  if (words.length === 0) {
+    // `obs` alone is a usage mistake; `obs --help` and `obs help` ask for the overview.
+    if (help) console.log(usage);
+    else console.error(usage);
+    return help ? 0 : 2;
   }
+  const found = resolve(words);
+  if (found.kind === 'other') {
+    const exact = found.group === words.join(' ');
+    if (exact && help) {
+      console.log(groupHelp(found.group!, commands));
+      return 0;
+    }
+    console.error(
+      exact
+        ? `obs: "${found.group}" needs one of its commands\n\n${groupHelp(found.group!, commands)}`
+        : `obs: unknown command "${words.join(' ')}"\n\n${found.group ? groupHelp(found.group, commands) : usage}`,
+    );
+    return 2;
+  }
+  const command = commands[found.name]!;
   if (help) {
     console.log(`Usage: obs ${command.help}`);
     return 0;
   }
   try {
-    await command.run(args.slice(words), loadConfig(), printer(json));
+    await command.run(found.rest, { config: loadConfig(), print: printer(json), json, create });
     return 0;
   } catch (error) {
     if (error instanceof ExitError) return error.code;
     const { message, code } = failure(error);
-    console.error(json ? JSON.stringify({ error: message }) : `error: ${message}`);
+    const hint = error instanceof FlagError ? `\nSee "obs ${found.name} --help".` : '';
+    console.error(json ? JSON.stringify({ error: message }) : `error: ${message}${hint}`);
     return code;
   }
 };

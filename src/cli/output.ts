@@ -32,3 +32,31 @@ export const table = (rows: string[][]): string => {
     )
     .join('\n');
 };
+
+/**
+ * A table printed while its rows still come (a history of millions of events is never held whole): the
+ * header first, then each row, padded to the widths of the header and the first `sample` rows. A longer
+ * cell later pushes its row's next cells to the right, never cuts them.
+ */
+export async function* alignedRows<T>(
+  header: string[],
+  rows: AsyncIterable<T>,
+  cells: (row: T) => string[],
+  sample = 1000,
+): AsyncGenerator<{ text: string; row?: T }> {
+  const first: { row: T; cells: string[] }[] = [];
+  const iterator = rows[Symbol.asyncIterator]();
+  for (let next = await iterator.next(); ; next = await iterator.next()) {
+    if (!next.done) first.push({ row: next.value, cells: cells(next.value) });
+    if (next.done || first.length === sample) break;
+  }
+  const widths = header.map((_, c) => Math.max(header[c]!.length, ...first.map((r) => r.cells[c]!.length)));
+  const line = (row: string[]) =>
+    row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c]!))).join('  ');
+  yield { text: line(header) };
+  for (const { row, cells: text } of first) yield { text: line(text), row };
+  if (first.length < sample) return;
+  for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+    yield { text: line(cells(next.value)), row: next.value };
+  }
+}

@@ -1,8 +1,7 @@
-import { parseArgs } from 'node:util';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import { findParked, retryParked, skipParked } from '../readmodels/parked-commands.js';
 import type { Stores } from '../stores.js';
-import { knownProjection, projectionNames } from './args.js';
+import { flags, knownProjection, projectionNames } from './args.js';
 import { ExitError, UsageError, type Commands } from './command.js';
 import { withStores } from './stores.js';
 
@@ -10,8 +9,7 @@ import { withStores } from './stores.js';
 
 /** `<name> [--position <n>]` of the parked commands. */
 const parkedArgs = (args: string[], positionRequired: boolean) => {
-  const { values, positionals } = parseArgs({
-    args,
+  const { values, positionals } = flags(args, {
     allowPositionals: true,
     options: { position: { type: 'string' } },
   });
@@ -40,9 +38,9 @@ export const parkedCommands: Commands = {
   Applies the projection's parked events (or the one at --position) to the live read model again. One that
   now applies leaves the list (recorded as ProjectionEventRetried); one that fails stays parked with the new
   error (recorded as ProjectionEventParked). Exit code 1 when any is still parked.`,
-    run: async (args, config, print) => {
+    run: async (args, { print, ...context }) => {
       const { projection, position } = parkedArgs(args, false);
-      await withStores(config, async (stores) => {
+      await withStores(context, async (stores) => {
         const chosen =
           position === undefined
             ? await stores.readModels.listParked(projection.name)
@@ -75,9 +73,9 @@ export const parkedCommands: Commands = {
     help: `projections parked skip <name> --position <n>
   Removes a parked event from the list on purpose: the read model stays without it. Recorded as
   ProjectionEventSkipped in the tenant's history.`,
-    run: async (args, config, print) => {
+    run: async (args, { print, ...context }) => {
       const { projection, position } = parkedArgs(args, true);
-      await withStores(config, async (stores) => {
+      await withStores(context, async (stores) => {
         const parked = await parkedOrUsage(stores, projection.name, position!);
         await skipParked(stores, parked);
         print(`${projection.name} position ${parked.position}: skipped, no longer parked`, {

@@ -1,8 +1,7 @@
-import { parseArgs } from 'node:util';
 import { projections } from '../../projections/index.js';
 import { buildCheckpoint, listBuilds, projectionStatus, rebuild, untilText } from '../readmodels/rebuild.js';
 import { progressReporter } from '../readmodels/progress.js';
-import { batchSizeOption, knownProjection, projectionNames, requireTenant } from './args.js';
+import { batchSizeOption, flags, knownProjection, projectionNames, requireTenant } from './args.js';
 import { ExitError, interruptible, UsageError, type Commands } from './command.js';
 import { table } from './output.js';
 import { assertTenantExists, withStores } from './stores.js';
@@ -16,9 +15,8 @@ export const projectionCommands: Commands = {
   With --tenant, only that tenant's documents are rebuilt and replaced. Ctrl-C stops it (exit code 130)
   leaving the live read model untouched; the same command resumes where it stopped (--restart starts over).
   Known names: ${projectionNames()}`,
-    run: async (args, config, print) => {
-      const { values, positionals } = parseArgs({
-        args,
+    run: async (args, { print, ...context }) => {
+      const { values, positionals } = flags(args, {
         allowPositionals: true,
         options: {
           tenant: { type: 'string' },
@@ -38,7 +36,7 @@ export const projectionCommands: Commands = {
         chosen = chosen.filter((entry) => entry.partition === 'tenant');
       }
       const batchSize = batchSizeOption(values['batch-size']);
-      await withStores(config, async (stores) => {
+      await withStores(context, async (stores) => {
         if (tenantId) await assertTenantExists(stores.eventStore, tenantId);
         const results = await interruptible(async (signal) => {
           const outcomes = [];
@@ -88,9 +86,9 @@ export const projectionCommands: Commands = {
   Shows each read model's checkpoint, its lag (events not applied yet, and seconds since the first of them),
   its runner's last error and how many events it parked, then the parked events, the rebuilds in progress
   and the snapshots.`,
-    run: async (args, config, print) => {
-      parseArgs({ args, options: {} });
-      await withStores(config, async (stores) => {
+    run: async (args, { print, ...context }) => {
+      flags(args, { options: {} });
+      await withStores(context, async (stores) => {
         const now = new Date();
         const head = await stores.eventStore.headPosition();
         const statuses = [];

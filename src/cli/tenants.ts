@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { tenantsProjection } from '../../projections/tenants.js';
 import { newId } from '../core/ids.js';
 import { CreateTenantBody } from '../tenants/codecs.js';
@@ -7,22 +6,22 @@ import { decodeOrThrow } from '../http/codec.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import { createTenant } from '../tenants/create.js';
 import type { Tenant } from '../tenants/decider.js';
-import { withFlagNames } from './args.js';
+import { flags, withFlagNames } from './args.js';
 import type { Commands } from './command.js';
+import { table } from './output.js';
 import { catchUp, withStores } from './stores.js';
 
 export const tenantCommands: Commands = {
   'tenant create': {
     help: 'tenant create --name <name> --email <address>\n  Creates a tenant and its first admin API key.',
-    run: async (args, config, print) => {
-      const { values } = parseArgs({
-        args,
+    run: async (args, { print, ...context }) => {
+      const { values } = flags(args, {
         options: { name: { type: 'string' }, email: { type: 'string' } },
       });
       const body = withFlagNames({ notificationEmail: 'email' }, () =>
         decodeOrThrow(CreateTenantBody, { name: values.name, notificationEmail: values.email }),
       );
-      await withStores(config, async (stores) => {
+      await withStores(context, async (stores) => {
         const { tenant, adminApiKey } = await createTenant(
           stores.eventStore,
           (prefix) => newId(prefix),
@@ -45,8 +44,9 @@ export const tenantCommands: Commands = {
   },
   'tenant list': {
     help: 'tenant list\n  Lists every tenant, oldest first.',
-    run: async (_args, config, print) => {
-      await withStores(config, async (stores) => {
+    run: async (args, { print, ...context }) => {
+      flags(args, { options: {} });
+      await withStores(context, async (stores) => {
         await catchUp(tenantsProjection, stores, 30_000);
         const tenants = await stores.readModels.list<Tenant>(tenantsProjection.collection.name, {
           tenantId: platformPartition,
@@ -54,8 +54,11 @@ export const tenantCommands: Commands = {
           sort: { field: 'createdAt', direction: 'asc' },
           limit: 10_000,
         });
+        const rows = tenants.map((t) => [t.id, t.name, t.createdAt, t.notificationEmail]);
         print(
-          tenants.map((t) => `${t.id}  ${t.name}  ${t.notificationEmail}`).join('\n') || '(no tenants)',
+          rows.length > 0
+            ? table([['id', 'name', 'created', 'notification e-mail'], ...rows])
+            : '(no tenants)',
           tenants,
         );
       });

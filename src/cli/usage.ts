@@ -1,10 +1,12 @@
+import type { Commands } from './command.js';
+
 /** The overview `obs` prints without a command, or with `--help` alone; each command has its own help. */
 export const usage = `Usage: obs <command> [options]
 
 Commands:
   tenant create --name <name> --email <address>   create a tenant; prints its first admin API key, once
   tenant list                                     list tenants
-  keys list                                       list the token signing keys
+  keys list                                       list the token signing keys; marks the one that signs
   keys rotate                                     add a signing key; it signs new tokens from now on
   keys retire <kid>                               stop accepting tokens signed with this key
   audit verify --tenant <id>                      check every hash chain and digest of the tenant's history
@@ -21,9 +23,22 @@ Commands:
   projections drop <snapshot>                     remove a snapshot
   export <name> --format ndjson|csv [--tenant <id>] [--from <snapshot>]
                                                   stream a read model (or a snapshot) to stdout
+  help [command]                                  this overview, or a command's help (as <command> --help)
 
 Options:
   --json     print JSON instead of text
-  --help     show help for a command
+  --help     show help for a command (or a group: obs projections --help)
+  --create   start a new DATA_DIR where there is none (without it, a missing DATA_DIR is refused)
 
-The stores are the ones the service is configured for (DATA_DIR, EVENTSTORE_URL, MONGODB_URL).`;
+The stores are the ones the service is configured for (DATA_DIR, DATABASE_URL, EVENTSTORE_URL, MONGODB_URL);
+each command names the ones it uses on stderr ("obs: store sqlite:/srv/data").
+Exit codes: 0 done, 1 failed (or found a broken link, a parked event), 2 bad usage or input, 130 interrupted.`;
+
+/** `obs projections --help`: the help of every command in the group. */
+export const groupHelp = (group: string, commands: Commands): string =>
+  [
+    `Usage: obs ${group} <command> [options]`,
+    ...Object.entries(commands)
+      .filter(([name]) => name.startsWith(`${group} `))
+      .map(([, command]) => `\n  obs ${command.help.replace(/\n/g, '\n  ')}`),
+  ].join('\n');
