@@ -1,0 +1,85 @@
+// The credential lives in sessionStorage (this tab, until it closes), never in localStorage: signing out,
+// or closing the tab, forgets it. What the credential may do is asked of the API itself (see probeScopes).
+import { ApiProblem, base } from './base.js';
+
+export type Credential =
+  | { kind: 'apiKey'; tenantId: string; key: string }
+  | { kind: 'user'; tenantId: string; email: string; accessToken: string; refreshToken: string };
+
+const storageKey = 'obs-console-credential';
+
+const read = (): Credential | null => {
+  const text = sessionStorage.getItem(storageKey);
+  return text ? (JSON.parse(text) as Credential) : null;
+};
+
+let current: Credential | null = read();
+const listeners = new Set<() => void>();
+
+const set = (credential: Credential | null) => {
+  current = credential;
+  if (credential) sessionStorage.setItem(storageKey, JSON.stringify(credential));
+  else sessionStorage.removeItem(storageKey);
+  for (const listener of listeners) listener();
+};
+
+/** An API key names its tenant: `obs_<tenantId>.<keyId>.<secret>`. */
+export const tenantOfKey = (key: string): string | null =>
+  /^obs_(t_[0-9a-z]+)\./.exec(key.trim())?.[1] ?? null;
+
+interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+}
+
+const postJson = async (path: string, body: unknown) => {
+  return fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+};
+
+let refreshing: Promise<boolean> | null = null;
+
+export const session = {
+  credential: () => current,
+  tenantId: () => current?.tenantId ?? '',
+  subscribe: (listener: () => void) => {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  },
+  useKey: (key: string) => {
+    const tenantId = tenantOfKey(key);
+    if (!tenantId) throw new Error('That is not an API key of a tenant (obs_t_….….…)');
+    set({ kind: 'apiKey', tenantId, key: key.trim() });
+  },
+  login: async (tenantId: string, email: string, password: string) => {
+    const response = await postJson('/v1/auth/token', { tenantId, email, password });
+    const body = (await response.json()) as TokenPair & { detail?: string; title?: string };
+    if (!response.ok)
+      throw new ApiProblem(response.status, body.title ?? 'Sign-in failed', body.detail ?? '');
+    set({ kind: 'user', tenantId, email, accessToken: body.accessToken, refreshToken: body.refreshToken });
+  },
+  /** One refresh at a time: refresh tokens are single use, and a second use revokes the session. */
+  refresh: (): Promise<boolean> => {
+    const credential = current;
+    if (credential?.kind !== 'user') return Promise.resolve(false);
+    refreshing ??= (async () => {
+      try {
+        const response = await postJson('/v1/auth/refresh', { refreshToken: credential.refreshToken });
+        if (!response.ok) {
+          set(null);
+          return false;
+        }
+        const pair = (await response.json()) as TokenPair;
+        set({ ...credential, ...pair });
+        return true;
+      } finally {
+        refreshing = null;
+      }
+    })();
+    return refreshing;
+  },
+  signOut: () => set(null),
+};

@@ -1,0 +1,97 @@
+// Small pieces every screen uses: loading and error states (the problem's `detail`), dates in the
+// browser's time zone with UTC on hover, and a hook for one asynchronous load.
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { ApiProblem } from './api.js';
+
+export const ProblemBox = ({ error }: { error: unknown }) => {
+  if (!error) return null;
+  const problem = error instanceof ApiProblem ? error : null;
+  return (
+    <div class="problem" role="alert">
+      <strong>{problem ? `${problem.status} ${problem.title}` : 'Something went wrong'}</strong>
+      {problem?.detail && problem.detail !== problem.title ? <p>{problem.detail}</p> : null}
+      {!problem && error instanceof Error ? <p>{error.message}</p> : null}
+    </div>
+  );
+};
+
+export const Loading = ({ what }: { what: string }) => (
+  <p class="loading" role="status">
+    Loading {what}…
+  </p>
+);
+
+const local = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+/** A date in the browser's time zone; its UTC form on hover, and as the machine-readable value. */
+export const When = ({ at }: { at: string | null | undefined }) => {
+  if (!at) return <span>—</span>;
+  const date = new Date(at);
+  return (
+    <time
+      dateTime={date.toISOString()}
+      title={`${date.toISOString().replace('T', ' ').replace('.000Z', 'Z')} UTC`}
+    >
+      {local.format(date)}
+    </time>
+  );
+};
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: unknown;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** Runs `load` whenever `keys` change, and on `reload()`; keeps the last data while loading again. */
+export const useLoad = <T,>(load: () => Promise<T>, keys: unknown[]): Loaded<T> => {
+  const [state, setState] = useState<{ data?: T; error: unknown; loading: boolean }>({
+    error: null,
+    loading: true,
+  });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true, error: null }));
+    load().then(
+      (data) => live && setState({ data, error: null, loading: false }),
+      (error: unknown) => live && setState((s) => ({ ...s, error, loading: false })),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...keys, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { ...state, data: state.data, reload };
+};
+
+/** An action's button state: running, and its last problem. */
+export const useAction = () => {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const run = async (action: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, run };
+};
+
+export const Section = ({ title, children }: { title: string; children: ComponentChildren }) => (
+  <section aria-label={title}>
+    <h2>{title}</h2>
+    {children}
+  </section>
+);
+
+export const Json = ({ value }: { value: unknown }) => (
+  <pre class="json">{JSON.stringify(value, null, 2)}</pre>
+);
