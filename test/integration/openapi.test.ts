@@ -583,6 +583,9 @@ describe('the OpenAPI document', function () {
       ).to.equal(200);
 
       await call('GET', '/v1/tenants/{tenantId}/observations/{id}/history', { params: observation });
+      const verified = await call('GET', '/v1/tenants/{tenantId}/audit/verification');
+      expect(verified.status).to.equal(200);
+      expect(verified.body.broken).to.equal(null);
       await call('GET', '/v1/tenants/{tenantId}/events', {
         query: 'type=ObservationRecorded,ObservationUpdated&limit=3',
       });

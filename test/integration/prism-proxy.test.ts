@@ -124,6 +124,7 @@ describe('the service through prism’s validating proxy', function () {
     expect(
       (await call('GET', '/docs/redoc.standalone.js', { headers: { 'If-None-Match': scriptTag } })).status,
     ).to.equal(304);
+    expect((await call('GET', '/favicon.ico')).status).to.equal(200);
     expect((await call('GET', '/.well-known/jwks.json')).status).to.equal(200);
     expect((await call('GET', '/.well-known/oauth-authorization-server')).status).to.equal(200);
 
@@ -422,6 +423,9 @@ describe('the service through prism’s validating proxy', function () {
       headers: { Accept: 'application/x-ndjson' },
     });
     expect(ndjson.status).to.equal(200);
+    const audit = await call('GET', `${t}/audit/verification`, { key: admin });
+    expect(audit.status).to.equal(200);
+    expect(audit.body.broken).to.equal(null);
 
     // Problems the service answers itself (prism passes these requests on: they match the document).
     expect(
