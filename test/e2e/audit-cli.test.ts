@@ -94,15 +94,36 @@ describe('auditing a tenant from the command line', () => {
     expect(JSON.parse(verified.stdout).broken.reason).to.match(/digest .* does not match the history/);
   });
 
-  it('says so when the tenant does not exist, with exit code 2', async () => {
+  it('says so when the tenant does not exist, or when the id is not a tenant id, with exit code 2', async () => {
     const verified = await cli(dir, 'audit', 'verify', '--tenant', 't_nobody');
     expect(verified.code).to.equal(2);
     expect(verified.stderr).to.match(/Tenant t_nobody does not exist/);
+    const nonsense = await cli(dir, 'audit', 'verify', '--tenant', 'nonsense');
+    expect(nonsense.code).to.equal(2);
+    expect(nonsense.stderr).to.match(/--tenant nonsense is not a tenant id: t_ then lower-case letters/);
+    const missing = await cli(dir, 'audit', 'verify');
+    expect(missing.code).to.equal(2);
+    expect(missing.stderr).to.match(/--tenant <id> is required/);
+  });
+
+  it('refuses a stream that does not exist, rather than replaying it as an absent aggregate', async () => {
+    const typo = `${stream(0)}x`;
+    const replayed = await cli(dir, 'audit', 'replay', '--tenant', tenantId, '--stream', typo);
+    expect(replayed.code).to.equal(2);
+    expect(replayed.stderr).to.include(`Stream ${typo} does not exist`);
+    expect(replayed.stdout).to.equal('');
   });
 
   it('replays the history, and an aggregate’s state as it was at a point, with the command handlers’ fold', async () => {
-    const lines = (await cli(dir, 'audit', 'replay', '--tenant', tenantId)).stdout.trim().split('\n');
-    expect(lines.some((line) => line.includes(`${stream(0)}@1  ObservationUpdated`))).to.equal(true);
+    const [header, ...lines] = (await cli(dir, 'audit', 'replay', '--tenant', tenantId)).stdout
+      .trim()
+      .split('\n');
+    expect(header).to.match(/^position +occurred +type +actor +stream@version$/);
+    const updated = lines.find((line) => line.endsWith(`${stream(0)}@1`));
+    expect(updated).to.match(/ ObservationUpdated +\S+ +observation-/);
+    // Aligned: each column starts where its header does.
+    expect(updated!.indexOf('ObservationUpdated')).to.equal(header!.indexOf('type'));
+    expect(updated!.indexOf(stream(0))).to.equal(header!.indexOf('stream@version'));
     const positions = lines.map((line) => Number(line.split(' ')[0]));
     expect(positions).to.deep.equal([...positions].sort((a, b) => a - b));
 
@@ -134,5 +155,21 @@ describe('auditing a tenant from the command line', () => {
     const garbage = await cli(dir, 'audit', 'replay', '--tenant', tenantId, '--until', 'yesterday');
     expect(garbage.code).to.equal(2);
     expect(garbage.stderr).to.match(/neither a position nor an ISO 8601 time/);
+    // A negative number is not taken for an option: our own message, not parseArgs' (nor a stack trace).
+    for (const until of [['--until', '-3'], ['--until=-3']]) {
+      const negative = await cli(dir, 'audit', 'replay', '--tenant', tenantId, ...until);
+      expect(negative.code, until.join(' ')).to.equal(2);
+      expect(negative.stderr).to.match(/^error: --until -3 is neither a position nor an ISO 8601 time/m);
+      expect(negative.stderr).to.not.match(/ambiguous|\n {4}at /);
+    }
+  });
+
+  it('refuses options a command does not take, pointing at its help', async () => {
+    const run = await cli(dir, 'audit', 'verify', '--tenant', tenantId, '--stream', 'x');
+    expect(run.code).to.equal(2);
+    expect(run.stderr).to.equal('error: Unknown option --stream\nSee "obs audit verify --help".\n');
+    const valueless = await cli(dir, 'audit', 'verify', '--tenant');
+    expect(valueless.code).to.equal(2);
+    expect(valueless.stderr).to.match(/^error: --tenant needs a value\n/);
   });
 });
