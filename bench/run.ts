@@ -110,21 +110,29 @@ const main = async (): Promise<void> => {
   /** A phase that runs on both backends: its SQLite run, when SQLite is one of them. */
   const sqlitePhase = <T>(name: Dual, run: () => Promise<T>): Promise<T | null> =>
     onSqlite ? phase(name, run) : Promise.resolve(null);
-  /** Its PostgreSQL run, given a fresh database that is dropped after it. */
+  /**
+   * Its PostgreSQL run, given a fresh database that is dropped after it; `append` and `catchup` make their
+   * own, one per measurement (bench/postgres.ts), and get none.
+   */
   const postgresPhase = async <T>(
     name: Dual,
-    run: (databaseUrl: string) => Promise<T>,
+    run: (databaseUrl: string | null) => Promise<T>,
   ): Promise<T | null> => {
     if (!onPostgres || !phases.has(name)) return null;
     log(`${name} (postgres)…`);
     const phaseStarted = performance.now();
-    const database = createBenchDatabase(name);
+    const database = name === 'append' || name === 'catchup' ? null : createBenchDatabase(name);
     try {
-      return await run(database.url);
+      return await run(database?.url ?? null);
     } finally {
-      database.drop();
+      database?.drop();
       log(`${name} (postgres) done in ${((performance.now() - phaseStarted) / 1000).toFixed(1)} s`);
     }
+  };
+  /** The database of a phase that gets one. */
+  const url = (databaseUrl: string | null): string => {
+    if (databaseUrl === null) throw new Error('this phase was given no database');
+    return databaseUrl;
   };
   const pg: PostgresResults = {
     http: null,
@@ -137,7 +145,7 @@ const main = async (): Promise<void> => {
 
   const http: HttpResults | null = await sqlitePhase('http', () => runHttp(settings));
   pg.http = await postgresPhase('http', (databaseUrl) =>
-    runHttp({ ...settings, databaseUrl, ...(http ? { baselines: http } : {}) }),
+    runHttp({ ...settings, databaseUrl: url(databaseUrl), ...(http ? { baselines: http } : {}) }),
   );
   const scaleoutSettings = {
     durationS: settings.durationS,
@@ -146,12 +154,11 @@ const main = async (): Promise<void> => {
   };
   const scaleout: ScaleoutResults | null = await sqlitePhase('scaleout', () => runScaleout(scaleoutSettings));
   pg.scaleout = await postgresPhase('scaleout', (databaseUrl) =>
-    runScaleout({ ...scaleoutSettings, databaseUrl }),
+    runScaleout({ ...scaleoutSettings, databaseUrl: url(databaseUrl) }),
   );
   const append: AppendResults | null = await sqlitePhase('append', () =>
     appendThroughput(settings.appendEvents, settings.appendBatch),
   );
-  // The append and catch-up comparisons create a database per measurement (bench/postgres.ts).
   pg.append = await postgresPhase('append', () =>
     postgresAppend(settings.appendEvents, settings.appendBatch),
   );
@@ -188,7 +195,7 @@ const main = async (): Promise<void> => {
     runWebhooks(webhookSettings(http)),
   );
   pg.webhooks = await postgresPhase('webhooks', (databaseUrl) =>
-    runWebhooks({ ...webhookSettings(pg.http), databaseUrl }),
+    runWebhooks({ ...webhookSettings(pg.http), databaseUrl: url(databaseUrl) }),
   );
   const cv: CvResults | null = await phase('cv', () =>
     runCv({ jobs: settings.cvJobs, samples: settings.cvLatencySamples, loopRuns: settings.cvLoopRuns }),
@@ -199,7 +206,7 @@ const main = async (): Promise<void> => {
     rebuildPhase(settings.millionEvents, settings.eventsPerStream),
   );
   pg.rebuild = await postgresPhase('rebuild', (databaseUrl) =>
-    rebuildPhase(settings.millionEvents, settings.eventsPerStream, databaseUrl),
+    rebuildPhase(settings.millionEvents, settings.eventsPerStream, url(databaseUrl)),
   );
 
   const loadBeforeSoak = loadAverage();
