@@ -53,9 +53,12 @@ const lockSql = (fn: string) => `SELECT ${fn}(hashtext('readmodels ddl'), hashte
 
 /** Columns of fields declared after the table was made (a table rewrite: a large one is better rebuilt). */
 const addColumnsSql = (spec: CollectionSpec, physical: string, found: TableState): string[] =>
-  [...generatedColumns(spec)]
+  [...baseColumns, ...generatedColumns(spec)]
     .filter(([columnName]) => !found.columns.has(columnName))
     .map(([, definition]) => `ALTER TABLE ${table(physical)} ADD COLUMN IF NOT EXISTS ${definition}`);
+
+/** Columns every table has that tables made by earlier versions may lack (added without a rewrite). */
+const baseColumns: [string, string][] = [['escaped', 'escaped boolean NOT NULL DEFAULT false']];
 
 const buildConcurrently = async (
   pool: pg.Pool,

@@ -66,6 +66,7 @@ export const createTableSql = (spec: CollectionSpec, physical: string): string =
     id text COLLATE "C" NOT NULL,
     position bigint NOT NULL,
     doc jsonb,
+    escaped boolean NOT NULL DEFAULT false,
     ${[...generatedColumns(spec).values()].map((definition) => `${definition},`).join('\n    ')}
     CONSTRAINT ${quote(`${name}_pkey`)} PRIMARY KEY (tenant_id, id)
   )`;

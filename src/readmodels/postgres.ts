@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { depthExceeded } from '../core/json-bounds.js';
 import { acquirePostgres, inTransaction, orUnavailable, type PoolOptions } from '../postgres/client.js';
 import { migrate } from '../postgres/migrate.js';
 import { CollectionSwappedError } from './port.js';
@@ -16,6 +15,7 @@ import type {
   SwapRequest,
 } from './port.js';
 import { describeTable, dropTable, ensureTable } from './postgres-ddl.js';
+import { fromStored, jsonFromStored, toStored } from './postgres-nul.js';
 import {
   addFilter,
   addKeyset,
@@ -65,26 +65,10 @@ const schema = [
    );`,
 ];
 
-/**
- * Documents nested deeper than this are refused (the event is parked): PostgreSQL would take them, but
- * MongoDB refuses past 100 levels, and a read model must hold the same documents on every backend.
- */
-const maxDocumentDepth = 100;
-
 /** SQLSTATEs of a transaction that lost a race and may simply run again: serialization failure, deadlock. */
 const retryable = new Set(['40001', '40P01']);
 
 const isRetryable = (error: unknown): boolean => retryable.has(String((error as { code?: unknown }).code));
-
-const documentJson = (change: DocumentChange): string | null => {
-  if (change.doc === null) return null;
-  const json = JSON.stringify(change.doc);
-  if (depthExceeded(json, maxDocumentDepth))
-    throw new Error(
-      `The JSON of the document ${change.id} of ${change.collection} nests deeper than ${maxDocumentDepth} levels`,
-    );
-  return json;
-};
 
 /** Only the last change of each document can win; one INSERT … ON CONFLICT may touch a row only once. */
 const latestByCollection = (changes: readonly DocumentChange[]): Map<string, DocumentChange[]> => {
@@ -100,9 +84,10 @@ const latestByCollection = (changes: readonly DocumentChange[]): Map<string, Doc
 };
 
 const upsertSql = (collection: string): string =>
-  `INSERT INTO ${table(collection)} AS t (tenant_id, id, position, doc)
-   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::jsonb[])
-   ON CONFLICT (tenant_id, id) DO UPDATE SET position = excluded.position, doc = excluded.doc
+  `INSERT INTO ${table(collection)} AS t (tenant_id, id, position, doc, escaped)
+   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::jsonb[], $5::boolean[])
+   ON CONFLICT (tenant_id, id) DO UPDATE
+     SET position = excluded.position, doc = excluded.doc, escaped = excluded.escaped
    WHERE excluded.position > t.position`;
 
 interface DocumentRow {
@@ -110,10 +95,13 @@ interface DocumentRow {
   id: string;
   position: string;
   doc: unknown;
+  escaped: boolean;
 }
 
 const stored = <D>(row: DocumentRow | undefined): StoredDocument<D> | null =>
-  row && row.doc !== null ? { doc: row.doc as D, position: Number(row.position) } : null;
+  row && row.doc !== null
+    ? { doc: fromStored<D>(row.doc, row.escaped), position: Number(row.position) }
+    : null;
 
 export const openPostgresReadModels = async (
   url: string,
@@ -158,9 +146,14 @@ export const openPostgresReadModels = async (
       where.add('doc IS NOT NULL');
       for (const filter of query.filters) addFilter(where, spec, filter);
       bound(where);
-      const sql = `SELECT doc::text AS json, id, ${sortColumn} AS "sortValue" FROM ${table(collection)}
+      const sql = `SELECT doc::text AS json, escaped, id, ${sortColumn} AS "sortValue" FROM ${table(collection)}
         WHERE ${where.where()} ORDER BY ${orderBy(query)} LIMIT ${where.param(limit, 'integer')}`;
-      return (await run<JsonRow>(sql, where.values)).rows;
+      const { rows } = await run<JsonRow & { escaped: boolean }>(sql, where.values);
+      return rows.map(({ json, escaped, id, sortValue }) => ({
+        json: jsonFromStored(json, escaped),
+        id,
+        sortValue,
+      }));
     };
     const rows = await page((where) => addKeyset(where, spec, query), query.limit);
     if (rows.length === query.limit || !continuesIntoNulls(query)) return rows;
@@ -181,11 +174,15 @@ export const openPostgresReadModels = async (
       const subscribed = epochs.get(projection);
       if (subscribed !== undefined && subscribed !== epoch) throw new CollectionSwappedError(projection);
       for (const [collection, latest] of latestByCollection(changes)) {
+        const docs = latest.map((change) =>
+          toStored(change.doc, () => `the document ${change.id} of ${change.collection}`),
+        );
         await client.query(upsertSql(collection), [
           latest.map((change) => change.tenantId),
           latest.map((change) => change.id),
           latest.map((change) => change.position),
-          latest.map(documentJson),
+          docs.map((doc) => doc.json),
+          docs.map((doc) => doc.escaped),
         ]);
       }
       await client.query(
@@ -230,8 +227,8 @@ export const openPostgresReadModels = async (
           request.tenantId,
         ]);
         await client.query(
-          `INSERT INTO ${table(request.collection)} (tenant_id, id, position, doc)
-           SELECT tenant_id, id, position, doc FROM ${table(request.source)} WHERE tenant_id = $1`,
+          `INSERT INTO ${table(request.collection)} (tenant_id, id, position, doc, escaped)
+           SELECT tenant_id, id, position, doc, escaped FROM ${table(request.source)} WHERE tenant_id = $1`,
           [request.tenantId],
         );
         await client.query(`DROP TABLE ${table(request.source)}`);
@@ -280,7 +277,7 @@ export const openPostgresReadModels = async (
 
     get: async <D>(collection: string, { tenantId, id }: DocumentKey) => {
       const { rows } = await run<DocumentRow>(
-        `SELECT tenant_id, id, position, doc FROM ${table(collection)} WHERE tenant_id = $1 AND id = $2`,
+        `SELECT tenant_id, id, position, doc, escaped FROM ${table(collection)} WHERE tenant_id = $1 AND id = $2`,
         [tenantId, id],
       );
       return stored<D>(rows[0]);
@@ -289,7 +286,7 @@ export const openPostgresReadModels = async (
     getMany: async <D>(collection: string, keys: readonly DocumentKey[]) => {
       if (keys.length === 0) return [];
       const { rows } = await run<DocumentRow>(
-        `SELECT tenant_id, id, position, doc FROM ${table(collection)}
+        `SELECT tenant_id, id, position, doc, escaped FROM ${table(collection)}
          WHERE (tenant_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
         [keys.map((key) => key.tenantId), keys.map((key) => key.id)],
       );

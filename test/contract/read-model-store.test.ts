@@ -179,6 +179,48 @@ function postgresTables(url: string) {
       }
     });
 
+    it('keeps strings holding U+0000, which jsonb refuses, and the escape character exactly', async () => {
+      const spec = aSpec();
+      const store = await open();
+      await store.ensureCollection(spec);
+      const tenantId = uniqueTenant();
+      const odd = {
+        id: 's1',
+        name: 'a\u0000b',
+        notes: ['\uE000', '\uE000e', '\uE0000', '\\u0000', '\u0000\uE000\u0000'],
+        attributes: { 'key\u0000': { '\uE000': 'x' } },
+      };
+      const plain = { id: 's2', name: 'plain' };
+      // Its JSON text holds \u0000 too, as an escaped backslash: escaped, and read back as it was.
+      const backslash = { id: 's3', name: 'quoted', notes: ['\\u0000 is six characters'] };
+      await store.commit(
+        `nul-${spec.name}`,
+        [odd, plain, backslash].map((doc, n) => ({
+          collection: spec.name,
+          tenantId,
+          id: doc.id,
+          position: n + 1,
+          doc,
+        })),
+        3,
+      );
+      expect((await store.get(spec.name, { tenantId, id: 's1' }))?.doc).to.deep.equal(odd);
+      expect((await store.getMany(spec.name, [{ tenantId, id: 's1' }]))[0]?.doc).to.deep.equal(odd);
+      const query = { tenantId, filters: [], sort: { field: 'name', direction: 'asc' as const }, limit: 10 };
+      expect(await store.list(spec.name, query)).to.deep.equal([odd, plain, backslash]);
+      expect(
+        (await store.listJson(spec.name, query)).map((row) => JSON.parse(row.json) as unknown),
+      ).to.deep.equal([odd, plain, backslash]);
+      const { rows } = await admin.query<{ id: string; escaped: boolean }>(
+        `SELECT id, escaped FROM "rm_${spec.name}" ORDER BY id`,
+      );
+      expect(rows).to.deep.equal([
+        { id: 's1', escaped: true },
+        { id: 's2', escaped: false },
+        { id: 's3', escaped: true },
+      ]);
+    });
+
     it('lets several processes ensure the same collection at once', async () => {
       const spec = aSpec();
       const opened = await Promise.all([1, 2, 3, 4].map(() => open()));
