@@ -47,6 +47,15 @@ const seedObservations = async (
   }
 };
 
+const headPosition = async (dataDir: string) => {
+  const store = openSqliteEventStore(join(dataDir, 'events.db'));
+  try {
+    return await store.headPosition();
+  } finally {
+    await store.close();
+  }
+};
+
 /** A minimal RFC 4180 reader: quoted fields, doubled quotes, CRLF row ends. */
 const parseCsv = (text: string): string[][] => {
   const rows: string[][] = [];
@@ -354,9 +363,6 @@ describe('projections and exports on the command line', function () {
       expect(empty.code, empty.stderr).to.equal(0);
       expect(parseCsv(empty.stdout)).to.have.length(1);
     }
-    expect(
-      (await cli(dir, 'export', 'observations', '--format', 'ndjson', '--tenant', 't_nobody')).stdout,
-    ).to.equal('');
 
     const built = await cli(
       dir,
@@ -369,8 +375,12 @@ describe('projections and exports on the command line', function () {
       'early',
     );
     expect(built.code, built.stderr).to.equal(0);
-    expect(built.stdout).to.match(/Snapshot early of observations as of position \d+/);
-    const early = await cli(dir, 'export', 'observations', '--format', 'ndjson', '--from', 'early');
+    expect(built.stdout).to.include(
+      `Snapshot early of observations as of position ${firstPosition}: stopped at position ${firstPosition}, `,
+    );
+    // The export it suggests is the one that reads it.
+    const suggested = /Read it with: obs (.+)$/m.exec(built.stdout)![1]!.split(' ');
+    const early = await cli(dir, ...suggested);
     expect(early.code, early.stderr).to.equal(0);
     expect(
       early.stdout
@@ -380,6 +390,22 @@ describe('projections and exports on the command line', function () {
     ).to.deep.equal([docs[0]!.id]);
     const listed = await cli(dir, 'projections', 'status');
     expect(listed.stdout).to.match(/snapshot early of observations until position \d+: complete/);
+
+    // As of a time: it stops at the last event up to then, and says which.
+    const later = await cli(
+      dir,
+      'projections',
+      'build',
+      'observations',
+      '--until',
+      new Date().toISOString(),
+      '--into',
+      'now',
+      '--json',
+    );
+    expect(later.code, later.stderr).to.equal(0);
+    const head = await headPosition(dir);
+    expect(JSON.parse(later.stdout)).to.deep.include({ status: 'complete', checkpoint: head });
   });
 
   it('refuses bad input with exit code 2 and says why', async () => {
@@ -408,11 +434,23 @@ describe('projections and exports on the command line', function () {
       ],
       [['export', 'observations', '--format', 'xml'], /--format must be ndjson or csv/],
       [['export', 'observations', '--format', 'csv', '--from', 'nothing'], /No snapshot named nothing/],
+      // As audit does: a tenant that does not exist is not an empty export.
+      [
+        ['export', 'observations', '--format', 'ndjson', '--tenant', 't_nobody'],
+        /^obs: store sqlite:.*\nerror: Tenant t_nobody does not exist\n$/,
+      ],
+      [['export', 'observations', '--format', 'ndjson', '--tenant', 'nobody'], /is not a tenant id/],
+      // No export reads stream_heads: no snapshot is offered that could not be read.
+      [
+        ['projections', 'build', 'stream_heads', '--until', '1', '--into', 'heads'],
+        /^error: stream_heads has no export, so a snapshot of it could not be read; snapshots are of: observations, /,
+      ],
     ];
     for (const [args, message] of cases) {
       const run = await cli(dir, ...args);
       expect(run.code, args.join(' ')).to.equal(2);
       expect(run.stderr, args.join(' ')).to.match(message);
+      expect(run.stdout, args.join(' ')).to.equal('');
     }
   });
 
