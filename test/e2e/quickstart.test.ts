@@ -126,14 +126,16 @@ describe('the README Quickstart, followed as written', function () {
     );
     const outcome = JSON.parse(sh(localized(second.get(6)!)));
     expect(outcome).to.include({ ok: true, statusCode: 204, eventType: 'observation.created' });
-    await eventually(async () =>
-      receiver.stdout.includes(`verified observation.created ${outcome.eventId}`) ? true : undefined,
+    await eventually(() =>
+      Promise.resolve(
+        receiver.stdout.includes(`verified observation.created ${outcome.eventId}`) || undefined,
+      ),
     );
 
     // "Step 2 again sends a real one."
     sh(localized(first.get(2)!));
-    await eventually(async () =>
-      /verified observation\.created evt_(?!test_)/.test(receiver.stdout) ? true : undefined,
+    await eventually(() =>
+      Promise.resolve(/verified observation\.created evt_(?!test_)/.test(receiver.stdout) || undefined),
     );
   });
 });
