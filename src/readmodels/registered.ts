@@ -1,6 +1,6 @@
 import type { Projection } from './projection.js';
 
-/** How analysts get a read model out: `npm run cli -- export <name>`. */
+/** How analysts get a read model out: `obs export <name>`. */
 export interface ExportSpec {
   /** The name on the command line, e.g. `cv-jobs`. */
   name: string;
