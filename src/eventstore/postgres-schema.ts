@@ -59,8 +59,9 @@ export const eventStoreMigrations: readonly string[] = [
 
   -- One append: the stream's head checked, the transaction's id and the positions taken together under
   -- the allocation lock (released before the insert, and on any error, since it is a session lock), the
-  -- events inserted, and a wake-up sent on commit saying which positions and types it holds (empty when
-  -- too long for a notification). Returns the last position.
+  -- events inserted. Returns the last position. The wake-up is not sent from here: a transaction that
+  -- notifies holds a lock of the whole cluster through its commit, which would make the appends commit,
+  -- and wait for their flush, one at a time (postgres.ts sends it after the commit).
   CREATE FUNCTION append_events(
     p_stream text, p_expected integer, p_ids text[], p_types text[], p_tenants text[],
     p_data text[], p_metadata text[], p_hashes text[]
@@ -69,7 +70,6 @@ export const eventStoreMigrations: readonly string[] = [
     n       integer := cardinality(p_ids);
     current integer;
     first   bigint;
-    payload text;
   BEGIN
     SELECT coalesce(max(stream_version), -1) INTO current FROM events WHERE stream_name = p_stream;
     IF current <> p_expected THEN
@@ -93,10 +93,6 @@ export const eventStoreMigrations: readonly string[] = [
     SELECT first + i - 1, pg_current_xact_id(), p_ids[i], p_stream, p_expected + i, p_types[i],
            p_tenants[i], p_data[i], p_metadata[i], p_hashes[i]
     FROM generate_subscripts(p_ids, 1) AS i;
-    -- What the commit holds, so that a subscriber reading none of these types need not read it.
-    payload := json_build_object('after', first - 1, 'last', first + n - 1,
-                                 'types', (SELECT array_agg(DISTINCT t) FROM unnest(p_types) AS t))::text;
-    PERFORM pg_notify('events_appended', CASE WHEN octet_length(payload) < 7000 THEN payload ELSE '' END);
     RETURN first + n - 1;
   END $$;
   `,

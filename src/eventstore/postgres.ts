@@ -5,11 +5,11 @@ import { ConflictError, VersionConflictError } from '../core/errors.js';
 import { acquirePostgres, orUnavailable, type PoolOptions } from '../postgres/client.js';
 import { migrate } from '../postgres/migrate.js';
 import type { AppendResult, EventStore, ReadAllOptions } from './port.js';
-import { AppendSignal, defaultPollMs } from './append-signal.js';
+import { AppendSignal, defaultPollMs, type Appended } from './append-signal.js';
 import { chainEvent, genesisHash } from './hash-chain.js';
 import { remoteCatchUp, type HorizonPage } from './postgres-catch-up.js';
 import { consumerGroups } from './postgres-groups.js';
-import { listenForAppends, type Listener } from './postgres-listener.js';
+import { appendedChannel, listenForAppends, type Listener } from './postgres-listener.js';
 import {
   eventColumns,
   eventStoreMigrations,
@@ -132,6 +132,37 @@ export const openPostgresEventStore = async (
     return rows[0]?.version ?? NO_STREAM;
   };
 
+  /**
+   * Tells the other processes' subscribers what each commit holds. Not inside the append's transaction:
+   * there, NOTIFY would serialize the commits of every append in the cluster (see append_events). After
+   * the commit instead, and without holding the append up: the notifications waiting go out together, one
+   * statement at a time, each still one commit's own. A hint only: subscribers poll too, so a lost
+   * one only delays them.
+   */
+  const waiting: string[] = [];
+  let sending: Promise<void> | null = null;
+  const sendWaiting = async () => {
+    while (waiting.length > 0) {
+      const payloads = waiting.splice(0);
+      await pool
+        .query('SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload', [
+          appendedChannel,
+          payloads,
+        ])
+        .catch(() => undefined);
+    }
+    sending = null;
+  };
+  const wakeOthers = (appended: Appended) => {
+    const payload = JSON.stringify({
+      after: appended.firstPosition,
+      last: appended.lastPosition,
+      types: [...appended.types],
+    });
+    waiting.push(Buffer.byteLength(payload) < 7000 ? payload : '');
+    sending ??= sendWaiting();
+  };
+
   const appendOnce = async (
     streamName: string,
     events: readonly NewEvent[],
@@ -175,12 +206,13 @@ export const openPostgresEventStore = async (
     const version = head.version + events.length;
     know(streamName, version, previousHash);
     const lastPosition = Number(rows[0]!.last);
-    // As the notification every process gets: this commit's positions and types.
-    signal.notify({
+    const appended = {
       types: new Set(columns.types),
       firstPosition: lastPosition - events.length,
       lastPosition,
-    });
+    };
+    signal.notify(appended);
+    wakeOthers(appended);
     return { nextExpectedVersion: version, lastPosition };
   };
 
@@ -306,6 +338,7 @@ export const openPostgresEventStore = async (
 
     close: async () => {
       signal.close();
+      await sending;
       await listener?.close();
       await handle.release();
     },
