@@ -140,4 +140,7 @@ const App = () => {
   return credential ? <Console credential={credential} /> : <SignIn />;
 };
 
-render(<App />, document.getElementById('console')!);
+const root = document.getElementById('console')!;
+// The page's own "Loading the console…" goes: render adds to what the element holds.
+root.textContent = '';
+render(<App />, root);

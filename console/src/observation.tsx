@@ -140,7 +140,9 @@ const RunJob = ({ observation, onDone }: { observation: Observation; onDone: () 
     [],
   );
   const [model, setModel] = useState('object-proposals');
-  const [mediaId, setMediaId] = useState(observation.media[0]?.id ?? '');
+  const [chosen, setMediaId] = useState('');
+  // The newest image until one is chosen: the observation may have had none when this was first drawn.
+  const mediaId = chosen || (observation.media.at(-1)?.id ?? '');
   const [job, setJob] = useState<CvJob | null>(null);
   const action = useAction();
   const [pollError, setPollError] = useState<unknown>(null);
@@ -234,7 +236,11 @@ const Upload = ({ observationId, onDone }: { observationId: string; onDone: () =
 
 export const ObservationScreen = ({ id, cv }: { id: string; cv: boolean }) => {
   const observation = useLoad(() => getJson<Observation>(tenantPath(`/observations/${id}`)), [id]);
-  const history = useLoad(() => getJson<Version[]>(tenantPath(`/observations/${id}/history`)), [id]);
+  // Read again whenever the observation changes (an upload is a new version).
+  const history = useLoad(
+    () => getJson<Version[]>(tenantPath(`/observations/${id}/history`)),
+    [id, observation.data?.version],
+  );
   const jobs = useLoad(
     () =>
       cv

@@ -73,8 +73,10 @@ const CreateForm = ({ onCreated }: { onCreated: (secret: string) => void }) => {
           const created = await sendJson<{ secret: string }>('POST', tenantPath('/webhooks'), {
             url,
             events,
+            ...(secret.trim() ? { secret: secret.trim() } : {}),
           });
           setUrl('');
+          setSecret('');
           onCreated(created.secret);
         });
       }}

@@ -1,0 +1,456 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { expect } from 'chai';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { createUser, password } from '../support/auth.js';
+import { testImage } from '../support/images.js';
+import { startReceiver } from '../support/receiver.js';
+import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
+
+/** Debian's chromium (`apt-get install -y chromium`); the test skips, saying so, without it. */
+const executablePath = '/usr/bin/chromium';
+/**
+ * axe-core's source, evaluated in the page through the DevTools protocol: page.addScriptTag would add an
+ * inline script, which the console's CSP refuses, as it should.
+ */
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** The screenshots docs/console.md shows, taken by this run. */
+const shots = new URL('../../docs/console/', import.meta.url);
+
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+type Tenant = Awaited<ReturnType<typeof withTenant>>;
+
+const secret = `whsec_${randomBytes(32).toString('base64')}`;
+
+/** Serious or critical axe-core violations on the page as it is now: none is allowed on any screen. */
+const accessibilityViolations = async (page: Page) => {
+  if (!(await page.evaluate('typeof axe !== "undefined"'))) await page.evaluate(axeSource);
+  const violations = await page.evaluate<string[]>(
+    `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`,
+  );
+  return violations;
+};
+
+/**
+ * The console in a real headless browser against the real service, with real receivers on loopback:
+ * every screen is checked with axe-core and photographed into docs/console/, and every request the
+ * browser makes is recorded, so that one to another origin fails the test.
+ */
+describe('the console in a browser', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  let browser: Browser;
+  let tenant: Tenant;
+  let ok: Receiver;
+  let failing: Receiver;
+  const requested: string[] = [];
+  const cspViolations: string[] = [];
+  const pageErrors: string[] = [];
+  const observations: Record<string, string> = {};
+  let visitId: string;
+
+  const api = (path: string, init: Parameters<typeof request>[1] = {}) =>
+    request(`${server.url}/v1/tenants/${tenant.tenantId}${path}`, {
+      ...init,
+      headers: { 'X-API-Key': tenant.adminKey, ...init.headers },
+    });
+
+  const record = async (name: string, body: Record<string, unknown>) => {
+    const created = await api('/observations', {
+      method: 'POST',
+      body: { observedAt: '2026-05-01T09:30:00Z', ...body },
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    observations[name] = created.body.id as string;
+  };
+
+  const newContext = async (): Promise<BrowserContext> => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.on('request', (r) => requested.push(r.url()));
+    await context.addInitScript(`
+      window.cspViolations = [];
+      document.addEventListener('securitypolicyviolation', (event) =>
+        window.cspViolations.push(event.violatedDirective + ' ' + event.blockedURI));
+    `);
+    return context;
+  };
+
+  const openConsole = async (context: BrowserContext) => {
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    const answer = await page.goto(`${server.url}/console`);
+    expect(answer?.status()).to.equal(200);
+    expect(answer?.headers()['content-security-policy']).to.match(
+      /default-src 'self'.*script-src 'self'.*style-src 'self'/,
+    );
+    return page;
+  };
+
+  /** Axe and a screenshot, for each screen once it shows what it should. */
+  const screen = async (page: Page, name: string) => {
+    expect(await accessibilityViolations(page), name).to.deep.equal([]);
+    await page.screenshot({ path: new URL(`${name}.png`, shots).pathname, fullPage: true });
+    cspViolations.push(...(await page.evaluate<string[]>('window.cspViolations')));
+  };
+
+  const signInWithKey = async (page: Page, key: string) => {
+    await page.getByLabel('API key', { exact: true }).fill(key);
+    await page.getByRole('button', { name: 'Sign in with the key' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  };
+
+  before(async function () {
+    if (!existsSync(executablePath)) {
+      console.log(`    skipped: ${executablePath} is not installed (apt-get install -y chromium)`);
+      this.skip();
+    }
+    mkdirSync(shots, { recursive: true });
+    server = await startTestServer({
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s,1s,1s',
+      WEBHOOK_TIMEOUT: '500ms',
+    });
+    tenant = await withTenant(server);
+    ok = await startReceiver(secret);
+    failing = await startReceiver(secret, () => ({ status: 503, body: 'down for maintenance' }));
+    await record('turin', { position: { lat: 45.07, lon: 7.69 }, notes: 'fox near the river' });
+    await record('bern', { position: { lat: 46.95, lon: 7.45 }, notes: 'two deer' });
+    await record('denver', { position: { lat: 39.74, lon: -104.99 }, notes: 'coyote' });
+    const location = await api('/locations', {
+      method: 'POST',
+      body: {
+        name: 'Po valley plot',
+        position: { lat: 45.1, lon: 7.7 },
+        boundary: {
+          type: 'Polygon',
+          coordinates: [
+            [
+              [6, 44],
+              [9, 44],
+              [9, 46],
+              [6, 46],
+              [6, 44],
+            ],
+          ],
+        },
+      },
+    });
+    const visit = await api('/visits', {
+      method: 'POST',
+      body: { locationId: location.body.id, startedAt: '2026-05-01T06:00:00Z', participants: ['Ada'] },
+    });
+    visitId = visit.body.id as string;
+    await record('visited', {
+      position: { lat: 45.1, lon: 7.7 },
+      notes: 'on the visit',
+      visitId,
+      locationId: location.body.id,
+    });
+    browser = await chromium.launch({
+      executablePath,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    await ok?.close();
+    await failing?.close();
+    await server?.close();
+  });
+
+  describe('signed in with the admin key', () => {
+    let context: BrowserContext;
+    let page: Page;
+    before(async () => {
+      context = await newContext();
+      page = await openConsole(context);
+    });
+    after(() => context.close());
+
+    it('signs in with the key, keeping it in sessionStorage only, and shows every screen', async () => {
+      await page.getByRole('heading', { name: 'Sign in to the observation console' }).waitFor();
+      await screen(page, 'sign-in');
+      await signInWithKey(page, tenant.adminKey);
+      const nav = page.getByRole('navigation', { name: 'Screens' });
+      for (const name of ['Observations', 'Locations and visits', 'Webhooks', 'Audit'])
+        await nav.getByRole('link', { name }).waitFor();
+      expect(await page.evaluate('localStorage.length')).to.equal(0);
+      expect(await page.evaluate('Object.keys(sessionStorage)')).to.deep.equal(['obs-console-credential']);
+    });
+
+    it('lists the observations, and a box drawn on the map narrows the table to it', async () => {
+      await page
+        .getByRole('navigation', { name: 'Screens' })
+        .getByRole('link', { name: 'Observations' })
+        .click();
+      const rows = page.locator('table tbody tr');
+      await page.getByText('4 observations on this page').waitFor();
+      await screen(page, 'observations');
+      // The map's units: x = (lon + 180) × 2, y = (90 − lat) × 2 of 720 × 360.
+      const map = (await page.getByRole('img', { name: /Map of the observations/ }).boundingBox())!;
+      const at = (lon: number, lat: number) => ({
+        x: map.x + ((lon + 180) * 2 * map.width) / 720,
+        y: map.y + ((90 - lat) * 2 * map.height) / 360,
+      });
+      const from = at(0, 50);
+      const to = at(20, 40);
+      await page.mouse.move(from.x, from.y);
+      await page.mouse.down();
+      await page.mouse.move(to.x, to.y, { steps: 5 });
+      await page.mouse.up();
+      await page.getByText('3 observations on this page').waitFor();
+      const box = await page.getByLabel('Box (minLon,minLat,maxLon,maxLat)').inputValue();
+      const [minLon, minLat, maxLon, maxLat] = box.split(',').map(Number) as [number, number, number, number];
+      expect(minLon).to.be.closeTo(0, 0.5);
+      expect(maxLon).to.be.closeTo(20, 0.5);
+      expect(minLat).to.be.closeTo(40, 0.5);
+      expect(maxLat).to.be.closeTo(50, 0.5);
+      expect(await rows.count()).to.equal(3);
+      expect(await page.locator('table').textContent()).not.to.include('coyote');
+      // The API's own answer for the same box is what the table shows.
+      const listed = await api(`/observations?bbox=${box}`);
+      expect(listed.body.data).to.have.length(3);
+      await page.getByRole('button', { name: 'Clear' }).click();
+      await page.getByText('4 observations on this page').waitFor();
+    });
+
+    it('uploads an image, runs object-proposals, and draws its boxes where the job says they are', async () => {
+      await page.goto(`${server.url}/console#/observations/${observations.turin}`);
+      await page.getByRole('heading', { name: `Observation ${observations.turin}` }).waitFor();
+      const image = await testImage({
+        width: 400,
+        height: 300,
+        format: 'png',
+        background: 220,
+        boxes: [
+          { x: 40, y: 50, width: 80, height: 60, value: 20 },
+          { x: 250, y: 150, width: 100, height: 90, value: 30 },
+        ],
+      });
+      await page.getByLabel('Add an image (JPEG, PNG or WebP)').setInputFiles({
+        name: 'specimens.png',
+        mimeType: 'image/png',
+        buffer: image,
+      });
+      const img = page.locator('.overlay-frame img');
+      await img.waitFor();
+      await page.getByLabel('Model').selectOption('object-proposals');
+      await page.getByRole('button', { name: 'Run' }).click();
+      const status = page.locator('.job-status[data-status="completed"]');
+      await status.waitFor({ timeout: 30_000 });
+      const jobId = (await status.getAttribute('data-job'))!;
+      const job = await api(`/cv-jobs/${jobId}`);
+      const detections = job.body.result.detections as {
+        bbox: { x: number; y: number; width: number; height: number };
+      }[];
+      expect(detections.length).to.be.greaterThan(1);
+      const drawn = page.locator(`g.detection[data-job="${jobId}"] rect`);
+      await drawn.first().waitFor();
+      expect(await drawn.count()).to.equal(detections.length);
+      const frame = (await img.boundingBox())!;
+      // Each box is drawn where the job puts it on the image as shown: the same centre to a pixel, and the
+      // same size give or take its 2-pixel outline, which the browser counts in the drawn box.
+      for (const [index, { bbox }] of detections.entries()) {
+        const rect = (await drawn.nth(index).boundingBox())!;
+        const expected = {
+          x: frame.x + bbox.x * frame.width,
+          y: frame.y + bbox.y * frame.height,
+          width: bbox.width * frame.width,
+          height: bbox.height * frame.height,
+        };
+        expect(rect.x + rect.width / 2, `box ${index} centre x`).to.be.closeTo(
+          expected.x + expected.width / 2,
+          1,
+        );
+        expect(rect.y + rect.height / 2, `box ${index} centre y`).to.be.closeTo(
+          expected.y + expected.height / 2,
+          1,
+        );
+        expect(rect.width - expected.width, `box ${index} width`).to.be.within(-0.5, 2.5);
+        expect(rect.height - expected.height, `box ${index} height`).to.be.within(-0.5, 2.5);
+      }
+      await page.getByRole('heading', { name: 'History' }).waitFor();
+      await page.getByText(/Version 1: ObservationMediaAttached/).waitFor();
+      await screen(page, 'observation');
+      // The toggle hides that model's boxes.
+      await page.getByRole('checkbox', { name: 'object-proposals' }).uncheck();
+      expect(await drawn.count()).to.equal(0);
+      await page.getByRole('checkbox', { name: 'object-proposals' }).check();
+    });
+
+    it('shows locations with their boundaries, and submits a visit with its observations', async () => {
+      await page.goto(`${server.url}/console#/places`);
+      await page
+        .getByRole('region', { name: 'Locations' })
+        .getByRole('cell', { name: 'Po valley plot' })
+        .waitFor();
+      expect(await page.locator('path.boundary').count()).to.equal(1);
+      await screen(page, 'locations-and-visits');
+      await page.goto(`${server.url}/console#/visits/${visitId}`);
+      await page.getByRole('cell', { name: 'on the visit' }).waitFor();
+      await page.getByRole('button', { name: 'Submit the visit' }).click();
+      await page.getByText('submitted', { exact: true }).waitFor();
+      await screen(page, 'visit');
+      expect((await api(`/visits/${visitId}`)).body.status).to.equal('submitted');
+    });
+
+    it('creates a subscription, shows its secret once, sends a test event and redelivers it', async () => {
+      await page.goto(`${server.url}/console#/webhooks`);
+      await page.getByLabel('Receiver URL').fill(ok.url);
+      await page.getByLabel(/^Secret/).fill(secret);
+      await page.getByRole('checkbox', { name: 'cv.job.completed' }).check();
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      expect(await page.locator('[data-secret]').textContent()).to.equal(secret);
+      await screen(page, 'webhooks');
+      await page.getByRole('button', { name: 'I have stored it' }).click();
+      expect(await page.locator('[data-secret]').count()).to.equal(0);
+      await page.getByRole('link', { name: ok.url }).click();
+      await page.getByRole('button', { name: 'Send test event' }).click();
+      await page.getByText(/Test observation\.created: delivered, HTTP 204/).waitFor();
+      const delivery = page.locator('article.delivery').first();
+      await delivery.locator('li.succeeded').first().waitFor();
+      const before = ok.received.length;
+      await delivery.getByRole('button', { name: /^Redeliver/ }).click();
+      await ok.waitFor(before + 1);
+      expect(ok.received.at(-1)!.verified).to.equal(true);
+      await screen(page, 'webhook');
+    });
+
+    it('shows the retries of a failing receiver as a timeline, with the next retry', async () => {
+      await page.goto(`${server.url}/console#/webhooks`);
+      await page.getByLabel('Receiver URL').fill(failing.url);
+      await page.getByLabel(/^Secret/).fill(secret);
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      await page.locator('[data-secret]').waitFor();
+      await page.getByRole('link', { name: failing.url }).click();
+      await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
+      await record('late', { notes: 'after the failing subscription' });
+      await failing.waitFor(2, 20_000);
+      const timeline = page.locator('article.delivery ol.timeline');
+      for (let tries = 0; ; tries += 1) {
+        await page.getByRole('button', { name: 'Refresh' }).click();
+        await page.waitForTimeout(300);
+        if ((await timeline.first().locator('li.failed').count()) >= 2 || tries > 40) break;
+      }
+      const attempts = timeline.first().locator('li.failed');
+      expect(await attempts.count()).to.be.at.least(2);
+      expect(await attempts.first().textContent()).to.match(/attempt 1: failed, HTTP 503/);
+      expect(await timeline.first().textContent()).to.include('down for maintenance');
+      expect(await timeline.first().textContent()).to.include('Next retry');
+      await page.getByLabel('Status').selectOption('succeeded');
+      await page.getByText('No attempts yet.').waitFor();
+      await page.getByLabel('Status').selectOption('');
+      await screen(page, 'webhook-retries');
+    });
+
+    it('shows the event history, downloads it as NDJSON, and verifies it', async () => {
+      await page.goto(`${server.url}/console#/audit`);
+      await page.getByRole('cell', { name: 'ObservationRecorded' }).first().waitFor();
+      await page.getByLabel('Event types (comma-separated)').fill('VisitSubmitted');
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      // The unfiltered page stays until the filtered one arrives: wait for the one row.
+      // (page.waitForFunction would eval in the page, which its CSP refuses.)
+      for (let tries = 0; (await page.locator('tbody tr').count()) !== 1 && tries < 100; tries += 1)
+        await page.waitForTimeout(50);
+      expect(await page.locator('tbody tr').textContent()).to.include('VisitSubmitted');
+      await page.getByRole('button', { name: 'Prepare NDJSON download' }).click();
+      const link = page.getByRole('link', { name: 'Download events.ndjson' });
+      const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+      const lines = readFileSync(await download.path(), 'utf8')
+        .trim()
+        .split('\n');
+      expect(lines.map((line) => (JSON.parse(line) as { type: string }).type)).to.deep.equal([
+        'VisitSubmitted',
+      ]);
+      await page.getByRole('button', { name: 'Verify the history' }).click();
+      await page.getByText(/^Intact: \d+ events in \d+ streams/).waitFor();
+      await screen(page, 'audit');
+    });
+
+    it('forgets the credential on sign-out', async () => {
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { name: 'Sign in to the observation console' }).waitFor();
+      expect(await page.evaluate('sessionStorage.length + localStorage.length')).to.equal(0);
+    });
+  });
+
+  describe('signed in with a login that may only read observations', () => {
+    let context: BrowserContext;
+    let page: Page;
+    before(async () => {
+      await createUser(server, tenant, { email: 'reader@acme.test', scopes: ['observations:read'] });
+      context = await newContext();
+      page = await openConsole(context);
+    });
+    after(() => context.close());
+
+    it('signs in with e-mail and password, and sees no admin screen', async () => {
+      await page.getByLabel('Tenant id', { exact: true }).fill(tenant.tenantId);
+      await page.getByLabel('E-mail', { exact: true }).fill('reader@acme.test');
+      await page.getByLabel('Password', { exact: true }).fill(password);
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      const nav = page.getByRole('navigation', { name: 'Screens' });
+      await nav.getByRole('link', { name: 'Observations' }).waitFor();
+      expect(await nav.getByRole('link').allTextContents()).to.deep.equal(['Observations']);
+      await page.goto(`${server.url}/console#/audit`);
+      await page.getByRole('heading', { name: 'Not available to this credential' }).waitFor();
+      await screen(page, 'not-allowed');
+      // Bypassing the screens: the API refuses the same token.
+      const refused = await page.evaluate<[number, string]>(`(async () => {
+        const { accessToken } = JSON.parse(sessionStorage.getItem('obs-console-credential'));
+        const answer = await fetch('/v1/tenants/${tenant.tenantId}/audit/verification', {
+          headers: { Authorization: 'Bearer ' + accessToken },
+        });
+        return [answer.status, (await answer.json()).requiredScope];
+      })()`);
+      expect(refused).to.deep.equal([403, 'admin']);
+    });
+
+    it('shows the problem detail when a write is refused', async () => {
+      await page.goto(`${server.url}/console#/observations/${observations.bern}`);
+      await page.getByLabel('Add an image (JPEG, PNG or WebP)').setInputFiles({
+        name: 'x.png',
+        mimeType: 'image/png',
+        buffer: await testImage({ width: 20, height: 20, format: 'png' }),
+      });
+      await page.getByRole('alert').filter({ hasText: '403' }).waitFor();
+      expect(await page.getByRole('alert').textContent()).to.include('observations:write');
+    });
+  });
+
+  describe('signed in with a key that may only read CV jobs', () => {
+    it('sees none of the screens, and the API refuses the observations', async () => {
+      const context = await newContext();
+      try {
+        const page = await openConsole(context);
+        const key = await tenant.key(['cv:read']);
+        await signInWithKey(page, key);
+        await page.getByText("This credential may see none of the console's screens.").waitFor();
+        await page.goto(`${server.url}/console#/webhooks`);
+        await page.getByRole('heading', { name: 'Not available to this credential' }).waitFor();
+        const refused = await request(`${server.url}/v1/tenants/${tenant.tenantId}/webhooks`, {
+          headers: { 'X-API-Key': key },
+        });
+        expect(refused.status).to.equal(403);
+      } finally {
+        await context.close();
+      }
+    });
+  });
+
+  describe('everything the browser asked for', () => {
+    it('came from the service, within its CSP, without a script error', () => {
+      expect(requested.length).to.be.greaterThan(20);
+      expect(
+        requested.filter((url) => !url.startsWith(`${server.url}/`) && !url.startsWith('blob:')),
+      ).to.deep.equal([]);
+      expect(cspViolations).to.deep.equal([]);
+      expect(pageErrors).to.deep.equal([]);
+    });
+  });
+});
