@@ -593,6 +593,7 @@ describe('the OpenAPI document', function () {
         query: 'limit=50',
         headers: { Accept: 'application/x-ndjson' },
       });
+      expect((await call('GET', '/v1/tenants/{tenantId}/audit/verification')).body.ok).to.equal(true);
       const lines = (ndjson.body as string).trim().split('\n');
       expect(lines.length).to.be.greaterThan(5);
       for (const line of lines)
