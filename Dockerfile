@@ -15,7 +15,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-# Compiles src/ and projections/ into dist/ and copies Redoc's bundle into dist/assets; proves that the
+# Compiles src/ and projections/ into dist/, copies Redoc's bundle into dist/assets and bundles the console
+# (console/, with esbuild) into dist/console, which the compiled service serves at /console; proves that the
 # better-sqlite3 binary survives the garbage collection of its statements on this Node.js (one compiled
 # here against Node 24.19+ headers would not: scripts/check-sqlite-finalizers.js); then removes the
 # development dependencies (tsx, typescript, redoc, the type packages) from node_modules.
