@@ -305,7 +305,8 @@ export const WebhookScreen = ({ id }: { id: string }) => {
         >
           <label>
             <input type="checkbox" checked={replayMissed} onChange={() => setReplayMissed(!replayMissed)} />
-            Replay the events missed while it was disabled (those whose deliveries failed or were never tried)
+            Replay what it missed: the delivery that disabled it (once more), the deliveries the disable
+            cancelled, and every event it lists since it was disabled
           </label>
           <button type="submit">Enable</button>
         </form>
