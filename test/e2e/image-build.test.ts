@@ -48,7 +48,7 @@ const productionPackages = (): string[] => {
 /** /app as the image holds it; its node_modules links to this checkout's production packages only. */
 const imageLayout = async (app: string) => {
   const dist = join(app, 'dist');
-  // The two steps of `npm run build`, into the temporary directory instead of the checkout's dist/.
+  // The three steps of `npm run build`, into the temporary directory instead of the checkout's dist/.
   const compiled = await run(process.execPath, [
     'node_modules/typescript/bin/tsc',
     '-p',
@@ -59,6 +59,8 @@ const imageLayout = async (app: string) => {
   expect(compiled.code, compiled.stdout + compiled.stderr).to.equal(0);
   const copied = await run(process.execPath, ['scripts/copy-redoc.js', dist]);
   expect(copied.code, copied.stderr).to.equal(0);
+  const bundled = await run(process.execPath, ['--import', 'tsx', 'console/build.ts', join(dist, 'console')]);
+  expect(bundled.code, bundled.stderr).to.equal(0);
   copyFileSync(join(root, 'package.json'), join(app, 'package.json'));
   mkdirSync(join(app, 'bin'));
   copyFileSync(join(root, 'bin/obs.js'), join(app, 'bin/obs.js'));
@@ -97,13 +99,15 @@ describe('the compiled build, laid out as in the image', function () {
     const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     };
-    expect(scripts.build).to.equal('tsc -p tsconfig.build.json && node scripts/copy-redoc.js dist');
+    expect(scripts.build).to.equal(
+      'tsc -p tsconfig.build.json && node scripts/copy-redoc.js dist && node --import tsx console/build.ts dist/console',
+    );
   });
 
-  it('has neither tsx, nor redoc, nor TypeScript among its packages, nor a type package of its own', () => {
+  it('has neither tsx, nor redoc, nor TypeScript, nor the console’s builder among its packages, nor a type package of its own', () => {
     const installed = productionPackages();
     expect(installed).to.include.members(['koa', 'better-sqlite3', 'pino', 'prom-client']);
-    expect(installed).to.not.include.members(['tsx', 'redoc', 'typescript', 'mocha']);
+    expect(installed).to.not.include.members(['tsx', 'redoc', 'typescript', 'mocha', 'esbuild', 'preact']);
     // Some dependencies (mongodb's whatwg-url, for one) bring type packages of their own; ours are dev only.
     const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
@@ -129,7 +133,7 @@ describe('the compiled build, laid out as in the image', function () {
     expect(started.stdout + started.stderr).to.include('CURSOR_SECRET');
   });
 
-  it('starts with NODE_ENV=production, gets ready, and serves /docs with the built Redoc bundle', async () => {
+  it('starts with NODE_ENV=production, gets ready, and serves /docs and /console from what was built', async () => {
     const port = await freePort();
     const service = spawn(process.execPath, ['dist/src/main.js'], {
       cwd: app,
@@ -160,6 +164,14 @@ describe('the compiled build, laid out as in the image', function () {
         version: string;
       };
       expect(script.headers.get('etag')).to.equal(`"redoc-${version}"`);
+      // The console's bundle as built, read from dist/console: esbuild is not among the image's packages.
+      for (const asset of ['app.js', 'app.css']) {
+        const served = await fetch(`${url}/console/${asset}`);
+        expect(served.status, asset).to.equal(200);
+        const onDisk = readFileSync(join(app, 'dist/console', asset));
+        expect(Buffer.from(await served.arrayBuffer()).equals(onDisk), asset).to.equal(true);
+      }
+      expect(await (await fetch(`${url}/console`)).text()).to.include('/console/app.js');
     } finally {
       service.kill('SIGTERM');
     }
