@@ -329,9 +329,19 @@ table.push(
   },
 );
 
-/** History: the tenant's whole event log is for admins; an observation's versions for its readers. */
+/**
+ * History: the tenant's whole event log and its tamper check are for admins; an observation's versions for
+ * its readers.
+ */
 table.push(
   { method: 'GET', path: `${tenantRoutes}/events`, requires: { scope: 'admin' }, platform: false, ok: 200 },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/audit/verification`,
+    requires: { scope: 'admin' },
+    platform: false,
+    ok: 200,
+  },
   {
     method: 'GET',
     path: `${tenantRoutes}/observations/:id/history`,
