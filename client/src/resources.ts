@@ -34,6 +34,7 @@ import type {
   WebhookTestInput,
   WebhookTestResult,
   EventHistoryParams,
+  AuditVerification,
   Health,
   HistoryEvent,
   Jwks,
@@ -550,6 +551,18 @@ export class Events extends Resource {
       ...withOptions(options),
     });
     yield* ndjsonLines<HistoryEvent>(response);
+  }
+  /**
+   * The tenant's tamper check (`GET .../audit/verification`), as `obs audit verify` does it: `ok` false and
+   * `broken` naming the first broken link when the history was altered. An ApiError with status 503 while
+   * another verification runs or when the history is too long to verify within the service's time budget.
+   */
+  verify(tenantId: string, options?: RequestOptions): Promise<AuditVerification> {
+    return this.http.json({
+      method: 'GET',
+      path: `${tenantPath(tenantId)}/audit/verification`,
+      ...withOptions(options),
+    });
   }
 }
 

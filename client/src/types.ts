@@ -230,5 +230,8 @@ export type HistoryEvent<Data = Record<string, unknown>> = Omit<Schemas['History
 /** The wire's parameters, except that `type` may also be one event type (sent as repeated `type`). */
 export type EventHistoryParams = Omit<Query<'listEvents'>, 'type'> & { type?: string | string[] | undefined };
 
+/** `GET .../audit/verification`: the tenant's tamper check, `broken` naming the first broken link if any. */
+export type AuditVerification = Schemas['AuditVerification'];
+
 /** One entry of `GET .../observations/{id}/history`: the observation right after each of its events. */
 export type ObservationVersion = Schemas['ObservationVersion'];

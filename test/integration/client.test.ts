@@ -681,6 +681,10 @@ describe('the TypeScript client (client/) against the running service', function
       expect(read).to.equal(2);
       const only = await client.events.list(tenantId, { type: 'TenantCreated' });
       expect(only.data.map((event) => event.type)).to.deep.equal(['TenantCreated']);
+
+      const verification = await client.events.verify(tenantId);
+      expect(verification).to.include({ tenantId, ok: true, broken: null });
+      expect(verification.events).to.be.at.least(streamed.length);
     });
 
     it('CV jobs and models: list the models, request a job (202), follow it to its result, list the jobs', async () => {
