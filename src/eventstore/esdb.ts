@@ -28,10 +28,10 @@ import {
   type ResolvedEvent,
 } from '@eventstore/db-client';
 import { NO_STREAM as NO_STREAM_VERSION } from '../core/events.js';
-import { isStoreFailure } from '../core/store-failures.js';
 import type { EventMetadata, ExpectedVersion, RecordedEvent } from '../core/events.js';
 import { VersionConflictError } from '../core/errors.js';
-import type { ConsumerOutcome, EventFilter, EventStore, ParkedEvent, Subscription } from './port.js';
+import type { EventFilter, EventStore, ParkedEvent, Subscription } from './port.js';
+import { handlerOutcome } from './handler-outcomes.js';
 import { eventHash, genesisHash } from './hash-chain.js';
 
 /**
@@ -385,18 +385,7 @@ export const openEventStoreDb = (connectionString: string): Promise<EventStore> 
         async (resolved) => {
           const event = resolved.event && toRecorded(resolved.event);
           if (!event || !matches(filter, event)) return source.ack(resolved);
-          // As on the SQLite adapter, a throwing handler is a nack(retry), not the end of the consumer, unless
-          // the store failed under it: then the consumer fails, and its supervisor starts it again.
-          const outcome = await handler({ event, retryCount: resolved.retryCount ?? 0 }).catch(
-            (error: unknown): ConsumerOutcome => {
-              if (isStoreFailure(error)) throw error;
-              return {
-                kind: 'nack',
-                action: 'retry',
-                reason: error instanceof Error ? error.message : String(error),
-              };
-            },
-          );
+          const outcome = await handlerOutcome(handler, event, resolved.retryCount ?? 0);
           if (outcome.kind === 'ack') return source.ack(resolved);
           return source.nack(outcome.action === 'park' ? PARK : RETRY, outcome.reason, resolved);
         },

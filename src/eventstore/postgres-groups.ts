@@ -1,17 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { RecordedEvent } from '../core/events.js';
-import { isStoreFailure } from '../core/store-failures.js';
 import { inTransaction, orUnavailable } from '../postgres/client.js';
-import type {
-  ConsumerOutcome,
-  EventFilter,
-  EventStore,
-  ParkedEvent,
-  PersistentHandler,
-  Subscription,
-} from './port.js';
+import type { EventFilter, EventStore, ParkedEvent, PersistentHandler, Subscription } from './port.js';
 import { stopLatch, type AppendSignal, type StopLatch } from './append-signal.js';
+import { allOrFirstFailure, handlerOutcome } from './handler-outcomes.js';
 import { yieldToEventLoop } from './sqlite-catch-up.js';
 import { appendedChannel, somethingAppended } from './postgres-listener.js';
 import {
@@ -55,24 +48,6 @@ const feedLockSpace = 0x6f627302;
 const feedPage = 500;
 /** How soon a consumer looks again while events wait behind the horizon or another consumer feeds. */
 const lookAgainMs = 20;
-
-/** As on the embedded store: a throw is a nack(retry), unless the store failed under the handler. */
-const safely = async (handler: PersistentHandler, event: RecordedEvent, retryCount: number) => {
-  try {
-    return await handler({ event, retryCount });
-  } catch (error) {
-    if (isStoreFailure(error)) throw error;
-    return { kind: 'nack', action: 'retry', reason: (error as Error).message } satisfies ConsumerOutcome;
-  }
-};
-
-/** The outcomes of handlers run side by side; a failure fails the consumer once all have returned. */
-const allOrFirstFailure = async <T>(running: Promise<T>[]): Promise<T[]> => {
-  const settled = await Promise.allSettled(running);
-  const failure = settled.find((result) => result.status === 'rejected');
-  if (failure) throw failure.reason;
-  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
-};
 
 interface Claimed {
   event: RecordedEvent;
@@ -224,13 +199,13 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
     /** One event to its outcome: retried in place while it has retries left, else parked. */
     const settle = async ({ event, retryCount: stored, replay }: Claimed): Promise<void> => {
       if (replay) {
-        const outcome = await safely(handler, event, 0);
+        const outcome = await handlerOutcome(handler, event, 0);
         if (outcome.kind === 'ack') acknowledged.push(event.position);
         else await sql.park(group, event.position, outcome.reason, 0);
         return;
       }
       let retryCount = stored;
-      let outcome = await safely(handler, event, retryCount);
+      let outcome = await handlerOutcome(handler, event, retryCount);
       for (;;) {
         if (outcome.kind === 'ack') {
           acknowledged.push(event.position);
@@ -241,7 +216,7 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
         if (outcome.action === 'retry' && retryCount < settings.max_retry_count) {
           retryCount += 1;
           await sql.retry(group, event.position, retryCount);
-          outcome = await safely(handler, event, retryCount);
+          outcome = await handlerOutcome(handler, event, retryCount);
           continue;
         }
         await sql.park(group, event.position, outcome.reason, retryCount);

@@ -11,7 +11,7 @@ import type {
 import { canSkip, stopLatch, type StopLatch } from './append-signal.js';
 import { yieldToEventLoop, type LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
-import { isStoreFailure } from '../core/store-failures.js';
+import { allOrFirstFailure, handlerOutcome } from './handler-outcomes.js';
 
 /**
  * Consumer groups for the embedded store, kept in the store's own tables: the group's checkpoint, the
@@ -52,31 +52,6 @@ type PersistentPart = Pick<
   EventStore,
   'ensurePersistentSubscription' | 'subscribePersistent' | 'listParked' | 'replayParked' | 'groupCheckpoint'
 >;
-
-/**
- * A throwing handler is a nack(retry). But a store that fails under it (a full disk) is no fault of the
- * event: the consumer fails instead, and its supervisor starts it again from the checkpoint once the store
- * answers, rather than burning the event's retries down to a park.
- */
-const safely = async (handler: PersistentHandler, event: RecordedEvent, retryCount: number) => {
-  try {
-    return await handler({ event, retryCount });
-  } catch (error) {
-    if (isStoreFailure(error)) throw error;
-    return { kind: 'nack', action: 'retry', reason: (error as Error).message } satisfies ConsumerOutcome;
-  }
-};
-
-/**
- * The outcomes of handlers run side by side. A store failure in one fails the consumer, but only once all
- * have returned, so that none is still at work when the consumer starts again and delivers its event anew.
- */
-const allOrFirstFailure = async <T>(running: Promise<T>[]): Promise<T[]> => {
-  const settled = await Promise.allSettled(running);
-  const failure = settled.find((result) => result.status === 'rejected');
-  if (failure) throw failure.reason;
-  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
-};
 
 export const persistentSubscriptions = (db: Database.Database, source: LocalSource): PersistentPart => {
   db.exec(schema);
@@ -162,7 +137,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       const replay = sql.nextReplay.get(group) as EventRow | undefined;
       if (replay) {
         const event = toRecordedEvent(replay);
-        settleReplay(group, event, await safely(handler, event, 0));
+        settleReplay(group, event, await handlerOutcome(handler, event, 0));
         continue;
       }
       const { checkpoint } = sql.group.get(group) as GroupRow;
@@ -182,7 +157,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
           (event) => sql.retryCount.get(group, event.position) as { retry_count: number } | undefined,
         );
         const firstOutcomes = await allOrFirstFailure(
-          chunk.map((event, index) => safely(handler, event, stored[index]?.retry_count ?? 0)),
+          chunk.map((event, index) => handlerOutcome(handler, event, stored[index]?.retry_count ?? 0)),
         );
         for (const [index, event] of chunk.entries()) {
           let retryCount: number | null = stored[index]?.retry_count ?? 0;
@@ -200,7 +175,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
             saveAcknowledged();
             retryCount = settle(group, row.max_retry_count, event, retryCount, outcome);
             if (retryCount === null) break;
-            outcome = await safely(handler, event, retryCount);
+            outcome = await handlerOutcome(handler, event, retryCount);
           }
         }
         // The chunk's outcomes are all in hand and settled: stopping delivers no further chunk.
