@@ -38,3 +38,17 @@ export interface RecordedEvent<Type extends string = string, Data = unknown> ext
 export const NO_STREAM = -1;
 
 export type ExpectedVersion = number | 'any' | 'no_stream' | 'stream_exists';
+
+/** Whether a stream at `current` (NO_STREAM when it has no events) may take an append expecting `expected`. */
+export const satisfiesExpected = (expected: ExpectedVersion, current: number): boolean => {
+  switch (expected) {
+    case 'any':
+      return true;
+    case 'no_stream':
+      return current === NO_STREAM;
+    case 'stream_exists':
+      return current !== NO_STREAM;
+    default:
+      return expected === current;
+  }
+};

@@ -1,6 +1,6 @@
 import type { DatabaseError, Pool, QueryResultRow } from 'pg';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
-import { NO_STREAM } from '../core/events.js';
+import { NO_STREAM, satisfiesExpected } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
 import { acquirePostgres, orUnavailable, type PoolOptions } from '../postgres/client.js';
 import { migrate } from '../postgres/migrate.js';
@@ -36,19 +36,6 @@ export interface PostgresEventStoreOptions extends PoolOptions {
   /** How long a consumer's claim on an event holds unrenewed (a consumer killed -9 holds it that long). */
   claimTtlMs?: number;
 }
-
-const satisfies = (expected: ExpectedVersion, current: number): boolean => {
-  switch (expected) {
-    case 'any':
-      return true;
-    case 'no_stream':
-      return current === NO_STREAM;
-    case 'stream_exists':
-      return current !== NO_STREAM;
-    default:
-      return expected === current;
-  }
-};
 
 const uniqueViolation = (error: unknown, constraint: string): boolean =>
   (error as DatabaseError).code === '23505' && (error as DatabaseError).constraint === constraint;
@@ -169,7 +156,7 @@ export const openPostgresEventStore = async (
     expected: ExpectedVersion,
   ): Promise<AppendResult> => {
     const head = await headOf(streamName, expected);
-    if (!satisfies(expected, head.version)) {
+    if (!satisfiesExpected(expected, head.version)) {
       throw new VersionConflictError(streamName, String(expected), head.version);
     }
     const columns = { ids: [] as string[], types: [] as string[], tenants: [] as string[] };

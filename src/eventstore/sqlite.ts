@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
-import { NO_STREAM } from '../core/events.js';
+import { NO_STREAM, satisfiesExpected } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
 import { ownerOnlyDatabase } from '../core/private-files.js';
 import type { AppendResult, EventFilter, EventStore, ReadAllOptions, ReadAllPage } from './port.js';
@@ -36,19 +36,6 @@ const schema = `
 `;
 
 const describeExpected = (expected: ExpectedVersion): string => String(expected);
-
-const satisfies = (expected: ExpectedVersion, current: number): boolean => {
-  switch (expected) {
-    case 'any':
-      return true;
-    case 'no_stream':
-      return current === NO_STREAM;
-    case 'stream_exists':
-      return current !== NO_STREAM;
-    default:
-      return expected === current;
-  }
-};
 
 /** SQL for an event filter, with its parameters; the text is stable per filter shape, so statements cache. */
 export const filterClause = (filter: EventFilter = {}): { sql: string; params: unknown[] } => {
@@ -178,7 +165,7 @@ export const openSqliteEventStore = (
   const append = db.transaction(
     (streamName: string, events: readonly NewEvent[], expected: ExpectedVersion): AppendResult => {
       const head = headOf(streamName);
-      if (!satisfies(expected, head.version)) {
+      if (!satisfiesExpected(expected, head.version)) {
         throw new VersionConflictError(streamName, describeExpected(expected), head.version);
       }
       let version = head.version;
