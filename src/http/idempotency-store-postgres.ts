@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { UnavailableError } from '../core/errors.js';
 import { acquirePostgres, orUnavailable, type PoolOptions } from '../postgres/client.js';
 import { migrate } from '../postgres/migrate.js';
-import type { Claim, IdempotencyStore } from './idempotency-store.js';
+import { completedClaim, type IdempotencyStore } from './idempotency-store.js';
 
 const schema = [
   `CREATE TABLE idempotency_keys (
@@ -90,17 +90,7 @@ export const openPostgresIdempotencyStore = async (
       if (row?.claimed) return { outcome: 'claimed', token };
       if (!row || Number(row.expires_at) <= now) continue;
       if (row.state === 'pending') return { outcome: 'in-flight' };
-      return {
-        outcome: 'completed',
-        record: {
-          fingerprint: row.fingerprint!,
-          response: {
-            status: row.status!,
-            headers: JSON.parse(row.headers!) as Record<string, string>,
-            body: row.body ?? Buffer.alloc(0),
-          },
-        },
-      } satisfies Claim;
+      return completedClaim(row);
     }
     throw new UnavailableError('The idempotency key is contended; retry');
   };

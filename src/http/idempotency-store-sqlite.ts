@@ -1,7 +1,13 @@
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { ownerOnlyDatabase } from '../core/private-files.js';
-import type { Claim, CompletedRecord, IdempotencyId, IdempotencyStore } from './idempotency-store.js';
+import {
+  completedClaim,
+  type Claim,
+  type CompletedRecord,
+  type IdempotencyId,
+  type IdempotencyStore,
+} from './idempotency-store.js';
 
 interface Row {
   token: string;
@@ -66,17 +72,7 @@ export const openSqliteIdempotencyStore = (file: string): IdempotencyStore => {
     const row = select.get(scope, key);
     if (row && row.expires_at > now) {
       if (row.state === 'pending') return { outcome: 'in-flight' };
-      return {
-        outcome: 'completed',
-        record: {
-          fingerprint: row.fingerprint!,
-          response: {
-            status: row.status!,
-            headers: JSON.parse(row.headers!) as Record<string, string>,
-            body: row.body ?? Buffer.alloc(0),
-          },
-        },
-      };
+      return completedClaim(row);
     }
     const token = randomUUID();
     upsertPending.run(scope, key, token, leaseUntil);

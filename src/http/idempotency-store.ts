@@ -3,8 +3,8 @@
  * and the key is the client's Idempotency-Key. The store keeps what it is given: the middleware
  * (./idempotency.ts) hands it fingerprints that are HMACs and bodies already sealed (./idempotency-seal.ts). A record is first a `pending` claim (a request with the key
  * is in flight) and then `completed` with the response to replay. Adapters: embedded SQLite
- * (./idempotency-store-sqlite.ts) and MongoDB (./idempotency-store-mongo.ts); both must pass
- * test/contract/idempotency-store.contract.ts.
+ * (./idempotency-store-sqlite.ts), PostgreSQL (./idempotency-store-postgres.ts) and MongoDB
+ * (./idempotency-store-mongo.ts); each must pass test/contract/idempotency-store.contract.ts.
  */
 
 export interface IdempotencyId {
@@ -29,6 +29,27 @@ export interface CompletedRecord {
   fingerprint: string;
   response: StoredResponse;
 }
+
+/** A completed record's columns as the SQL adapters keep them (headers as JSON text). */
+export interface CompletedColumns {
+  fingerprint: string | null;
+  status: number | null;
+  headers: string | null;
+  body: Buffer | null;
+}
+
+/** The claim that a completed row answers: its response, to replay. */
+export const completedClaim = (row: CompletedColumns): Claim => ({
+  outcome: 'completed',
+  record: {
+    fingerprint: row.fingerprint!,
+    response: {
+      status: row.status!,
+      headers: JSON.parse(row.headers!) as Record<string, string>,
+      body: row.body ?? Buffer.alloc(0),
+    },
+  },
+});
 
 export type Claim =
   /** Nobody holds the key (or its record expired): the caller holds it now, under `token`. */
