@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { retryOnConflict } from '../auth/conflicts.js';
 import { handleCommand, handleCommandOn, type KnownState } from '../core/command-handler.js';
-import { UnavailableError, VersionConflictError } from '../core/errors.js';
+import { ConflictError, UnavailableError, VersionConflictError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import { everySecond } from '../core/sweeper.js';
@@ -237,6 +237,11 @@ export const deliverer = (deps: DelivererDeps) => {
     const lacking = await ownerLacksScope(credentials, tenantId, entry.owner, delivery.eventType);
     if (lacking) {
       release();
+      // A test event never disables the subscription: its type may be one the subscription does not list.
+      if (delivery.test) {
+        await onClaimed(tenantId, claimed, { type: 'Cancel', reason: 'owner lacks scope' });
+        return null;
+      }
       await disable(delivery, 'owner_lacks_scope', lacking);
       await onClaimed(tenantId, claimed, { type: 'Cancel', reason: 'subscription disabled' });
       return null;
@@ -313,6 +318,12 @@ export const deliverer = (deps: DelivererDeps) => {
     payload: ExternalEvent,
   ): Promise<{ deliveryId: string; outcome: Outcome | null }> => {
     if (stopping.signal.aborted) throw new UnavailableError('The service is stopping', 5);
+    // The owner must be able to read the example's type, as for any attempt; but a test is no reason to
+    // disable the subscription (its type may be one it does not list), so it is refused, and nothing sent.
+    const entry = entryOf((await deps.subscriptions(webhooksStream(tenantId))).state, webhookId);
+    const lacking = entry && (await ownerLacksScope(credentials, tenantId, entry.owner, payload.type));
+    if (lacking)
+      throw new ConflictError(`The test event was not sent, and the subscription is unchanged: ${lacking}`);
     const deliveryId = deliveryIdFor(webhookId, payload.id);
     const scheduled = await handleCommand(
       eventStore,

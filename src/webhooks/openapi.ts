@@ -379,7 +379,8 @@ export const webhookOperations = (): BuiltOperation[] => [
       "receiver at once, and answers with the attempt's outcome, whatever the receiver answered. The event's " +
       'id starts `evt_test_` and its data name no real resource; it has the shape of a real delivery of its ' +
       'type. The attempt is in the delivery log. It is never retried, does not count towards disabling the ' +
-      'subscription, and is sent to a disabled subscription too. The body is optional.',
+      'subscription, and is sent to a disabled subscription too. A type that the owner of the subscription ' +
+      'may not read is refused with 409, and nothing is sent. The body is optional.',
     tag,
     access,
     pathParameters: webhookId,
