@@ -3,8 +3,8 @@ import { startReceiver, type Receiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 /**
- * A test event must never change the subscription it tests (docs/webhooks.md, "Test events": it "never counts towards disabling the
- * subscription"), whoever sends it and whichever example type they choose.
+ * A test event must never change the subscription it tests (docs/webhooks.md, "Test events": it "never
+ * counts towards disabling the subscription"), whoever sends it and whichever example type they choose.
  */
 describe('a test event, sent by a credential other than the owner', function () {
   this.timeout(30_000);
