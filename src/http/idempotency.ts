@@ -87,8 +87,16 @@ const replayedHeaders = [
   'allow',
 ] as const;
 
-/** Final answers are kept, except server errors and "try again" answers: those release the key. */
-const keeps = (status: number) => status < 500 && status !== 408 && status !== 429;
+/**
+ * Final answers are kept, except server errors and "try again" answers: those release the key. A lost race
+ * (409 `version-conflict`) is one of those: the same request run again reads the stream anew and may well
+ * succeed, so the key must not hold the conflict for a day.
+ */
+const keeps = (ctx: Context): boolean => {
+  const { status } = ctx;
+  if (status >= 500 || status === 408 || status === 429) return false;
+  return !(status === 409 && (ctx.body as { type?: unknown } | null)?.type === '/problems/version-conflict');
+};
 
 const paramsOf = (ctx: Context) =>
   Object.entries((ctx.params ?? {}) as Record<string, string>).sort(([a], [b]) => (a < b ? -1 : 1));
@@ -220,7 +228,7 @@ const idempotentRoute = (
       await release(ctx, id, token);
       throw error;
     }
-    const response = keeps(ctx.status) ? capture(ctx) : null;
+    const response = keeps(ctx) ? capture(ctx) : null;
     if (!response) {
       await release(ctx, id, token);
       return;

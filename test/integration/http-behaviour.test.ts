@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { bearer, loggedIn, login, password, refresh, createUser } from '../support/auth.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { VersionConflictError } from '../../src/core/errors.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 import { testClock } from '../support/clock.js';
 import { testImage } from '../support/images.js';
@@ -286,6 +287,20 @@ describe('cross-cutting HTTP behaviour', () => {
       const retried = await post('after-500');
       expect(retried.status).to.equal(201);
       expect(retried.headers.get('idempotency-replayed')).to.equal(null);
+    });
+
+    it('releases the key after a lost race (409 version-conflict): a retry runs afresh', async () => {
+      const store = server.stores.eventStore;
+      const append = store.appendToStream.bind(store);
+      store.appendToStream = (stream, expected) => {
+        store.appendToStream = append;
+        return Promise.reject(new VersionConflictError(stream, String(expected), 0));
+      };
+      expectProblem(await post('after-conflict'), 409, '/problems/version-conflict');
+      const retried = await post('after-conflict');
+      expect(retried.status).to.equal(201);
+      expect(retried.headers.get('idempotency-replayed')).to.equal(null);
+      expect((await post('after-conflict')).headers.get('idempotency-replayed')).to.equal('true');
     });
 
     it('refuses a malformed key with 400', async () => {
