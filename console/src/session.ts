@@ -68,11 +68,14 @@ export const session = {
     refreshing ??= (async () => {
       try {
         const response = await postJson('/v1/auth/refresh', { refreshToken: credential.refreshToken });
+        // Signed out (or in as someone else) while the refresh was on its way: its answer is not ours to keep.
+        if (current !== credential) return false;
         if (!response.ok) {
           set(null);
           return false;
         }
         const pair = (await response.json()) as TokenPair;
+        if (current !== credential) return false;
         set({ ...credential, ...pair });
         return true;
       } finally {
