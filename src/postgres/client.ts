@@ -35,6 +35,15 @@ const connectionCodes = new Set([
  */
 const serverStates = /^(08|53|57P0[123]|58)|^25006$/;
 
+/**
+ * The server's source file of the errors it raises while it sets a new session up, before any statement:
+ * a database that does not accept connections now (`ALTER DATABASE … ALLOW_CONNECTIONS false`, SQLSTATE
+ * 55000), one dropped or renamed (3D000), CONNECT revoked (42501). Their SQLSTATEs also name statements'
+ * errors, so the source is what says the connection, not the statement, failed (it is not translated, as
+ * messages are under lc_messages).
+ */
+const sessionStartFile = 'postinit.c';
+
 /** node-pg's own words for a pool or connection that gave up (it sets no code on these). */
 const driverMessages =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end/;
@@ -42,8 +51,9 @@ const driverMessages =
 /** The server cannot serve this request: a 503, not a bug, and never a reason to park an event. */
 export const isConnectionFailure = (error: unknown): error is Error => {
   if (!(error instanceof Error)) return false;
-  const { code } = error as { code?: unknown };
+  const { code, file } = error as { code?: unknown; file?: unknown };
   if (typeof code === 'string' && (connectionCodes.has(code) || serverStates.test(code))) return true;
+  if (file === sessionStartFile) return true;
   return driverMessages.test(error.message);
 };
 
@@ -92,6 +102,11 @@ const newPool = (url: string, poolSize: number): pg.Pool => {
   // An idle connection the server closed (a restart, a failover) reports here; without a listener it would
   // end the process. The next query opens a new connection, or fails with a 503.
   pool.on('error', () => undefined);
+  // A connection that is checked out (a transaction between two statements, an index build) has no
+  // listener of the pool's: when the server ends it there (pg_terminate_backend, a restart), node-pg emits
+  // 'error' on the client itself, which with no listener ends the process. Each connection gets one for its
+  // whole life; the error still fails the next statement on it (a 503), and the pool drops it on release.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 };
 
