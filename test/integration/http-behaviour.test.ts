@@ -292,7 +292,7 @@ describe('cross-cutting HTTP behaviour', () => {
     it('releases the key after a lost race (409 version-conflict): a retry runs afresh', async () => {
       const store = server.stores.eventStore;
       const append = store.appendToStream.bind(store);
-      store.appendToStream = (stream, expected) => {
+      store.appendToStream = (stream, _events, expected) => {
         store.appendToStream = append;
         return Promise.reject(new VersionConflictError(stream, String(expected), 0));
       };
