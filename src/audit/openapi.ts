@@ -38,7 +38,8 @@ export const auditOperations = (): BuiltOperation[] => [
       'Reads the whole history, as `obs audit verify` does: every stream has no gaps and each event matches ' +
       'its hash and the one before it, and every digest matches the stream heads it names. Reports the ' +
       'first broken link in commit order. Bounded in time: a history too long to verify here answers 503 ' +
-      'and the CLI does it instead; one verification runs at a time.',
+      'and the CLI does it instead. A process runs one verification per tenant and two in all; another ' +
+      'answers 503 with Retry-After.',
     tag: 'Event history',
     access: { scope: 'admin' },
     responses: {

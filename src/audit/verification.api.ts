@@ -16,19 +16,23 @@ export interface VerificationApiDeps {
 export const defaultVerificationBudgetMs = 20_000;
 
 class OverBudget extends Error {}
+class CallerLeft extends Error {}
 
 /**
  * Runs verifyTenant (the same verifier as `obs audit verify`) with a time budget, checked after each page
  * the verifier reads: its memory is already bounded (one stream's positions, one node per Merkle level).
+ * An aborted `signal` (the caller left) stops it at the next page too, with a CallerLeft.
  */
 export const verifyWithin = async (
   eventStore: EventStore,
   tenantId: string,
   budgetMs: number,
+  signal?: AbortSignal,
 ): Promise<VerifyReport> => {
   const deadline = Date.now() + budgetMs;
   try {
     return await verifyTenant(eventStore, tenantId, () => {
+      if (signal?.aborted) throw new CallerLeft();
       if (Date.now() > deadline) throw new OverBudget();
     });
   } catch (error) {
@@ -41,24 +45,41 @@ export const verifyWithin = async (
   }
 };
 
+/** Verifications one process runs at once: each reads a whole history, and the cores serve requests too. */
+export const concurrentVerifications = 2;
+
 /**
- * GET /v1/tenants/{t}/audit/verification: the tenant's tamper check. One verification at a time per
- * process, since each reads the tenant's whole history: a second one waits for the first to finish
- * (503 with Retry-After) rather than doubling the load.
+ * GET /v1/tenants/{t}/audit/verification: the tenant's tamper check. Each reads the tenant's whole history,
+ * so a process runs one per tenant and `concurrentVerifications` in all; another waits for one to finish
+ * (503 with Retry-After) rather than adding to the load. One tenant never holds every slot, and a
+ * verification whose caller left stops at its next page.
  */
 export const verificationApi = (deps: VerificationApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId' });
   const budgetMs = deps.budgetMs ?? defaultVerificationBudgetMs;
-  let running = false;
+  const running = new Set<string>();
 
   router.get('/audit/verification', requireScope(deps.auth, 'admin'), async (ctx) => {
-    if (running) throw new UnavailableError('Another verification is running; try again shortly', 5);
-    running = true;
+    const tenantId = pathParam(ctx, 'tenantId');
+    if (running.has(tenantId))
+      throw new UnavailableError("A verification of this tenant's history is running; try again shortly", 5);
+    if (running.size >= concurrentVerifications)
+      throw new UnavailableError('Other verifications are running; try again shortly', 5);
+    const left = new AbortController();
+    const onClose = () => {
+      if (!ctx.res.writableFinished) left.abort();
+    };
+    ctx.res.once('close', onClose);
+    running.add(tenantId);
     try {
-      const report = await verifyWithin(deps.eventStore, pathParam(ctx, 'tenantId'), budgetMs);
+      const report = await verifyWithin(deps.eventStore, tenantId, budgetMs, left.signal);
       ctx.body = { ...report, ok: report.broken === null, verifiedAt: new Date().toISOString() };
+    } catch (error) {
+      if (!(error instanceof CallerLeft)) throw error;
+      ctx.status = 499; // nobody reads it: for the access log and the metrics, as nginx counts a caller that left
     } finally {
-      running = false;
+      running.delete(tenantId);
+      ctx.res.off('close', onClose);
     }
   });
 
