@@ -8,9 +8,30 @@ export type Credential =
 
 const storageKey = 'obs-console-credential';
 
+const isCredential = (value: unknown): value is Credential => {
+  const credential = value as Partial<Record<string, unknown>> | null;
+  if (typeof credential?.tenantId !== 'string') return false;
+  if (credential.kind === 'apiKey') return typeof credential.key === 'string';
+  return (
+    credential.kind === 'user' &&
+    typeof credential.email === 'string' &&
+    typeof credential.accessToken === 'string' &&
+    typeof credential.refreshToken === 'string'
+  );
+};
+
+/** The stored credential; an entry that is not one (edited, or from another version) is dropped. */
 const read = (): Credential | null => {
   const text = sessionStorage.getItem(storageKey);
-  return text ? (JSON.parse(text) as Credential) : null;
+  if (!text) return null;
+  try {
+    const stored: unknown = JSON.parse(text);
+    if (isCredential(stored)) return stored;
+  } catch {
+    // Not JSON: dropped below, as any entry that is not a credential.
+  }
+  sessionStorage.removeItem(storageKey);
+  return null;
 };
 
 let current: Credential | null = read();

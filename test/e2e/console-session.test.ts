@@ -7,7 +7,7 @@ import { request, startTestServer, withTenant, type TestServer } from '../suppor
 /** Debian's chromium (`apt-get install -y chromium`); the browser test skips, saying so, without it. */
 const executablePath = '/usr/bin/chromium';
 
-describe('the console signing out while a token refresh is on its way', function () {
+describe('the console’s stored credential', function () {
   this.timeout(60_000);
   let server: TestServer;
   let browser: Browser;
@@ -29,7 +29,7 @@ describe('the console signing out while a token refresh is on its way', function
     await server?.close();
   });
 
-  it('stays signed out: the refresh that answers afterwards does not bring the credential back', async () => {
+  it('stays signed out when a token refresh answers after sign-out: the credential does not come back', async () => {
     const tenant = await withTenant(server);
     await createUser(server, tenant, { email, scopes: ['admin'] });
     const login = await request(`${server.url}/v1/auth/token`, {
@@ -74,6 +74,23 @@ describe('the console signing out while a token refresh is on its way', function
     expect(await page.evaluate('sessionStorage.length + localStorage.length')).to.equal(0);
     expect(await page.getByRole('button', { name: 'Sign out' }).count()).to.equal(0);
     await page.getByRole('heading', { name: 'Sign in to the observation console' }).waitFor();
+    await context.close();
+  });
+
+  it('drops a stored entry that is no credential, and shows the sign-in page instead of failing to load', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(`${server.url}/console`);
+    for (const entry of ['{not json', '{"kind":"apiKey"}', 'null', '[1,2]']) {
+      await page.evaluate(`sessionStorage.setItem('obs-console-credential', ${JSON.stringify(entry)})`);
+      await page.reload();
+      await page.getByRole('heading', { name: 'Sign in to the observation console' }).waitFor();
+      expect(await page.evaluate('sessionStorage.length'), entry).to.equal(0);
+    }
+    expect(errors).to.deep.equal([]);
     await context.close();
   });
 });
