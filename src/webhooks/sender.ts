@@ -34,7 +34,9 @@ const guardedLookup =
       const forbidden = addresses.find((entry) => !isAllowedAddress(entry.address, rules));
       if (forbidden) {
         return callback(
-          new ForbiddenAddressError(`${hostname} resolves to a forbidden address (${forbidden.address})`),
+          // Without the address: the attempt's error is the tenant's to read, and the service's resolver
+          // would otherwise tell what a name inside its network stands for.
+          new ForbiddenAddressError(`${hostname} resolves to a forbidden address`),
           [],
         );
       }
@@ -118,6 +120,8 @@ export const webhookSender = (settings: SenderSettings) => {
     if (signal?.aborted) throw new AttemptAbortedError('the attempt was cut before it started');
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
+    /** The receiver's status once its headers are in: kept when its body then fails to arrive in time. */
+    let statusCode: number | null = null;
     try {
       const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
       if (isIP(host) && !isAllowedAddress(host, settings)) {
@@ -137,28 +141,26 @@ export const webhookSender = (settings: SenderSettings) => {
           ? AbortSignal.any([signal, AbortSignal.timeout(settings.timeoutMs)])
           : AbortSignal.timeout(settings.timeoutMs),
       });
+      statusCode = response.statusCode;
       const responseBody = await readStart(response.body);
-      const ok = response.statusCode >= 200 && response.statusCode < 300;
-      return {
-        ok,
-        statusCode: response.statusCode,
-        durationMs: elapsed(),
-        error: ok ? null : `HTTP ${response.statusCode}`,
-        responseBody,
-      };
+      const ok = statusCode >= 200 && statusCode < 300;
+      return { ok, statusCode, durationMs: elapsed(), error: ok ? null : `HTTP ${statusCode}`, responseBody };
     } catch (error) {
       if (signal?.aborted) {
         throw new AttemptAbortedError(`the attempt was cut after ${elapsed()} ms: the service is stopping`);
       }
       const name = (error as Error).name;
-      const message =
+      const timedOut =
         name === 'TimeoutError' ||
         name === 'HeadersTimeoutError' ||
         name === 'BodyTimeoutError' ||
-        name === 'ConnectTimeoutError'
+        name === 'ConnectTimeoutError';
+      const message = !timedOut
+        ? (error as Error).message
+        : statusCode === null
           ? `no answer within ${settings.timeoutMs} ms`
-          : (error as Error).message;
-      return { ok: false, statusCode: null, durationMs: elapsed(), error: message };
+          : `HTTP ${statusCode}, but the rest of the answer did not arrive within ${settings.timeoutMs} ms`;
+      return { ok: false, statusCode, durationMs: elapsed(), error: message };
     }
   };
 
