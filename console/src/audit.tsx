@@ -2,7 +2,7 @@
 // (GET …/audit/verification, the verifier of `obs audit verify`).
 import { useState } from 'preact/hooks';
 import { call, getJson, query, tenantPath, type Page } from './api.js';
-import { Loading, ProblemBox, Section, When, useAction, useLoad } from './ui.js';
+import { Loading, Pager, ProblemBox, Section, When, useAction, useLoad } from './ui.js';
 
 interface HistoryEvent {
   id: string;
@@ -153,22 +153,7 @@ export const AuditScreen = () => {
             ))}
           </tbody>
         </table>
-        <nav class="pager" aria-label="Event pages">
-          <button
-            type="button"
-            disabled={cursors.length === 0}
-            onClick={() => setCursors(cursors.slice(0, -1))}
-          >
-            Previous page
-          </button>
-          <button
-            type="button"
-            disabled={!events.data?.nextCursor}
-            onClick={() => events.data?.nextCursor && setCursors([...cursors, events.data.nextCursor])}
-          >
-            Next page
-          </button>
-        </nav>
+        <Pager label="Event pages" cursors={cursors} setCursors={setCursors} next={events.data?.nextCursor} />
       </Section>
     </>
   );

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import { getJson, query, tenantPath, type Page } from './api.js';
 import { WorldMap, type Bbox } from './map.js';
-import { Loading, ProblemBox, When, useLoad } from './ui.js';
+import { Loading, Pager, ProblemBox, When, useLoad } from './ui.js';
 
 export interface Observation {
   id: string;
@@ -162,22 +162,7 @@ export const ObservationsScreen = () => {
         {page.loading ? 'Loading…' : `${rows.length} observation${rows.length === 1 ? '' : 's'} on this page`}
       </p>
       <ObservationTable rows={rows} />
-      <nav class="pager" aria-label="Pages">
-        <button
-          type="button"
-          disabled={cursors.length === 0}
-          onClick={() => setCursors(cursors.slice(0, -1))}
-        >
-          Previous page
-        </button>
-        <button
-          type="button"
-          disabled={!page.data?.nextCursor}
-          onClick={() => page.data?.nextCursor && setCursors([...cursors, page.data.nextCursor])}
-        >
-          Next page
-        </button>
-      </nav>
+      <Pager label="Pages" cursors={cursors} setCursors={setCursors} next={page.data?.nextCursor} />
     </>
   );
 };

@@ -1,5 +1,5 @@
 // Small pieces every screen uses: loading and error states (the problem's `detail`), dates in the
-// browser's time zone with UTC on hover, and a hook for one asynchronous load.
+// browser's time zone with UTC on hover, a hook for one asynchronous load, and keyset paging's buttons.
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiProblem } from './api.js';
@@ -90,6 +90,31 @@ export const Section = ({ title, children }: { title: string; children: Componen
     <h2>{title}</h2>
     {children}
   </section>
+);
+
+/**
+ * Keyset paging's buttons: `cursors` are the pages followed so far (the current one last; none for the
+ * first page), `next` the list's nextCursor.
+ */
+export const Pager = ({
+  label,
+  cursors,
+  setCursors,
+  next,
+}: {
+  label: string;
+  cursors: string[];
+  setCursors: (cursors: string[]) => void;
+  next: string | null | undefined;
+}) => (
+  <nav class="pager buttons" aria-label={label}>
+    <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+      Previous page
+    </button>
+    <button type="button" disabled={!next} onClick={() => next && setCursors([...cursors, next])}>
+      Next page
+    </button>
+  </nav>
 );
 
 export const Json = ({ value }: { value: unknown }) => (
