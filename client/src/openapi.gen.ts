@@ -200,6 +200,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/auth/logout': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign out
+     * @description Ends the refresh token's session: the token and every other of its family stop working, and so do the session's access tokens. As for token revocation (RFC 7009 §2.2), a token that ends nothing (unknown, or of a session already ended) gets the same 204.
+     *
+     *     Needs no credential.
+     */
+    post: operations['logout'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/oauth/token': {
     parameters: {
       query?: never;
@@ -2055,6 +2077,10 @@ export interface components {
       /** Format: password */
       refreshToken: string;
     };
+    LogoutRequest: {
+      /** Format: password */
+      refreshToken: string;
+    };
     CreateTenantRequest: {
       name: string;
       /** @example ops@acme.test */
@@ -3133,6 +3159,41 @@ export interface operations {
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  logout: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "refreshToken": "ort_t_01m7xr44nde6cpe35md841agpz.s_01m7xrc4d6f8g0h2j4k6m8n0p2.Zx8Qm3Lp0Rt5Vw2Yb7Nc4Hd9Kf1Gs6Ja3Ue8Io0Pq2x"
+         *     }
+         */
+        'application/json': components['schemas']['LogoutRequest'];
+      };
+    };
+    responses: {
+      /** @description Signed out, or nothing to end */
+      204: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];

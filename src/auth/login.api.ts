@@ -157,5 +157,32 @@ export const loginApi = (deps: LoginApiDeps): Router => {
     issue(ctx, user.state.user, presented.id, secret);
   });
 
+  /**
+   * Sign-out: the refresh token's session ends (SessionRevoked), and with it its access tokens. As RFC 7009
+   * §2.2 has it for revocation, a token that ends nothing (unknown, spent by an ended session, malformed)
+   * answers the same 204: the caller can do nothing about it, and the answer tells nobody which tokens exist.
+   */
+  router.post('/logout', async (ctx) => {
+    const body = decodeOrThrow(RefreshBody, await readJsonBody(ctx, { limit: 16 * 1024 }));
+    const presented = parseCredential(refreshTokenPrefix, body.refreshToken);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.status = 204;
+    if (!presented) return;
+    const stream = streamName('session', presented.tenantId, presented.id);
+    const session = await readAggregate(deps.eventStore, sessionDecider, stream);
+    if (session.state.status !== 'active') return;
+    const command = { type: 'SignOut', presentedHash: hashSecret(presented.secret) } as const;
+    const actor = `user:${session.state.userId}`;
+    await retryOnConflict(() =>
+      handleCommand(
+        deps.eventStore,
+        sessionDecider,
+        stream,
+        command,
+        commandContext(ctx, deps, presented.tenantId, actor),
+      ),
+    );
+  });
+
   return router;
 };

@@ -178,6 +178,29 @@ export const authOperations = (): BuiltOperation[] => [
   }),
   operation({
     method: 'post',
+    path: '/v1/auth/logout',
+    operationId: 'logout',
+    summary: 'Sign out',
+    description:
+      "Ends the refresh token's session: the token and every other of its family stop working, and so do " +
+      "the session's access tokens. As for token revocation (RFC 7009 §2.2), a token that ends nothing " +
+      '(unknown, or of a session already ended) gets the same 204.',
+    tag,
+    access: { public: true },
+    body: {
+      codec: RefreshBody,
+      name: 'LogoutRequest',
+      example: { refreshToken: exampleRefreshToken },
+      properties: {
+        refreshToken: string({ minLength: 1, maxLength: 4096, pattern: '^ort_', format: 'password' }),
+      },
+      mediaTypes: ['application/json'],
+      json: true,
+    },
+    responses: { '204': { description: 'Signed out, or nothing to end' } },
+  }),
+  operation({
+    method: 'post',
     path: '/v1/oauth/token',
     operationId: 'oauthToken',
     summary: 'Get a client-credentials access token',

@@ -33,7 +33,9 @@ export type SessionState =
 
 export type SessionCommand =
   | { type: 'StartSession'; sessionId: string; userId: string; refreshTokenHash: string; expiresAt: string }
-  | { type: 'Refresh'; presentedHash: string; nextHash: string; expiresAt: string; now: Date };
+  | { type: 'Refresh'; presentedHash: string; nextHash: string; expiresAt: string; now: Date }
+  /** Sign-out: the session ends if the token presented is one of its own; otherwise nothing happens. */
+  | { type: 'SignOut'; presentedHash: string };
 
 const refused = () => new UnauthorizedError('The refresh token is not valid', 'invalid_token');
 
@@ -45,6 +47,15 @@ export const sessionDecider: Decider<SessionState, SessionCommand, SessionEvent>
       if (state.status !== 'absent') throw new ConflictError('The session already exists');
       const { sessionId, userId, refreshTokenHash, expiresAt } = command;
       return [{ type: 'SessionStarted', data: { sessionId, userId, refreshTokenHash, expiresAt } }];
+    }
+    if (command.type === 'SignOut') {
+      // Holding the session's current token, or a used one (which a refresh would revoke it for), is what
+      // ends it; an ended session, or another session's token, leaves everything as it is.
+      const ours =
+        state.status === 'active' && [state.currentHash, ...state.usedHashes].includes(command.presentedHash);
+      if (!ours) return [];
+      const { sessionId, userId } = state;
+      return [{ type: 'SessionRevoked', data: { sessionId, userId, reason: 'signed out' } }];
     }
     if (state.status !== 'active') throw refused();
     if (state.usedHashes.includes(command.presentedHash)) {

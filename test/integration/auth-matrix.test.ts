@@ -362,6 +362,7 @@ const publicRoutes = [
   'GET /.well-known/oauth-authorization-server',
   'POST /v1/auth/token',
   'POST /v1/auth/refresh',
+  'POST /v1/auth/logout',
   // The OpenAPI document and the page that renders it (src/openapi/api.ts).
   'GET /v1/openapi.json',
   'GET /docs',

@@ -178,6 +178,62 @@ describe('access and refresh tokens', () => {
     });
   });
 
+  describe('signing out', () => {
+    const logout = (refreshToken: unknown) =>
+      request(`${server.url}/v1/auth/logout`, { method: 'POST', body: { refreshToken } });
+
+    it('ends the session: its refresh token, and within a second its access tokens, stop working', async () => {
+      const session = await loggedIn(server, tenant, ['observations:read'], 'cy@example.test');
+      const other = await login(server, { email: 'cy@example.test', password, tenantId: tenant.tenantId });
+      const signedOut = await logout(session.refreshToken);
+      expect(signedOut.status).to.equal(204);
+      expect(signedOut.headers.get('cache-control')).to.equal('no-store');
+      expectUnauthorized(await refresh(server, session.refreshToken));
+      await eventually(async () => expectUnauthorized(await listWith(session.accessToken)), {
+        timeoutMs: 1000,
+      });
+      // The same user's other session goes on.
+      expect((await listWith(other.body.accessToken as string)).status).to.equal(200);
+      expect((await refresh(server, other.body.refreshToken as string)).status).to.equal(200);
+      const revoked = await server.stores.eventStore.readAll({
+        filter: { tenantId: tenant.tenantId, eventTypes: ['SessionRevoked'] },
+      });
+      expect(revoked.events.map((event) => (event.data as { reason: string }).reason)).to.deep.equal([
+        'signed out',
+      ]);
+    });
+
+    it('answers 204 to a token that ends nothing, and records nothing: spent, made-up, or said twice', async () => {
+      const session = await loggedIn(server, tenant, ['observations:read']);
+      const renewed = await refresh(server, session.refreshToken);
+      const [prefix, tenantId, id, secret] = (renewed.body.refreshToken as string).split(/[_.]/);
+      const forged = `${prefix}_${tenantId}.${id}.${secret!.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'))}`;
+      // Another secret for the same session ends nothing, and leaves the session working.
+      expect((await logout(forged)).status).to.equal(204);
+      expect((await logout('ort_t_nobody.s_nobody.secret')).status).to.equal(204);
+      expect((await logout('not a token')).status).to.equal(204);
+      expect((await refresh(server, renewed.body.refreshToken as string)).status).to.equal(200);
+      const none = await server.stores.eventStore.readAll({
+        filter: { tenantId: tenant.tenantId, eventTypes: ['SessionRevoked'] },
+      });
+      expect(none.events).to.deep.equal([]);
+      // Signing out twice: one revocation.
+      const again = await loggedIn(server, tenant, ['observations:read'], 'bo@example.test');
+      expect((await logout(again.refreshToken)).status).to.equal(204);
+      expect((await logout(again.refreshToken)).status).to.equal(204);
+      const once = await server.stores.eventStore.readAll({
+        filter: { tenantId: tenant.tenantId, eventTypes: ['SessionRevoked'] },
+      });
+      expect(once.events).to.have.length(1);
+    });
+
+    it('refuses a body without a refresh token as a problem (400)', async () => {
+      const refused = await request(`${server.url}/v1/auth/logout`, { method: 'POST', body: {} });
+      expect(refused.status).to.equal(400);
+      expect(refused.headers.get('content-type')).to.match(/^application\/problem\+json/);
+    });
+  });
+
   describe('expiry', () => {
     // The service's clock, moved past each expiry instead of waiting for it.
     let clock: TestClock;

@@ -364,6 +364,11 @@ describe('the OpenAPI document', function () {
         body: { refreshToken: tokens.body.refreshToken },
       });
       expect(renewed.status).to.equal(200);
+      const signedOut = await call('POST', '/v1/auth/logout', {
+        key: null,
+        body: { refreshToken: renewed.body.refreshToken },
+      });
+      expect(signedOut.status).to.equal(204);
       expect(
         (await call('POST', '/v1/tenants/{tenantId}/users/{id}/disable', { params: { id: user.body.id } }))
           .status,

@@ -110,4 +110,23 @@ describe('the session decider', () => {
       expiresAt: '2026-01-03T00:00:00.000Z',
     });
   });
+
+  describe('signing out', () => {
+    const signOut = (presentedHash: string) => ({ type: 'SignOut', presentedHash }) as const;
+    const signedOut: SessionEvent = {
+      type: 'SessionRevoked',
+      data: { sessionId: 's_1', userId: 'u_1', reason: 'signed out' },
+    };
+
+    it('ends the session with its current token, or with one of its used ones', () => {
+      given([started, rotated]).when(signOut('h2')).then([signedOut]);
+      given([started, rotated]).when(signOut('h1')).then([signedOut]);
+    });
+
+    it('does nothing with another token, for a session that is absent, or one that has ended', () => {
+      given([started, rotated]).when(signOut('someone else’s')).then([]);
+      given([]).when(signOut('h1')).then([]);
+      given([started, signedOut]).when(signOut('h1')).then([]);
+    });
+  });
 });
