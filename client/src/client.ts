@@ -48,9 +48,17 @@ export class Auth {
     this.http.setTokens(tokens);
   }
 
-  /** Forgets the user session. */
+  /** Forgets the user session here; its tokens still work until they expire (see `logout`). */
   clearTokens(): void {
     this.http.clearTokens();
+  }
+
+  /**
+   * `POST /v1/auth/logout`: ends the user session on the server, so that its refresh token and its access
+   * tokens stop working, and forgets it here. Without a refresh token, it only forgets.
+   */
+  logout(): Promise<void> {
+    return this.http.logout();
   }
 
   /** The current user session, if any. */

@@ -294,6 +294,18 @@ describe('the TypeScript client (client/) against the running service', function
       expect((await failure(first.observations.list(tenantId))).status).to.equal(401);
       expect(first.auth.tokens).to.equal(undefined);
     });
+
+    it('logs out: the session ends on the server, and its tokens stop working for anyone holding them', async () => {
+      const email = 'leaving@clientco.test';
+      await admin().users.create(tenantId, { email, password, scopes: ['observations:read'] });
+      const { client, sent } = connect();
+      const tokens = await client.login(email, password, tenantId);
+      await client.auth.logout();
+      expect(client.auth.tokens).to.equal(undefined);
+      expect(sent.map((request) => `${request.path} ${request.status}`)).to.include('/v1/auth/logout 204');
+      const holder = connect({ accessToken: tokens.accessToken, refreshToken: tokens.refreshToken }).client;
+      expect((await failure(holder.observations.list(tenantId))).status).to.equal(401);
+    });
   });
 
   describe('typed errors', () => {
