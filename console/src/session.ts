@@ -105,5 +105,15 @@ export const session = {
     })();
     return refreshing;
   },
-  signOut: () => set(null),
+  /**
+   * Forgets the credential at once; a login's session is also ended on the server (`POST /v1/auth/logout`),
+   * so that its tokens stop working wherever a copy of them is. That call's failure changes nothing here:
+   * the console has signed out either way.
+   */
+  signOut: () => {
+    const signedOut = current;
+    set(null);
+    if (signedOut?.kind === 'user')
+      void postJson('/v1/auth/logout', { refreshToken: signedOut.refreshToken }).catch(() => undefined);
+  },
 };

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createUser, password } from '../support/auth.js';
 import { testImage } from '../support/images.js';
+import { eventually } from '../support/wait.js';
 import { startReceiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
@@ -420,6 +421,26 @@ describe('the console in a browser', function () {
       });
       await page.getByRole('alert').filter({ hasText: '403' }).waitFor();
       expect(await page.getByRole('alert').textContent()).to.include('observations:write');
+    });
+
+    it('ends the session on the server at sign-out: its tokens stop working wherever a copy is', async () => {
+      const { accessToken, refreshToken } = JSON.parse(
+        (await page.evaluate<string>(`sessionStorage.getItem('obs-console-credential')`)) ?? '{}',
+      ) as { accessToken: string; refreshToken: string };
+      const loggedOut = page.waitForResponse('**/v1/auth/logout');
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      expect((await loggedOut).status()).to.equal(204);
+      await page.getByRole('heading', { name: 'Sign in to the observation console' }).waitFor();
+      const renewed = await request(`${server.url}/v1/auth/refresh`, {
+        method: 'POST',
+        body: { refreshToken },
+      });
+      expect(renewed.status).to.equal(401);
+      const listed = () =>
+        request(`${server.url}/v1/tenants/${tenant.tenantId}/observations`, {
+          headers: { Authorization: `Bearer ${accessToken}` },
+        });
+      await eventually(async () => ((await listed()).status === 401 ? true : undefined), 2000, 'a 401');
     });
   });
 
