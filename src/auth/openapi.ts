@@ -116,6 +116,18 @@ const exampleClientId = `${exampleIds.tenant}.${exampleIds.oauthClient}`;
 const exampleClientSecret = 'q7B2xN0vKc9RzL4mT1wYhE6uP3sA8dFgJ5kVnXoZbQe';
 const exampleRefreshToken = `ort_${exampleIds.tenant}.s_01m7xrc4d6f8g0h2j4k6m8n0p2.Zx8Qm3Lp0Rt5Vw2Yb7Nc4Hd9Kf1Gs6Ja3Ue8Io0Pq2x`;
 
+/** The body of the refresh and the sign-out: one refresh token. */
+const refreshTokenBody = (name: string) => ({
+  codec: RefreshBody,
+  name,
+  example: { refreshToken: exampleRefreshToken },
+  properties: {
+    refreshToken: string({ minLength: 1, maxLength: 4096, pattern: '^ort_', format: 'password' }),
+  },
+  mediaTypes: ['application/json'],
+  json: true,
+});
+
 export const authOperations = (): BuiltOperation[] => [
   operation({
     method: 'post',
@@ -161,16 +173,7 @@ export const authOperations = (): BuiltOperation[] => [
       'session (RFC 9700 §4.14.2).',
     tag,
     access: { public: true },
-    body: {
-      codec: RefreshBody,
-      name: 'RefreshRequest',
-      example: { refreshToken: exampleRefreshToken },
-      properties: {
-        refreshToken: string({ minLength: 1, maxLength: 4096, pattern: '^ort_', format: 'password' }),
-      },
-      mediaTypes: ['application/json'],
-      json: true,
-    },
+    body: refreshTokenBody('RefreshRequest'),
     responses: {
       '200': { description: 'A new pair', content: { 'application/json': ref('LoginTokens') } },
     },
@@ -187,16 +190,7 @@ export const authOperations = (): BuiltOperation[] => [
       '(unknown, or of a session already ended) gets the same 204.',
     tag,
     access: { public: true },
-    body: {
-      codec: RefreshBody,
-      name: 'LogoutRequest',
-      example: { refreshToken: exampleRefreshToken },
-      properties: {
-        refreshToken: string({ minLength: 1, maxLength: 4096, pattern: '^ort_', format: 'password' }),
-      },
-      mediaTypes: ['application/json'],
-      json: true,
-    },
+    body: refreshTokenBody('LogoutRequest'),
     responses: { '204': { description: 'Signed out, or nothing to end' } },
   }),
   operation({
