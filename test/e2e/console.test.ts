@@ -1,16 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from '../support/browser.js';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createUser, password } from '../support/auth.js';
 import { testImage } from '../support/images.js';
 import { eventually } from '../support/wait.js';
 import { startReceiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
-/** Debian's chromium (`apt-get install -y chromium`); the test skips, saying so, without it. */
-const executablePath = '/usr/bin/chromium';
 /**
  * axe-core's source, evaluated in the page through the DevTools protocol: page.addScriptTag would add an
  * inline script, which the console's CSP refuses, as it should.
@@ -105,10 +104,7 @@ describe('the console in a browser', function () {
   };
 
   before(async function () {
-    if (!existsSync(executablePath)) {
-      console.log(`    skipped: ${executablePath} is not installed (apt-get install -y chromium)`);
-      this.skip();
-    }
+    skipWithoutChromium(this);
     mkdirSync(shots, { recursive: true });
     server = await startTestServer({
       WEBHOOK_ALLOW_HTTP: 'true',
@@ -152,10 +148,7 @@ describe('the console in a browser', function () {
       visitId,
       locationId: location.body.id,
     });
-    browser = await chromium.launch({
-      executablePath,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();

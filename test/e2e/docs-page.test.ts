@@ -1,10 +1,8 @@
-import { existsSync } from 'node:fs';
 import { expect } from 'chai';
-import { chromium, type Browser } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from '../support/browser.js';
+import type { Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from '../support/server.js';
 
-/** Debian's chromium (`apt-get install -y chromium`); the test skips, saying so, without it. */
-const executablePath = '/usr/bin/chromium';
 export const docsScreenshot = '/tmp/docs-page.png';
 
 /**
@@ -17,23 +15,9 @@ describe('the documentation page in a browser', function () {
   let browser: Browser;
 
   before(async function () {
-    if (!existsSync(executablePath)) {
-      console.log(`    skipped: ${executablePath} is not installed (apt-get install -y chromium)`);
-      this.skip();
-    }
+    skipWithoutChromium(this);
     server = await startTestServer();
-    browser = await chromium.launch({
-      executablePath,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
