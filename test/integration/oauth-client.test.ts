@@ -9,6 +9,7 @@ import {
   oauthToken,
 } from '../support/auth.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
+import { rejectionOf } from '../support/rejections.js';
 
 type Tenant = Awaited<ReturnType<typeof withTenant>>;
 type Response = Awaited<ReturnType<typeof request>>;
@@ -282,10 +283,7 @@ describe('OAuth 2.0 client credentials', () => {
 
     it('reports invalid_scope from the library for a scope outside the client’s', async () => {
       const config = await discover();
-      const failure = await client.clientCredentialsGrant(config, { scope: 'admin' }).then(
-        () => null,
-        (error: unknown) => error,
-      );
+      const failure = await rejectionOf(client.clientCredentialsGrant(config, { scope: 'admin' }));
       expect(failure).to.be.instanceOf(client.ResponseBodyError);
       expect((failure as client.ResponseBodyError).error).to.equal('invalid_scope');
       expect((failure as client.ResponseBodyError).status).to.equal(400);
@@ -293,10 +291,7 @@ describe('OAuth 2.0 client credentials', () => {
 
     it('reports invalid_client from the library for a wrong secret', async () => {
       const config = await discover(undefined, 'not-the-secret');
-      const failure = await client.clientCredentialsGrant(config).then(
-        () => null,
-        (error: unknown) => error,
-      );
+      const failure = await rejectionOf(client.clientCredentialsGrant(config));
       // A 401 with a WWW-Authenticate challenge (RFC 6749 §5.2 asks for one after HTTP Basic) is reported as such.
       expect(failure).to.be.instanceOf(client.WWWAuthenticateChallengeError);
       const challenge = failure as client.WWWAuthenticateChallengeError;
@@ -308,17 +303,11 @@ describe('OAuth 2.0 client credentials', () => {
     it('is refused with 429 and Retry-After after 10 wrong secrets from its address, while the others still get tokens', async () => {
       const wrong = await discover(undefined, 'not-the-secret');
       for (let i = 0; i < 10; i += 1) {
-        const failure = await client.clientCredentialsGrant(wrong).then(
-          () => null,
-          (error: unknown) => error,
-        );
+        const failure = await rejectionOf(client.clientCredentialsGrant(wrong));
         expect((failure as client.WWWAuthenticateChallengeError).status).to.equal(401);
       }
       // The right secret from the same address is refused too: the address is out of attempts for the client.
-      const blocked = await client.clientCredentialsGrant(await discover()).then(
-        () => null,
-        (error: unknown) => error,
-      );
+      const blocked = await rejectionOf(client.clientCredentialsGrant(await discover()));
       expect(blocked).to.be.instanceOf(Error);
       const response = (blocked as { cause?: unknown }).cause as globalThis.Response | undefined;
       expect(response?.status, String(blocked)).to.equal(429);

@@ -9,6 +9,7 @@ import { stop } from '../support/process.js';
 import { createTestDatabase, describePostgres } from '../support/postgres.js';
 import { request } from '../support/server.js';
 import { createTenant, startServiceProcess } from '../support/service-process.js';
+import { rejectionOf } from '../support/rejections.js';
 
 /**
  * The PostgreSQL store failing under the service, as an operator or an outage makes it fail: sessions
@@ -52,16 +53,15 @@ describePostgres('PostgreSQL: the store failing under the service', () => {
     const url = createTestDatabase();
     const handle = acquirePostgres(url, { poolSize: 2 });
     try {
-      const outcome = await inTransaction(handle.pool, async (client) => {
-        const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-        // Ended from outside while no statement of this transaction runs: node-pg reports it as an
-        // 'error' event on the checked-out client, which no listener of the pool's hears.
-        await withAdmin(url, (admin) => admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]));
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        await client.query('SELECT 1');
-      }).then(
-        () => null,
-        (error: unknown) => error,
+      const outcome = await rejectionOf(
+        inTransaction(handle.pool, async (client) => {
+          const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+          // Ended from outside while no statement of this transaction runs: node-pg reports it as an
+          // 'error' event on the checked-out client, which no listener of the pool's hears.
+          await withAdmin(url, (admin) => admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]));
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          await client.query('SELECT 1');
+        }),
       );
       expect(outcome, String(outcome)).to.be.instanceOf(UnavailableError);
       // The pool dropped the dead connection: the next transaction runs on a new one.
@@ -84,10 +84,7 @@ describePostgres('PostgreSQL: the store failing under the service', () => {
         await terminateAll(admin, database);
       });
       try {
-        const error = await store.headPosition().then(
-          () => null,
-          (failure: unknown) => failure,
-        );
+        const error = await rejectionOf(store.headPosition());
         expect(error, String(error)).to.be.instanceOf(UnavailableError);
       } finally {
         await withAdmin(url, (admin) => admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`));

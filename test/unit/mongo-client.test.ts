@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { MongoNetworkError } from 'mongodb';
 import { UnavailableError } from '../../src/core/errors.js';
 import { acquireMongo, orUnavailable } from '../../src/mongodb/client.js';
+import { rejectionOf } from '../support/rejections.js';
 
 describe('the shared MongoDB client', () => {
   // A port that accepts and closes every connection: no MongoDB answers there.
@@ -18,10 +19,7 @@ describe('the shared MongoDB client', () => {
 
   it('fails to acquire without a server, and tries again on the next acquire instead of keeping the failure', async () => {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const failed = await acquireMongo(url).then(
-        () => null,
-        (error: unknown) => error,
-      );
+      const failed = await rejectionOf(acquireMongo(url));
       expect(failed, `attempt ${attempt}`).to.be.instanceOf(Error);
     }
   });
