@@ -142,7 +142,10 @@ export const startService = async (
     await stores.readModels.ensureCollection(projection.collection, undefined, {
       indexes: config.role === 'api',
     });
-  const revoked = revocations(stores.eventStore, logger);
+  const revoked = revocations(stores.eventStore, logger, {
+    clock,
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+  });
   await revoked.start();
   const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
   // Printed once, when it is generated; it stays in DATA_DIR/secrets.json.
