@@ -177,7 +177,7 @@ describe('Idempotency-Key and authorization', function () {
     const secret = created.body.key as string;
     const stored = everyStoredByte(server);
     expect(stored).to.contain('sealed'); // the rows are there...
-    for (const value of [secret, secret.split('_').at(-1)!, client.body.clientSecret as string])
+    for (const value of [secret, secret.split('.').at(-1)!, client.body.clientSecret as string])
       expect(stored, value).not.to.contain(value); // ...but not the secrets
     for (const file of idempotencyFiles(server))
       expect((statSync(file).mode & 0o777).toString(8), file).to.equal('600');
