@@ -1,10 +1,19 @@
+import type { RecordedEvent } from '../core/events.js';
 import type { BatchHandler, CatchUpOptions, ReadAllOptions, ReadAllPage, Subscription } from './port.js';
 import { stopLatch, type AppendSignal } from './append-signal.js';
 import { skipReportMs, yieldToEventLoop } from './sqlite-catch-up.js';
 import { canSkipCommit } from './postgres-listener.js';
 
-/** A page of the PostgreSQL store, and whether committed events still wait below the horizon. */
-export interface HorizonPage extends ReadAllPage {
+/**
+ * A page of the PostgreSQL store as read, its events not decoded yet (a reader asks for the next page
+ * first, so that the server reads it while this process decodes this one), and whether committed events
+ * still wait below the horizon.
+ */
+export interface HorizonPage extends Omit<ReadAllPage, 'events'> {
+  /** How many events the page holds. */
+  size: number;
+  /** The page's events, decoded from their rows on each call. */
+  decode: () => RecordedEvent[];
   /**
    * True when events are visible above the safe head: they committed, but an older transaction still
    * runs, so they are not read yet. The reader looks again soon rather than in a polling interval, since
@@ -25,11 +34,28 @@ const behindFirstMs = 2;
 const behindMaxMs = 100;
 
 /**
+ * A promise of `work` that never rejects: it gives a function that returns the result or throws the
+ * failure. For work started now and awaited later, whose failure must not count as unhandled meanwhile.
+ */
+const settledLater = <T>(work: Promise<T>): Promise<() => T> =>
+  work.then(
+    (value) => () => value,
+    (error: unknown) => () => {
+      throw error;
+    },
+  );
+
+/**
  * The catch-up subscription of the PostgreSQL store, as on the embedded one (sqlite-catch-up.ts): pages
  * from the caller's checkpoint, handed over as read; at the end, a sleep until a wake-up (an append by any
  * process, through LISTEN) or the polling interval, then a read from the position again, unless the
  * wake-up was a commit right after the position of only types it does not read. A position moved only
  * past events the filter skips is handed over (as an empty batch) at most every `skipReportMs`.
+ *
+ * While a backlog lasts, the next page is asked for as soon as a full one arrives, before this one is
+ * decoded and handed over: the server reads while the handler works. A read-ahead that finds nothing is
+ * not trusted for sleeping, since appends made while the handler ran may have committed after it: the
+ * reader reads again once the handler is done.
  */
 export const remoteCatchUp = (
   source: RemoteSource,
@@ -47,38 +73,45 @@ export const remoteCatchUp = (
       reported = position;
       reportedAt = Date.now();
     };
-    while (!latch.stopped() && !source.signal.isClosed) {
-      const page = await source.readPage({
-        after: position,
-        maxCount: batchSize,
-        ...(filter ? { filter } : {}),
-      });
-      position = Math.max(position, page.lastPosition);
-      if (page.events.length > 0) {
-        await hand(page.events);
-        await yieldToEventLoop();
-        continue; // read again before sleeping: appends made while the handler ran must not be missed
-      }
-      const idleMs = page.behind ? behindMs : source.pollMs;
-      behindMs = page.behind ? Math.min(behindMaxMs, behindMs * 2) : behindFirstMs;
-      for (;;) {
-        const sinceReport = Date.now() - reportedAt;
-        const unreported = position > reported;
-        if (unreported && sinceReport >= skipReportMs) {
-          await hand([]);
-          break; // and read again, as after any handler
+    const read = (from: number) =>
+      settledLater(source.readPage({ after: from, maxCount: batchSize, ...(filter ? { filter } : {}) }));
+    let ahead: Promise<() => HorizonPage> | null = null;
+    try {
+      while (!latch.stopped() && !source.signal.isClosed) {
+        const readAhead = ahead !== null;
+        const page = (await (ahead ?? read(position)))();
+        ahead = null;
+        position = Math.max(position, page.lastPosition);
+        if (page.size > 0) {
+          if (!page.isEnd) ahead = read(position);
+          await hand(page.decode());
+          await yieldToEventLoop();
+          continue; // read again before sleeping: appends made while the handler ran must not be missed
         }
-        const untilReport = unreported ? skipReportMs - sinceReport : Infinity;
-        const appended = await source.signal.next(Math.min(idleMs, untilReport), latch);
-        if (latch.stopped()) return;
-        // A commit of only other types right after the position moves it without a read.
-        if (canSkipCommit(appended, position, filter?.eventTypes)) {
-          position = Math.max(position, appended.lastPosition);
-          continue;
+        if (readAhead) continue; // begun before the handler ran, so the same holds
+        const idleMs = page.behind ? behindMs : source.pollMs;
+        behindMs = page.behind ? Math.min(behindMaxMs, behindMs * 2) : behindFirstMs;
+        for (;;) {
+          const sinceReport = Date.now() - reportedAt;
+          const unreported = position > reported;
+          if (unreported && sinceReport >= skipReportMs) {
+            await hand([]);
+            break; // and read again, as after any handler
+          }
+          const untilReport = unreported ? skipReportMs - sinceReport : Infinity;
+          const appended = await source.signal.next(Math.min(idleMs, untilReport), latch);
+          if (latch.stopped()) return;
+          // A commit of only other types right after the position moves it without a read.
+          if (canSkipCommit(appended, position, filter?.eventTypes)) {
+            position = Math.max(position, appended.lastPosition);
+            continue;
+          }
+          // A wake-up or the end of the idle time: read. The report falling due first: hand it over.
+          if (appended !== null || idleMs <= untilReport) break;
         }
-        // A wake-up or the end of the idle time: read. The report falling due first: hand it over.
-        if (appended !== null || idleMs <= untilReport) break;
       }
+    } finally {
+      await ahead; // a read-ahead no one will use: the pool may close once it is back
     }
   };
   const done = run();

@@ -203,12 +203,37 @@ export const openPostgresEventStore = async (
     return { nextExpectedVersion: version, lastPosition };
   };
 
+  /**
+   * The newest safe head any read of this process has seen. Events at or below a safe head are final
+   * (every one that will ever be visible is), so a read that stays below it needs no horizon.
+   */
+  let settled = 0;
+
+  const pageOf = (rows: EventRow[], lastPosition: number, isEnd: boolean, behind: boolean): HorizonPage => ({
+    size: rows.length,
+    decode: () => rows.map(toRecordedEvent),
+    lastPosition,
+    isEnd,
+    behind,
+  });
+
   /** A page below the horizon, with where the read got to (see ReadAllPage) and whether events wait. */
-  const readPage = async ({
-    after = 0,
-    maxCount = 1000,
-    filter,
-  }: ReadAllOptions = {}): Promise<HorizonPage> => {
+  const readPage = async ({ after = 0, maxCount = 1000, filter }: ReadAllOptions = {}): Promise<HorizonPage> => {
+    const upTo = settled;
+    let settledRows: EventRow[] = [];
+    if (after < upTo) {
+      const clause = filterClause(filter, 4);
+      ({ rows: settledRows } = await query<EventRow>(
+        `SELECT ${eventColumns} FROM events e
+         WHERE e.position > $1 AND e.position <= $3${clause.sql} ORDER BY e.position LIMIT $2`,
+        [after, maxCount, upTo, ...clause.params],
+      ));
+      if (settledRows.length === maxCount) {
+        return pageOf(settledRows, Number(settledRows.at(-1)!.position), false, false);
+      }
+    }
+    // The rest of the page, past what is settled, below a horizon.
+    const from = Math.max(after, upTo);
     const clause = filterClause(filter, 3);
     const { rows } = await query<Partial<EventRow> & { safe: string; visible: string }>(
       `WITH ${horizonCtes},
@@ -218,15 +243,15 @@ export const openPostgresEventStore = async (
          ORDER BY e.position LIMIT $2
        )
        SELECT heads.safe, heads.visible, page.* FROM heads LEFT JOIN page ON true ORDER BY page.position`,
-      [after, maxCount, ...clause.params],
+      [from, maxCount - settledRows.length, ...clause.params],
     );
     const heads = rows[0]!;
-    const events = rows.filter((row) => row.position != null).map((row) => toRecordedEvent(row as EventRow));
-    const behind = Number(heads.visible) > Number(heads.safe);
-    if (events.length === maxCount) {
-      return { events, lastPosition: events.at(-1)!.position, isEnd: false, behind };
-    }
-    return { events, lastPosition: Math.max(after, Number(heads.safe)), isEnd: true, behind };
+    const safe = Number(heads.safe);
+    settled = Math.max(settled, safe);
+    const found = [...settledRows, ...(rows.filter((row) => row.position != null) as EventRow[])];
+    const behind = Number(heads.visible) > safe;
+    if (found.length === maxCount) return pageOf(found, Number(found.at(-1)!.position), false, behind);
+    return pageOf(found, Math.max(from, safe), true, behind);
   };
 
   const store: EventStore = {
@@ -266,8 +291,8 @@ export const openPostgresEventStore = async (
     },
 
     readAll: async (options) => {
-      const { events, lastPosition, isEnd } = await readPage(options);
-      return { events, lastPosition, isEnd };
+      const { decode, lastPosition, isEnd } = await readPage(options);
+      return { events: decode(), lastPosition, isEnd };
     },
 
     readTenantByStream: async function* (tenantId, { pageSize = 1000 } = {}) {
