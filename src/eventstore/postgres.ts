@@ -2,7 +2,7 @@ import type { DatabaseError, Pool, QueryResultRow } from 'pg';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM, satisfiesExpected } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
-import { acquirePostgres, orUnavailable, type PoolOptions } from '../postgres/client.js';
+import { acquirePostgres, newPool, orUnavailable, type PoolOptions } from '../postgres/client.js';
 import { migrate } from '../postgres/migrate.js';
 import type { AppendResult, EventStore, ReadAllOptions } from './port.js';
 import { AppendSignal, defaultPollMs, type Appended } from './append-signal.js';
@@ -122,16 +122,18 @@ export const openPostgresEventStore = async (
   /**
    * Tells the other processes' subscribers what each commit holds. Not inside the append's transaction:
    * there, NOTIFY would serialize the commits of every append in the cluster (see append_events). After
-   * the commit instead, and without holding the append up: the notifications waiting go out together, one
-   * statement at a time, each still one commit's own. A hint only: subscribers poll too, so a lost
-   * one only delays them.
+   * the commit instead, and without holding the append up: on a connection of its own, so that no append
+   * waits for a pool connection behind a wake-up, with the notifications waiting sent together, one
+   * statement at a time, each still one commit's own. A hint only: subscribers poll too, so a lost one
+   * only delays them.
    */
+  const notifier = newPool(url, 1, 'observation-service notifier');
   const waiting: string[] = [];
   let sending: Promise<void> | null = null;
   const sendWaiting = async () => {
     while (waiting.length > 0) {
       const payloads = waiting.splice(0);
-      await pool
+      await notifier
         .query('SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload', [
           appendedChannel,
           payloads,
@@ -351,6 +353,7 @@ export const openPostgresEventStore = async (
     close: async () => {
       signal.close();
       await sending;
+      await notifier.end();
       await listener?.close();
       await handle.release();
     },

@@ -89,7 +89,8 @@ export interface PoolOptions {
 
 const shared = new Map<string, { pool: pg.Pool; users: number }>();
 
-const newPool = (url: string, poolSize: number): pg.Pool => {
+/** A pool of at most `poolSize` connections; `newPool(url, 1, …)` is one connection that reopens itself. */
+export const newPool = (url: string, poolSize: number, applicationName = 'observation-service'): pg.Pool => {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
@@ -97,7 +98,7 @@ const newPool = (url: string, poolSize: number): pg.Pool => {
     // holding it for ever.
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
-    application_name: 'observation-service',
+    application_name: applicationName,
   });
   // An idle connection the server closed (a restart, a failover) reports here; without a listener it would
   // end the process. The next query opens a new connection, or fails with a 503.
