@@ -3,12 +3,14 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { RecordedEvent } from '../../src/core/events.js';
-import { UnavailableError } from '../../src/core/errors.js';
+import { UnavailableError, VersionConflictError } from '../../src/core/errors.js';
+import { verifyTenant } from '../../src/audit/verify.js';
 import type { EventStore, PersistentEvent } from '../../src/eventstore/port.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
 import { acquirePostgres } from '../../src/postgres/client.js';
 import { anEvent, eventually, uniqueTenant } from '../support/events.js';
 import { describePostgres } from '../support/postgres.js';
+import { rejectionOf } from '../support/rejections.js';
 
 const srcDir = fileURLToPath(new URL('../../src/', import.meta.url));
 
@@ -113,6 +115,27 @@ describePostgres('PostgreSQL event store', (url) => {
     });
   });
 
+  it('refuses an append on a head another process has moved past, and chains a retry to the real head', async () => {
+    const other = await openPostgresEventStore(`${url}?application_name=mover`);
+    try {
+      await store.appendToStream(stream('moved'), [anEvent('A', { n: 0 }, tenant)], 'no_stream');
+      await store.readStream(stream('moved')); // this process now knows the head: version 0
+      await other.appendToStream(stream('moved'), [anEvent('A', { n: 1 }, tenant)], 0);
+      await other.appendToStream(stream('moved'), [anEvent('A', { n: 2 }, tenant)], 1);
+
+      const stale = await rejectionOf(store.appendToStream(stream('moved'), [anEvent('A', {}, tenant)], 0));
+      expect(stale).to.be.instanceOf(VersionConflictError);
+      expect((stale as VersionConflictError).actual).to.equal(2); // the stream's real version
+      const retried = await store.appendToStream(stream('moved'), [anEvent('A', { n: 3 }, tenant)], 'any');
+      expect(retried.nextExpectedVersion).to.equal(3);
+
+      const events = await other.readStream(stream('moved'));
+      expect(events.map((event) => event.data)).to.deep.equal([{ n: 0 }, { n: 1 }, { n: 2 }, { n: 3 }]);
+      expect((await verifyTenant(store, tenant)).broken).to.equal(null);
+    } finally {
+      await other.close();
+    }
+  });
   describe('wake-ups', () => {
     it('takes the commits of only other types that follow its position as read, without reading them', async () => {
       // A store of its own (its own pool), woken only by notifications; its reads are counted on that pool.
