@@ -178,18 +178,22 @@ export const openPostgresEventStore = async (
       stored.metadata.push(chained.metadata);
       stored.hashes.push(chained.hash);
     }
-    const { rows } = await query<{ last: string }>(
-      'SELECT append_events($1, $2, $3, $4, $5, $6, $7, $8) AS last',
-      [
-        streamName,
-        head.version,
-        columns.ids,
-        columns.types,
-        columns.tenants,
-        stored.data,
-        stored.metadata,
-        stored.hashes,
-      ],
+    // A named statement: each connection parses and plans it once, not on every append.
+    const { rows } = await orUnavailable(
+      pool.query<{ last: string }>({
+        name: 'append_events',
+        text: 'SELECT append_events($1, $2, $3, $4, $5, $6, $7, $8) AS last',
+        values: [
+          streamName,
+          head.version,
+          columns.ids,
+          columns.types,
+          columns.tenants,
+          stored.data,
+          stored.metadata,
+          stored.hashes,
+        ],
+      }),
     );
     const version = head.version + events.length;
     know(streamName, version, previousHash);
@@ -219,7 +223,11 @@ export const openPostgresEventStore = async (
   });
 
   /** A page below the horizon, with where the read got to (see ReadAllPage) and whether events wait. */
-  const readPage = async ({ after = 0, maxCount = 1000, filter }: ReadAllOptions = {}): Promise<HorizonPage> => {
+  const readPage = async ({
+    after = 0,
+    maxCount = 1000,
+    filter,
+  }: ReadAllOptions = {}): Promise<HorizonPage> => {
     const upTo = settled;
     let settledRows: EventRow[] = [];
     if (after < upTo) {
@@ -273,7 +281,11 @@ export const openPostgresEventStore = async (
           knownHeads.delete(streamName);
           const retry = expectedVersion === 'any' || expectedVersion === 'stream_exists';
           if (retry && attempt < 5) continue;
-          throw new VersionConflictError(streamName, String(expectedVersion), await currentVersionOf(streamName));
+          throw new VersionConflictError(
+            streamName,
+            String(expectedVersion),
+            await currentVersionOf(streamName),
+          );
         }
       }
     },
