@@ -133,10 +133,11 @@ export const openPostgresEventStore = async (
     while (waiting.length > 0) {
       const payloads = waiting.splice(0);
       await notifier
-        .query('SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload', [
-          appendedChannel,
-          payloads,
-        ])
+        .query({
+          name: 'notify_appended',
+          text: 'SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload',
+          values: [appendedChannel, payloads],
+        })
         .catch(() => undefined);
     }
     sending = null;
