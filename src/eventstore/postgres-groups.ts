@@ -7,13 +7,7 @@ import { stopLatch, type AppendSignal, type StopLatch } from './append-signal.js
 import { allOrFirstFailure, handlerOutcome } from './handler-outcomes.js';
 import { yieldToEventLoop } from './sqlite-catch-up.js';
 import { appendedChannel, somethingAppended } from './postgres-listener.js';
-import {
-  eventColumns,
-  filterClause,
-  horizonCtes,
-  toRecordedEvent,
-  type EventRow,
-} from './postgres-schema.js';
+import { eventColumns, orderedPage, horizonCtes, toRecordedEvent, type EventRow } from './postgres-schema.js';
 
 /**
  * Consumer groups shared by any number of consumers in any number of processes (competing consumers).
@@ -91,15 +85,20 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
       );
       if (!lock.rows[0]?.ok) return null;
       // A statement of its own, after the lock: its snapshot sees what the previous feeder committed.
-      const clause = filterClause(filter, 3);
+      const page = orderedPage(
+        {
+          columns: 'e.position',
+          from: ', g, horizon',
+          where: 'e.position > g.fed AND e.transaction_id < horizon.xmin',
+          limit: '$2',
+        },
+        filter,
+        3,
+      );
       const { rows } = await client.query<{ queued: string; behind: boolean }>(
         `WITH ${horizonCtes},
          g AS (SELECT fed FROM consumer_groups WHERE name = $1),
-         page AS MATERIALIZED (
-           SELECT e.position FROM events e, g, horizon
-           WHERE e.position > g.fed AND e.transaction_id < horizon.xmin${clause.sql}
-           ORDER BY e.position LIMIT $2
-         ),
+         page AS MATERIALIZED (${page.sql}),
          queued AS (
            INSERT INTO consumer_group_events (group_name, position) SELECT $1, position FROM page
            ON CONFLICT DO NOTHING RETURNING 1
@@ -111,7 +110,7 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
            FROM heads WHERE c.name = $1 RETURNING 1
          )
          SELECT (SELECT count(*) FROM queued) AS queued, heads.visible > heads.safe AS behind FROM heads`,
-        [group, feedPage, ...clause.params],
+        [group, feedPage, ...page.params],
       );
       return { queued: Number(rows[0]?.queued ?? 0), behind: rows[0]?.behind ?? false };
     });

@@ -160,11 +160,11 @@ export const toRecordedEvent = (row: EventRow): RecordedEvent => ({
 });
 
 /**
- * SQL for an event filter on the alias `e`, with its parameters numbered from `firstParam`. Types and
- * prefixes go as arrays, so the text is stable per filter shape; an empty list matches nothing.
+ * SQL for an event filter on the alias `e`, event types aside (see orderedPage), with its parameters
+ * numbered from `firstParam`. Prefixes go as an array, so the text is stable per filter shape.
  */
-export const filterClause = (
-  filter: EventFilter = {},
+const filterClause = (
+  filter: Omit<EventFilter, 'eventTypes'>,
   firstParam: number,
 ): { sql: string; params: unknown[] } => {
   const parts: string[] = [];
@@ -173,7 +173,6 @@ export const filterClause = (
     params.push(value);
     return `$${firstParam + params.length - 1}`;
   };
-  if (filter.eventTypes) parts.push(`e.event_type = ANY(${next(filter.eventTypes)}::text[])`);
   if (filter.streamPrefixes) {
     parts.push(
       `EXISTS (SELECT 1 FROM unnest(${next(filter.streamPrefixes)}::text[]) AS prefix WHERE starts_with(e.stream_name, prefix))`,
@@ -181,6 +180,44 @@ export const filterClause = (
   }
   if (filter.tenantId !== undefined) parts.push(`e.tenant_id = ${next(filter.tenantId)}`);
   return { sql: parts.map((part) => ` AND ${part}`).join(''), params };
+};
+
+export interface PageQuery {
+  /** What to select of `events e`; `e.position` among it, as `position`. */
+  columns: string;
+  /** More relations after `events e` (`, horizon`), for `where` to use. */
+  from?: string;
+  /** The page's own conditions: where it starts, where it stops. */
+  where: string;
+  /** The page's size, as SQL (a parameter). */
+  limit: string;
+}
+
+/**
+ * A page of events in position order that match `filter`, its parameters numbered from `firstParam`.
+ * With event types, one branch per type, each a walk of the (event_type, position) index in order, which
+ * a Merge Append takes from only as far as the page needs. One scan with `event_type = ANY(…)` leaves the
+ * planner to choose between walking every event by position (slow when the types are rare) and sorting
+ * every match past the position (slow when they are common), and it was seen to choose the sort on a
+ * backlog of common types: 240,000 events/s down to 10,000. An empty list of types matches nothing.
+ */
+export const orderedPage = (
+  { columns, from = '', where, limit }: PageQuery,
+  { eventTypes, ...filter }: EventFilter = {},
+  firstParam: number,
+): { sql: string; params: unknown[] } => {
+  const clause = filterClause(filter, firstParam);
+  const select = (condition: string) =>
+    `SELECT ${columns} FROM events e${from} WHERE ${where}${clause.sql}${condition} ORDER BY e.position LIMIT ${limit}`;
+  if (!eventTypes) return { sql: select(''), params: clause.params };
+  if (eventTypes.length === 0) return { sql: select(' AND false'), params: clause.params };
+  const types = [...new Set(eventTypes)]; // a type named twice would be read twice
+  const typeParam = (index: number) => `$${firstParam + clause.params.length + index}`;
+  const branches = types.map((_, index) => `(${select(` AND e.event_type = ${typeParam(index)}`)})`);
+  return {
+    sql: `SELECT * FROM (${branches.join(' UNION ALL ')}) AS typed ORDER BY typed.position LIMIT ${limit}`,
+    params: [...clause.params, ...types],
+  };
 };
 
 /**

@@ -13,8 +13,8 @@ import { appendedChannel, listenForAppends, type Listener } from './postgres-lis
 import {
   eventColumns,
   eventStoreMigrations,
-  filterClause,
   horizonCtes,
+  orderedPage,
   toRecordedEvent,
   type EventRow,
 } from './postgres-schema.js';
@@ -232,28 +232,32 @@ export const openPostgresEventStore = async (
     const upTo = settled;
     let settledRows: EventRow[] = [];
     if (after < upTo) {
-      const clause = filterClause(filter, 4);
-      ({ rows: settledRows } = await query<EventRow>(
-        `SELECT ${eventColumns} FROM events e
-         WHERE e.position > $1 AND e.position <= $3${clause.sql} ORDER BY e.position LIMIT $2`,
-        [after, maxCount, upTo, ...clause.params],
-      ));
+      const page = orderedPage(
+        { columns: eventColumns, where: 'e.position > $1 AND e.position <= $3', limit: '$2' },
+        filter,
+        4,
+      );
+      ({ rows: settledRows } = await query<EventRow>(page.sql, [after, maxCount, upTo, ...page.params]));
       if (settledRows.length === maxCount) {
         return pageOf(settledRows, Number(settledRows.at(-1)!.position), false, false);
       }
     }
     // The rest of the page, past what is settled, below a horizon.
     const from = Math.max(after, upTo);
-    const clause = filterClause(filter, 3);
+    const page = orderedPage(
+      {
+        columns: eventColumns,
+        from: ', horizon',
+        where: 'e.position > $1 AND e.transaction_id < horizon.xmin',
+        limit: '$2',
+      },
+      filter,
+      3,
+    );
     const { rows } = await query<Partial<EventRow> & { safe: string; visible: string }>(
-      `WITH ${horizonCtes},
-       page AS (
-         SELECT ${eventColumns} FROM events e, horizon
-         WHERE e.position > $1 AND e.transaction_id < horizon.xmin${clause.sql}
-         ORDER BY e.position LIMIT $2
-       )
+      `WITH ${horizonCtes}, page AS (${page.sql})
        SELECT heads.safe, heads.visible, page.* FROM heads LEFT JOIN page ON true ORDER BY page.position`,
-      [from, maxCount - settledRows.length, ...clause.params],
+      [from, maxCount - settledRows.length, ...page.params],
     );
     const heads = rows[0]!;
     const safe = Number(heads.safe);

@@ -148,6 +148,23 @@ export const eventStoreContract = (
       expect(page.events.map((e) => e.data)).to.deep.equal([{ i: 2 }]);
     });
 
+    it('merges several event types in commit order, in pages, each event once, and no types match nothing', async () => {
+      await seed();
+      await store.appendToStream(stream('beta', '2'), [anEvent('BetaMade', { i: 4 }, tenant)], 'no_stream');
+      const filter = {
+        eventTypes: ['BetaMade', 'AlphaMade', 'BetaMade'],
+        tenantId: tenant,
+        streamPrefixes: [`alpha-${tenant}_`, `beta-${tenant}_`],
+      };
+      const first = await store.readAll({ maxCount: 3, filter });
+      expect(first.events.map((e) => e.data)).to.deep.equal([{ i: 1 }, { i: 2 }, { i: 3 }]);
+      const rest = await store.readAll({ after: first.lastPosition, maxCount: 3, filter });
+      expect(rest.events.map((e) => e.data)).to.deep.equal([{ i: 4 }]);
+      expect(rest.isEnd).to.equal(true);
+      const none = await store.readAll({ filter: { eventTypes: [], tenantId: tenant } });
+      expect(none.events).to.deep.equal([]);
+    });
+
     it('reads one tenant history in commit order, from an exclusive position, in pages', async () => {
       await seed();
       const first = await store.readAll({ maxCount: 2, filter: { tenantId: tenant } });
