@@ -2563,6 +2563,11 @@ export interface operations {
               lastError: string | null;
               /** Format: date-time */
               lastErrorAt: string | null;
+              /**
+               * Format: date-time
+               * @description When it was started again after `lastError` and has run since; null while that failure is current
+               */
+              recoveredAt: string | null;
               restarts: number;
               /** @description The last position it has handled */
               checkpoint?: number;
@@ -2687,6 +2692,11 @@ export interface operations {
               lastError: string | null;
               /** Format: date-time */
               lastErrorAt: string | null;
+              /**
+               * Format: date-time
+               * @description When it was started again after `lastError` and has run since; null while that failure is current
+               */
+              recoveredAt: string | null;
               restarts: number;
               /** @description The last position it has handled */
               checkpoint?: number;
@@ -2825,6 +2835,11 @@ export interface operations {
               lastError: string | null;
               /** Format: date-time */
               lastErrorAt: string | null;
+              /**
+               * Format: date-time
+               * @description When it was started again after `lastError` and has run since; null while that failure is current
+               */
+              recoveredAt: string | null;
               restarts: number;
               /** @description The last position it has handled */
               checkpoint?: number;
@@ -2949,6 +2964,11 @@ export interface operations {
               lastError: string | null;
               /** Format: date-time */
               lastErrorAt: string | null;
+              /**
+               * Format: date-time
+               * @description When it was started again after `lastError` and has run since; null while that failure is current
+               */
+              recoveredAt: string | null;
               restarts: number;
               /** @description The last position it has handled */
               checkpoint?: number;

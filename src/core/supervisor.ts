@@ -17,8 +17,11 @@ export type ConsumerState =
 export interface ConsumerStatus {
   name: string;
   state: ConsumerState;
+  /** The last failure, kept after a recovery as history: `recoveredAt` says whether it is current. */
   lastError: string | null;
   lastErrorAt: string | null;
+  /** When it was started again after `lastError` and has run since; null while that failure is current. */
+  recoveredAt: string | null;
   /** How many times the supervisor started it again after a failure. */
   restarts: number;
 }
@@ -28,7 +31,7 @@ export const notRunning = (
   name: string,
   state: 'stopped' | 'standby' = 'stopped',
   lastError: string | null = null,
-): ConsumerStatus => ({ name, state, lastError, lastErrorAt: null, restarts: 0 });
+): ConsumerStatus => ({ name, state, lastError, lastErrorAt: null, recoveredAt: null, restarts: 0 });
 
 /** A running consumer: `done` settles when it ends; a rejection is a failure to recover from. */
 export interface Running {
@@ -65,7 +68,14 @@ export const supervise = (
   start: () => Running | Promise<Running>,
   { logger, backOff = defaultBackOff }: { logger: Logger; backOff?: BackOff },
 ): Supervised => {
-  const status: ConsumerStatus = { name, state: 'running', lastError: null, lastErrorAt: null, restarts: 0 };
+  const status: ConsumerStatus = {
+    name,
+    state: 'running',
+    lastError: null,
+    lastErrorAt: null,
+    recoveredAt: null,
+    restarts: 0,
+  };
   let current: Running | null = null;
   let stopped = false;
   let failures = 0;
@@ -79,6 +89,7 @@ export const supervise = (
     status.state = 'retrying';
     status.lastError = error instanceof Error ? error.message : String(error);
     status.lastErrorAt = new Date().toISOString();
+    status.recoveredAt = null;
     // One line per restart, with stable fields (docs/operations.md#logs); `restarts` counts this one.
     logger.warn(
       {
@@ -107,6 +118,7 @@ export const supervise = (
     }
     if (stopped) return void (await current.stop());
     status.state = 'running';
+    if (status.lastError !== null) status.recoveredAt = new Date().toISOString();
     try {
       await current.done;
       if (!stopped) failed(new Error('stopped by itself'), startedAt);

@@ -29,6 +29,11 @@ const consumer: Schema = {
       state: enumOf(['running', 'retrying', 'standby', 'stopped']),
       lastError: nullable(string()),
       lastErrorAt: nullable(dateTime()),
+      recoveredAt: nullable(
+        dateTime(
+          'When it was started again after `lastError` and has run since; null while that failure is current',
+        ),
+      ),
       restarts: integer(0),
     },
     {

@@ -514,11 +514,10 @@ export const eventStoreContract = (
       );
       await eventually(() => applied.length === 5);
       expect(applied).to.deep.equal([1, 2, 3, 4, 5].map((n) => ({ n })));
-      expect(supervised.status()).to.include({
-        state: 'running',
-        restarts: 1,
-        lastError: 'the disk is full',
-      });
+      const status = supervised.status();
+      expect(status).to.include({ state: 'running', restarts: 1, lastError: 'the disk is full' });
+      // The failure is kept as history, and says it is over.
+      expect(Date.parse(status.recoveredAt!)).to.be.at.least(Date.parse(status.lastErrorAt!));
       await supervised.stop();
       expect(supervised.status().state).to.equal('stopped');
     });

@@ -125,6 +125,7 @@ describe('readiness', () => {
     state,
     lastError: state === 'retrying' ? 'SQLITE_FULL: database or disk is full' : null,
     lastErrorAt: null,
+    recoveredAt: null,
     restarts: 0,
     ...(checkpoint === undefined ? {} : { checkpoint }),
   });
