@@ -1169,8 +1169,10 @@ export interface components {
       instance?: string;
       /** @description The X-Request-Id of the response; quote it when reporting a problem */
       requestId?: string;
-      /** @description Every field that failed, for 400 and 422 */
+      /** @description The fields that failed, for 400 and 422: every one, or the first 20 for a 400 */
       errors?: components['schemas']['FieldError'][];
+      /** @description For 400: how many more fields failed than `errors` lists */
+      omittedErrors?: number;
       /**
        * @description For 403: the scope the route needs
        * @enum {string}

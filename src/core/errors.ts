@@ -23,18 +23,31 @@ export abstract class DomainError extends Error {
   }
 }
 
+/** How many failed fields a 400 lists: the rest are counted, so that a body failing everywhere costs little. */
+export const maxListedErrors = 20;
+
 export class ValidationError extends DomainError {
   readonly status = 400;
   readonly slug = 'validation-error';
   readonly title = 'The request is not valid';
-  constructor(
-    readonly errors: FieldError[],
-    detail = errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; '),
-  ) {
-    super(detail);
+  readonly errors: FieldError[];
+  /** Failed fields counted but not listed: past the first maxListedErrors, or never spelled out. */
+  readonly omittedErrors: number;
+  /** `uncounted`: failures beyond `errors`, known only by their number. */
+  constructor(errors: FieldError[], uncounted = 0) {
+    const listed = errors.slice(0, maxListedErrors);
+    const omitted = errors.length - listed.length + uncounted;
+    super(
+      listed.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; ') +
+        (omitted > 0 ? `; and ${omitted} more` : ''),
+    );
+    this.errors = listed;
+    this.omittedErrors = omitted;
   }
   override get extensions() {
-    return { errors: this.errors };
+    return this.omittedErrors > 0
+      ? { errors: this.errors, omittedErrors: this.omittedErrors }
+      : { errors: this.errors };
   }
 }
 

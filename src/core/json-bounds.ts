@@ -82,9 +82,6 @@ const fieldName = (token: string): string => {
   }
 };
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * What makes a parsed JSON value exceed the bounds, in words naming where (`a.b has 300 keys…`, relative
  * to the value), or undefined when it is within them. Walks with a stack of its own, not recursion.
@@ -98,18 +95,19 @@ export const boundsProblem = (value: unknown, bounds: JsonBounds = freeFormBound
     const { value: node, path, depth } = next;
     if (typeof node !== 'object' || node === null) continue;
     if (depth > bounds.maxDepth) return `must be nested at most ${bounds.maxDepth} levels deep${at(path)}`;
-    const entries: [string, unknown][] = Array.isArray(node)
-      ? node.map((item, index) => [String(index), item])
-      : Object.entries(node);
-    if (isObject(node) && entries.length > bounds.maxKeys)
+    // Sizes are checked before any member is visited, so an object of a hundred thousand keys costs one count.
+    const keys = Array.isArray(node) ? undefined : Object.keys(node);
+    const size = keys ? keys.length : (node as unknown[]).length;
+    if (keys && size > bounds.maxKeys)
       return `must have at most ${bounds.maxKeys} keys in any object${at(path)}`;
-    members += entries.length;
+    members += size;
     if (members > bounds.maxMembers) return `must have at most ${bounds.maxMembers} members and items in all`;
-    for (const [key, item] of entries) {
-      const inner = path === '' ? key : `${path}.${key}`;
-      if (isObject(node) && (key.length > bounds.maxKeyLength || key.includes('\u0000')))
+    for (let index = 0; index < size; index++) {
+      const key = keys ? keys[index]! : String(index);
+      if (keys && (key.length > bounds.maxKeyLength || key.includes('\u0000')))
         return `must have keys of at most ${bounds.maxKeyLength} characters without U+0000${at(path)}`;
-      pending.push({ value: item, path: inner, depth: depth + 1 });
+      const item = keys ? (node as Record<string, unknown>)[key] : (node as unknown[])[index];
+      pending.push({ value: item, path: path === '' ? key : `${path}.${key}`, depth: depth + 1 });
     }
   }
   return undefined;

@@ -1,7 +1,6 @@
-import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { scopes, type Scope } from '../auth/scopes.js';
-import { boundedString, refined, strictObject } from '../http/codec.js';
+import { boundedString, listOf, refined, strictObject } from '../http/codec.js';
 
 export const Email = refined(
   t.string,
@@ -9,32 +8,21 @@ export const Email = refined(
   'an e-mail address',
 );
 
-const ScopeCodec = refined(
-  t.string,
-  (s) => (scopes as readonly string[]).includes(s),
-  `one of ${scopes.join(', ')}`,
+const isScope = (u: unknown): u is Scope =>
+  typeof u === 'string' && (scopes as readonly string[]).includes(u);
+const scopeExpectation = `one of ${scopes.join(', ')}`;
+const ScopeCodec = new t.Type<Scope, Scope, unknown>(
+  scopeExpectation,
+  isScope,
+  (u, context) => (isScope(u) ? t.success(u) : t.failure(u, context, `must be ${scopeExpectation}`)),
+  t.identity,
 );
 
-const ScopeList = t.array(ScopeCodec);
-const scopeListExpectation = 'a non-empty list of distinct scopes';
-
-/**
- * A non-empty list of known scopes, each named when it is unknown (`scopes.1: must be one of …`).
- * Not `refined`: that would fold the element errors into one message about the whole list.
- */
-export const Scopes = new t.Type<Scope[], Scope[], unknown>(
-  scopeListExpectation,
-  (u): u is Scope[] => ScopeList.is(u) && u.length > 0 && new Set(u).size === u.length,
-  (u, context) => {
-    if (!Array.isArray(u)) return t.failure(u, context, `must be ${scopeListExpectation}`);
-    const result = ScopeList.validate(u, context);
-    if (isLeft(result)) return result;
-    const list = result.right;
-    return list.length > 0 && new Set(list).size === list.length
-      ? t.success(list as Scope[])
-      : t.failure(u, context, `must be ${scopeListExpectation}`);
-  },
-  t.identity,
+/** A non-empty list of known scopes, each named when it is unknown (`scopes.1: must be one of …`). */
+export const Scopes = listOf(
+  ScopeCodec,
+  { min: 1, max: scopes.length, distinct: true },
+  'a non-empty list of distinct scopes',
 );
 
 export const CreateUserBody = strictObject('a user', {

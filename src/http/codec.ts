@@ -1,7 +1,7 @@
 import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import type { FieldError } from '../core/errors.js';
-import { ValidationError } from '../core/errors.js';
+import { maxListedErrors, ValidationError } from '../core/errors.js';
 import { boundsProblem, describeBounds, freeFormBounds, type JsonBounds } from '../core/json-bounds.js';
 
 /**
@@ -9,36 +9,59 @@ import { boundsProblem, describeBounds, freeFormBounds, type JsonBounds } from '
  * reporter turns io-ts errors into field paths with those names. Past decode, code sees only valid values.
  */
 
-const pathOf = (context: t.Context): string =>
-  context
-    .slice(1)
-    .filter((entry, index, all) => {
-      // Union branches and refinements repeat the parent key with a numeric or empty key: drop them.
-      const parent = all[index - 1]?.type;
-      return !(parent instanceof t.UnionType || parent instanceof t.IntersectionType) && entry.key !== '';
-    })
-    .map((entry) => entry.key)
-    .join('.');
+const pathOf = (context: t.Context): string => {
+  const keys: string[] = [];
+  for (let index = 1; index < context.length; index++) {
+    // Union branches and refinements repeat the parent key with a numeric or empty key: drop them.
+    const parent = index > 1 ? context[index - 1]!.type : undefined;
+    const { key } = context[index]!;
+    if (!(parent instanceof t.UnionType || parent instanceof t.IntersectionType) && key !== '')
+      keys.push(key);
+  }
+  return keys.join('.');
+};
 
-/** The most specific errors: a path's error is dropped when a deeper path under it also failed. */
+/** Every proper ancestor of a dotted path, the whole body ('') included: `a.b.c` has '', `a` and `a.b`. */
+const ancestorsOf = (path: string): string[] => {
+  const ancestors = [''];
+  for (let dot = path.indexOf('.'); dot !== -1; dot = path.indexOf('.', dot + 1))
+    ancestors.push(path.slice(0, dot));
+  return ancestors;
+};
+
+/**
+ * The most specific errors: a path's error is dropped when a deeper path under it also failed. Linear in
+ * the number of errors (each path's ancestors are marked once), since a body at the size limit can fail in
+ * hundreds of thousands of places.
+ */
 export const fieldErrors = (errors: t.Errors): FieldError[] => {
   const found = new Map<string, string>();
+  const hasDeeper = new Set<string>();
   for (const error of errors) {
     const path = pathOf(error.context);
+    if (found.has(path)) continue;
     const last = error.context[error.context.length - 1];
-    const message =
-      last?.actual === undefined ? 'is required' : (error.message ?? `must be ${last.type.name}`);
-    if (!found.has(path)) found.set(path, message);
+    found.set(
+      path,
+      last?.actual === undefined ? 'is required' : (error.message ?? `must be ${last.type.name}`),
+    );
+    if (path !== '') for (const ancestor of ancestorsOf(path)) hasDeeper.add(ancestor);
   }
-  const paths = [...found.keys()];
-  return paths
-    .filter((path) => !paths.some((other) => other !== path && (path === '' || other.startsWith(`${path}.`))))
-    .map((path) => ({ path, message: found.get(path)! }));
+  return [...found].filter(([path]) => !hasDeeper.has(path)).map(([path, message]) => ({ path, message }));
 };
+
+/**
+ * An io-ts error that stands for itself and `unlisted` more failures of its kind, which were counted but
+ * never built: a body at the size limit can have a hundred thousand unknown members.
+ */
+type CountedError = t.ValidationError & { readonly unlisted?: number };
+
+const unlistedCount = (errors: t.Errors): number =>
+  errors.reduce((sum, error: CountedError) => sum + (error.unlisted ?? 0), 0);
 
 export const decodeOrThrow = <A, O>(codec: t.Type<A, O, unknown>, value: unknown): A => {
   const result = codec.decode(value);
-  if (isLeft(result)) throw new ValidationError(fieldErrors(result.left));
+  if (isLeft(result)) throw new ValidationError(fieldErrors(result.left), unlistedCount(result.left));
   return result.right;
 };
 
@@ -62,24 +85,29 @@ export const strictObject = <R extends t.Props, O extends t.Props = Record<never
       if (typeof u !== 'object' || u === null || Array.isArray(u))
         return t.failure(u, context, 'must be a JSON object');
       const input = u as Record<string, unknown>;
-      const errors: t.ValidationError[] = Object.keys(input)
-        .filter((key) => !known.has(key))
-        .map((key) => ({
-          value: input[key],
-          context: [...context, { key, type: t.unknown, actual: input[key] }],
-          message: 'is not a known field',
-        }));
-      const requiredResult = requiredCodec.validate(input, context);
-      const optionalResult = optionalCodec.validate(input, context);
-      if (isLeft(requiredResult)) errors.push(...requiredResult.left);
-      if (isLeft(optionalResult)) errors.push(...optionalResult.left);
-      if (errors.length > 0 || isLeft(requiredResult) || isLeft(optionalResult)) return t.failures(errors);
+      const unknownKeys = Object.keys(input).filter((key) => !known.has(key));
+      const errors: CountedError[] = unknownKeys.slice(0, maxListedErrors).map((key, index) => ({
+        value: input[key],
+        context: [...context, { key, type: t.unknown, actual: input[key] }],
+        message: 'is not a known field',
+        unlisted: index === 0 ? unknownKeys.length - Math.min(unknownKeys.length, maxListedErrors) : 0,
+      }));
+      // Only the known members are validated: t.type copies the object it decodes, all its members.
+      const knownMembers: Record<string, unknown> = {};
+      for (const key of known) if (Object.hasOwn(input, key)) knownMembers[key] = input[key];
+      const requiredResult = requiredCodec.validate(knownMembers, context);
+      const optionalResult = optionalCodec.validate(knownMembers, context);
+      // concat, not push(...): a spread of a few hundred thousand errors overflows the stack.
+      const failed = errors
+        .concat(isLeft(requiredResult) ? requiredResult.left : [])
+        .concat(isLeft(optionalResult) ? optionalResult.left : []);
+      if (failed.length > 0 || isLeft(requiredResult) || isLeft(optionalResult)) return t.failures(failed);
       // Each codec copies the whole input; take every field from the codec that decoded it.
       const decoded: Record<string, unknown> = {};
       for (const key of Object.keys(required))
         decoded[key] = (requiredResult.right as Record<string, unknown>)[key];
       for (const key of Object.keys(optional)) {
-        if (key in input) decoded[key] = (optionalResult.right as Record<string, unknown>)[key];
+        if (key in knownMembers) decoded[key] = (optionalResult.right as Record<string, unknown>)[key];
       }
       return t.success(decoded as Out);
     },
@@ -114,6 +142,33 @@ export const refined = <A>(base: t.Type<A, A, unknown>, predicate: (a: A) => boo
     },
     t.identity,
   );
+
+/**
+ * A list of `min` to `max` items (distinct ones if `distinct`). Its length is checked before any item is,
+ * so a list at the body limit costs one comparison; a failing item is named by its index (`events.1`), as
+ * `refined` over t.array, which folds them into one message about the list, would not.
+ */
+export const listOf = <A>(
+  item: t.Type<A, A, unknown>,
+  { min, max, distinct = false }: { min: number; max: number; distinct?: boolean },
+  expectation: string,
+) => {
+  const items = t.array(item);
+  const fits = (list: readonly A[]) =>
+    list.length >= min && list.length <= max && (!distinct || new Set(list).size === list.length);
+  return new t.Type<A[], A[], unknown>(
+    expectation,
+    (u): u is A[] => items.is(u) && fits(u),
+    (u, context) => {
+      if (!Array.isArray(u) || u.length < min || u.length > max)
+        return t.failure(u, context, `must be ${expectation}`);
+      const result = items.validate(u, context);
+      if (isLeft(result) || fits(result.right)) return result;
+      return t.failure(u, context, `must be ${expectation}`);
+    },
+    t.identity,
+  );
+};
 
 export const boundedString = (min: number, max: number) =>
   refined(t.string, (s) => s.length >= min && s.length <= max, `a string of ${min} to ${max} characters`);

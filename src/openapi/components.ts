@@ -89,7 +89,13 @@ const problem = object(
     detail: string(),
     instance: string({ description: 'The path of the request' }),
     requestId: string({ description: 'The X-Request-Id of the response; quote it when reporting a problem' }),
-    errors: arrayOf(ref('FieldError'), { description: 'Every field that failed, for 400 and 422' }),
+    errors: arrayOf(ref('FieldError'), {
+      description: 'The fields that failed, for 400 and 422: every one, or the first 20 for a 400',
+      maxItems: 20,
+    }),
+    omittedErrors: integer(1, undefined, {
+      description: 'For 400: how many more fields failed than `errors` lists',
+    }),
     requiredScope: enumOf(scopes, { description: 'For 403: the scope the route needs' }),
   },
   {

@@ -3,6 +3,7 @@ import {
   boundedString,
   DateTimeString,
   paramOf,
+  listOf,
   refined,
   ResourceId,
   strictObject,
@@ -12,9 +13,9 @@ import { pageParams } from '../http/paging.js';
 
 const nullable = <A>(codec: t.Type<A, A, unknown>) => t.union([codec, t.null]);
 
-const Participants = refined(
-  t.array(boundedString(1, 200)),
-  (list) => list.length <= 100,
+const Participants = listOf(
+  boundedString(1, 200),
+  { min: 0, max: 100 },
   'a list of at most 100 participant names',
 );
 
