@@ -8,6 +8,7 @@ import { healthApi, storeFailures, type HealthSources } from './http/health.js';
 import { requestContext } from './http/request-context.js';
 import { cors } from './http/cors.js';
 import { idempotentPosts } from './http/idempotency.js';
+import { refuseNulBytes } from './http/nul-bytes.js';
 import type { IdempotencyStore } from './http/idempotency-store.js';
 import { rateLimit, type RequestWindows } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -99,6 +100,7 @@ export const createApp = (deps: AppDeps): Koa => {
   if (deps.metrics) app.use(metricsRoute(deps.metrics.mode, deps.metrics.instruments, deps.auth));
   // The tenant console (a page, not an API route): outside the router, so outside the OpenAPI document.
   app.use(consoleRoutes({ publicUrl: deps.tokens.issuer }));
+  app.use(refuseNulBytes());
   app.use(root.routes());
   app.use(root.allowedMethods());
   return app;
