@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import sharp from 'sharp';
 import { cvTenant } from '../support/cv.js';
 import { request as anonymous, startTestServer, withTenant, type TestServer } from '../support/server.js';
@@ -19,7 +19,10 @@ const deepPng = (width: number, height: number, seed = 0) => {
     .toBuffer();
 };
 
-const rssBytes = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) * 1024;
+const statusBytes = (field: string) =>
+  Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync('/proc/self/status', 'utf8'))![1]) * 1024;
+const rssBytes = () => statusBytes('VmRSS');
+const peakRssBytes = () => statusBytes('VmHWM');
 
 /** Counts the calls of one method of every sharp instance in this process (the service runs in it). */
 const spyOn = (method: 'metadata' | 'toBuffer' | 'stats') => {
@@ -97,6 +100,29 @@ describe('image bombs', function () {
       const response = await upload(observationId, await deepPng(5000, 4000, 1));
       expect(response.status, JSON.stringify(response.body)).to.equal(201);
       expect(response.body).to.include({ contentType: 'image/png', width: 5000, height: 4000 });
+    });
+  });
+
+  describe('WebP, which libvips reads a frame of whole', () => {
+    it('checks four 1.6 KB WebP uploads of 6300 × 6300 RGBA at once in far less than their 159 MB each', async () => {
+      const webp = await sharp(Buffer.alloc(6300 * 6300 * 4), {
+        raw: { width: 6300, height: 6300, channels: 4 },
+      })
+        .webp({ lossless: true })
+        .toBuffer();
+      expect(webp.length).to.be.below(4096);
+      const observationIds = await Promise.all([1, 2, 3, 4].map((i) => t().observe(`webp ${i}`)));
+      // The peak is what matters: VmHWM, reset to the current size first.
+      writeFileSync('/proc/self/clear_refs', '5');
+      const rssBefore = rssBytes();
+      const responses = await Promise.all(observationIds.map((id) => upload(id, webp)));
+      const peakGrowth = peakRssBytes() - rssBefore;
+      for (const response of responses) {
+        expect(response.status, JSON.stringify(response.body)).to.equal(201);
+        expect(response.body).to.include({ contentType: 'image/webp', width: 6300, height: 6300 });
+      }
+      // Decoded whole they took 300 MB each and more (608 MiB of RSS for four through the service).
+      expect(peakGrowth).to.be.below(150 * 1024 * 1024);
     });
   });
 
