@@ -15,8 +15,14 @@ import { request, startTestServer, withTenant, type TestServer } from '../suppor
  * inline script, which the console's CSP refuses, as it should.
  */
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-/** The screenshots docs/console.md shows, taken by this run. */
-const shots = new URL('../../docs/console/', import.meta.url);
+/**
+ * Where this run's screenshots go: an ignored folder, so that a test run leaves the tree clean. With
+ * SCREENSHOTS=docs they replace the ones docs/console.md shows (docs/contributing.md says when).
+ */
+const shots =
+  process.env.SCREENSHOTS === 'docs'
+    ? new URL('../../docs/console/', import.meta.url)
+    : new URL('../../.screenshots/console/', import.meta.url);
 
 type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 type Tenant = Awaited<ReturnType<typeof withTenant>>;

@@ -16,7 +16,7 @@ const heapAfterGc = () => {
 
 describe('wake-ups of idle subscribers', () => {
   it('keep nothing alive after the wake: the heap does not grow with their number', async () => {
-    const { dir, remove } = tempDir();
+    const { dir, remove } = tempDir({ inMemory: true });
     const store = openSqliteEventStore(join(dir, 'events.db'), { pollMs: 60_000 });
     let batches = 0;
     let reachedPosition = 0;
