@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { UnsupportedMediaTypeError, ValidationError } from '../core/errors.js';
-import { depthExceeded, maxBodyDepth } from '../core/json-bounds.js';
+import { maxBodyDepth, maxBodyMembers, textBoundExceeded } from '../core/json-bounds.js';
 
 /** The error raw-body throws for a body over the limit: problem.ts answers it with 413. */
 const tooLarge = (length: number, limit: number) =>
@@ -68,11 +68,13 @@ export const readJsonBody = async (
           encoding: 'utf-8',
         })
       : utf8.decode(withinLimit(buffered, limit));
-  const tooDeep = depthExceeded(text, maxBodyDepth);
-  if (tooDeep) {
-    throw new ValidationError([
-      { path: tooDeep.field, message: `is nested more than ${maxBodyDepth} levels deep` },
-    ]);
+  const exceeded = textBoundExceeded(text, { maxDepth: maxBodyDepth, maxMembers: maxBodyMembers });
+  if (exceeded) {
+    const message =
+      exceeded.bound === 'depth'
+        ? `is nested more than ${maxBodyDepth} levels deep`
+        : `holds more than ${maxBodyMembers} members and items in all`;
+    throw new ValidationError([{ path: exceeded.field, message }]);
   }
   try {
     return JSON.parse(text) as unknown;

@@ -14,7 +14,10 @@ const cli = async (dataDir: string, ...args: string[]) => {
   return { code, stdout: run.output.stdout, stderr: run.output.stderr };
 };
 
-describe('the command line', () => {
+// Each test starts real processes, up to six one after the other, each loading the CLI through tsx: about
+// 1.5 s of CPU, and 5–10 s with both cores busy. The time-out is theirs, as in the other CLI suites.
+describe('the command line', function () {
+  this.timeout(120_000);
   let dir: string;
   let remove: () => void;
   beforeEach(() => ({ dir, remove } = tempDir()));
