@@ -22,6 +22,8 @@ import {
   type DeliveryEvent,
   type DeliveryState,
   type Outcome,
+  StaleClaimError,
+  type Claimant,
 } from './delivery.decider.js';
 import type { ExternalEvent } from './external.js';
 import { keyedLimiter } from './limiter.js';
@@ -77,7 +79,7 @@ export interface DelivererDeps {
 
 /** A slot taken for a delivery about to be scheduled: its first claim goes in the scheduling append. */
 export interface Reservation {
-  claimedBy: string;
+  claim: Claimant;
   /** Attempts the delivery the scheduling append claimed, in the reserved slot. */
   start(tenantId: string, claimed: KnownState<DeliveryState>): void;
   /** Gives the slot back unused: nothing was scheduled. */
@@ -136,7 +138,14 @@ export const deliverer = (deps: DelivererDeps) => {
       ? secretOf(entry.previousSealedSecret)
       : undefined;
 
-  /** The command that follows one's own claim, on the state it left; if the stream moved since, as before. */
+  /** A new claim of this instance: its id is what the attempt's outcome or release names. */
+  const newClaim = (): Claimant => ({ claimedBy: instance, claimId: randomUUID() });
+
+  /**
+   * The command that follows one's own claim, on the state it left. If the stream moved since, it is
+   * decided again on what the stream holds now: outcomes and releases name their claim, so the decider
+   * refuses them (StaleClaimError) once another instance has taken the delivery over.
+   */
   const onClaimed = async (tenantId: string, claimed: Claimed, command: DeliveryCommand) => {
     const { deliveryId } = claimed.state.delivery;
     const stream = streamName('delivery', tenantId, deliveryId);
@@ -146,6 +155,38 @@ export const deliverer = (deps: DelivererDeps) => {
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
       return handleCommand(eventStore, deliveryDecider, stream, command, context);
+    }
+  };
+
+  /**
+   * Records an outcome or a release on the attempt's own claim; null, and a warning, when that claim is no
+   * longer current: the attempt outlived its claim, and what it learnt belongs to no attempt in the stream.
+   */
+  const settle = async (
+    tenantId: string,
+    claimed: Claimed,
+    command: Extract<DeliveryCommand, { type: 'RecordOutcome' | 'Release' }>,
+  ) => {
+    try {
+      return await onClaimed(tenantId, claimed, command);
+    } catch (error) {
+      if (!(error instanceof StaleClaimError)) throw error;
+      const { deliveryId, webhookId } = claimed.state.delivery;
+      logger.warn(
+        {
+          subscriptionId: webhookId,
+          deliveryId,
+          claimId: error.claimId,
+          currentClaimId: error.currentClaimId,
+          ...(command.type === 'RecordOutcome'
+            ? { ok: command.outcome.ok, status: command.outcome.statusCode }
+            : { reason: command.reason }),
+        },
+        command.type === 'RecordOutcome'
+          ? 'webhook outcome refused: its claim is no longer current (another instance took the delivery over)'
+          : 'webhook release refused: its claim is no longer current (another instance took the delivery over)',
+      );
+      return null;
     }
   };
 
@@ -263,7 +304,12 @@ export const deliverer = (deps: DelivererDeps) => {
       release();
       if (!(error instanceof AttemptAbortedError)) throw error;
       // Cut by a shutdown: released, due again at once, for the next start or another instance.
-      await onClaimed(tenantId, claimed, { type: 'Release', reason: error.message });
+      const released = await settle(tenantId, claimed, {
+        type: 'Release',
+        claimId: claimed.state.delivery.claimId,
+        reason: error.message,
+      });
+      if (!released) return null;
       logger.warn(
         { deliveryId: delivery.deliveryId },
         'webhook attempt cut by the shutdown deadline; released for a retry',
@@ -273,12 +319,14 @@ export const deliverer = (deps: DelivererDeps) => {
     // A success gives its slot back now. A failure keeps it until recorded (and the subscription disabled
     // if that was the last retry), so that a failing receiver's next delivery never slips in before that.
     if (outcome.ok) release();
-    const recorded = await onClaimed(tenantId, claimed, {
+    const recorded = await settle(tenantId, claimed, {
       type: 'RecordOutcome',
+      claimId: claimed.state.delivery.claimId,
       outcome,
       now: deps.clock(),
       retryDelaysMs: settings.retryDelaysMs,
     });
+    if (!recorded) return outcome;
     const exhausted = recorded.events.some((event) => event.type === 'DeliveryRetriesExhausted');
     reportAttempt(delivery, outcome, recorded.events, exhausted);
     if (exhausted) await disable(delivery, 'retries_exhausted');
@@ -296,7 +344,7 @@ export const deliverer = (deps: DelivererDeps) => {
         eventStore,
         deliveryDecider,
         streamName('delivery', tenantId, deliveryId),
-        { type: 'Claim', now: deps.clock(), claimTimeoutMs: settings.claimTimeoutMs, claimedBy: instance },
+        { type: 'Claim', now: deps.clock(), claimTimeoutMs: settings.claimTimeoutMs, ...newClaim() },
         systemContext(tenantId, deps.clock(), deliveryId),
       );
     } catch (error) {
@@ -334,7 +382,7 @@ export const deliverer = (deps: DelivererDeps) => {
         identity: { deliveryId, webhookId, eventId: payload.id, eventType: payload.type },
         payload,
         now: deps.clock(),
-        claimedBy: instance,
+        claim: newClaim(),
         test: true,
       },
       systemContext(tenantId, deps.clock(), deliveryId),
@@ -423,7 +471,7 @@ export const deliverer = (deps: DelivererDeps) => {
     const release = limiter.tryAcquire(webhookId);
     if (!release) return null;
     return {
-      claimedBy: instance,
+      claim: newClaim(),
       release,
       start: (tenantId, claimed) => {
         if (!isClaimed(claimed)) return release();
@@ -518,8 +566,12 @@ export const deliverer = (deps: DelivererDeps) => {
 
 export type Deliverer = ReturnType<typeof deliverer>;
 
-type Claimed = KnownState<DeliveryState> & { state: { status: 'present'; delivery: Delivery } };
+type Claimed = KnownState<DeliveryState> & {
+  state: { status: 'present'; delivery: Delivery & { claimId: string } };
+};
 
-/** A delivery this instance holds the claim of: present and claimed. */
+/** A delivery this instance holds the claim of: present, and claimed under an id it made. */
 const isClaimed = (known: KnownState<DeliveryState>): known is Claimed =>
-  known.state.status === 'present' && known.state.delivery.status === 'claimed';
+  known.state.status === 'present' &&
+  known.state.delivery.status === 'claimed' &&
+  known.state.delivery.claimId !== null;
