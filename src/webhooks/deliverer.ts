@@ -27,6 +27,7 @@ import {
 } from './delivery.decider.js';
 import type { ExternalEvent } from './external.js';
 import { keyedLimiter } from './limiter.js';
+import { dueBySubscription } from './sweep.js';
 import { open } from './secret-box.js';
 import { AttemptAbortedError, type WebhookSender } from './sender.js';
 import { signatureHeaders } from './signing.js';
@@ -507,26 +508,38 @@ export const deliverer = (deps: DelivererDeps) => {
     }
   };
 
-  /** Attempts everything due by now, from the deliveries read model. */
+  /** Where the next sweep goes on in its round of the subscriptions (sweep.ts). */
+  let sweepCursor: string | null = null;
+
+  /**
+   * Attempts everything due by now, from the deliveries read model: retries round-robin by subscription, so
+   * that one hung receiver's backlog cannot hold back anyone else's; then the claims that timed out, which
+   * are few (at most the concurrency of each instance that stopped answering).
+   */
   const sweepDue = async () => {
     const now = deps.clock();
-    const due = (status: string, field: string, before: Date) =>
-      deps.readModels.list<Delivery>(deps.deliveriesCollection, {
-        tenantId: platformPartition,
-        filters: [
-          { op: 'eq', field: 'status', value: status },
-          { op: 'lte', field, value: before.toISOString() },
-        ],
-        sort: { field, direction: 'asc' },
-        limit: 1000,
-      });
-    const stale = new Date(now.getTime() - settings.claimTimeoutMs);
-    for (const delivery of await due('scheduled', 'dueAt', new Date(now.getTime() + lookAheadMs))) {
-      kickWhenDue(delivery);
-    }
-    for (const delivery of await due('claimed', 'claimedAt', stale)) {
-      kick(delivery.tenantId, delivery.deliveryId, delivery.webhookId);
-    }
+    const page = await dueBySubscription(
+      deps.readModels,
+      deps.deliveriesCollection,
+      new Date(now.getTime() + lookAheadMs),
+      sweepCursor,
+    );
+    sweepCursor = page.cursor;
+    for (const delivery of page.due) kickWhenDue(delivery);
+    const stale = await deps.readModels.list<Delivery>(deps.deliveriesCollection, {
+      tenantId: platformPartition,
+      filters: [
+        { op: 'eq', field: 'status', value: 'claimed' },
+        {
+          op: 'lte',
+          field: 'claimedAt',
+          value: new Date(now.getTime() - settings.claimTimeoutMs).toISOString(),
+        },
+      ],
+      sort: { field: 'claimedAt', direction: 'asc' },
+      limit: 1000,
+    });
+    for (const delivery of stale) kick(delivery.tenantId, delivery.deliveryId, delivery.webhookId);
   };
 
   const sweeper = everySecond(sweepDue, {
