@@ -92,6 +92,13 @@ export interface Reservation {
  * attempted on time rather than at the next whole-second sweep.
  */
 const lookAheadMs = 2000;
+/**
+ * The slots one tenant may hold at once: all but one subscription's share of the overall limit, so that a
+ * tenant with many hung receivers (or many test events) always leaves the other tenants some.
+ */
+export const tenantShare = ({ concurrency, perSubscription }: WebhookSettings): number =>
+  Math.max(perSubscription, concurrency - perSubscription);
+
 /** Opened secrets kept, by their sealed form: opening one costs a key derivation's worth of work. */
 const maxOpenedSecrets = 1000;
 
@@ -109,7 +116,7 @@ const systemContext = systemContextOf('system:webhooks');
 export const deliverer = (deps: DelivererDeps) => {
   const { eventStore, settings, logger } = deps;
   const instance = `instance:${randomUUID().slice(0, 8)}`;
-  const limiter = keyedLimiter(settings.concurrency, settings.perSubscription);
+  const limiter = keyedLimiter(settings.concurrency, settings.perSubscription, tenantShare(settings));
   const credentials = cachedStreams(eventStore);
   const openedSecrets = new Map<string, string>();
   /** Deliveries with an attempt queued or under way here, up to its recorded outcome. */
@@ -300,7 +307,7 @@ export const deliverer = (deps: DelivererDeps) => {
     );
     let outcome: Outcome;
     try {
-      outcome = await deps.sender.send(entry.subscription.url, body, headers, interrupting.signal);
+      outcome = await deps.sender.send(tenantId, entry.subscription.url, body, headers, interrupting.signal);
     } catch (error) {
       release();
       if (!(error instanceof AttemptAbortedError)) throw error;
@@ -356,9 +363,9 @@ export const deliverer = (deps: DelivererDeps) => {
   };
 
   /**
-   * A test delivery (`POST …/webhooks/{id}/test`): scheduled and claimed in one append, attempted at once
-   * outside the subscription's queue (someone is waiting for the answer), and recorded like any attempt, so
-   * it is in the delivery log. It is manual: a failure neither retries nor counts towards a disable. Null
+   * A test delivery (`POST …/webhooks/{id}/test`): scheduled and claimed in one append once it has a slot,
+   * attempted under the same limits as any delivery (first in its subscription's queue: someone is waiting
+   * for the answer), and recorded like any attempt, so it is in the delivery log. It is manual: a failure neither retries nor counts towards a disable. Null
    * when it was not attempted: the subscription was deleted or disabled in the meantime.
    */
   const test = async (
@@ -374,23 +381,31 @@ export const deliverer = (deps: DelivererDeps) => {
     if (lacking)
       throw new ConflictError(`The test event was not sent, and the subscription is unchanged: ${lacking}`);
     const deliveryId = deliveryIdFor(webhookId, payload.id);
-    const scheduled = await handleCommand(
-      eventStore,
-      deliveryDecider,
-      streamName('delivery', tenantId, deliveryId),
-      {
-        type: 'Schedule',
-        identity: { deliveryId, webhookId, eventId: payload.id, eventType: payload.type },
-        payload,
-        now: deps.clock(),
-        claim: newClaim(),
-        test: true,
+    // In a slot of the subscription's, its tenant's and the overall limit, like any attempt, ahead of the
+    // subscription's deliveries waiting for one (someone waits for this answer). It is scheduled and claimed
+    // once it has its slot, so that waiting for one cannot outlast its claim.
+    const attempt = limiter.run(
+      webhookId,
+      async (release) => {
+        if (stopping.signal.aborted) return 'stopping' as const;
+        const scheduled = await handleCommand(
+          eventStore,
+          deliveryDecider,
+          streamName('delivery', tenantId, deliveryId),
+          {
+            type: 'Schedule',
+            identity: { deliveryId, webhookId, eventId: payload.id, eventType: payload.type },
+            payload,
+            now: deps.clock(),
+            claim: newClaim(),
+            test: true,
+          },
+          systemContext(tenantId, deps.clock(), deliveryId),
+        );
+        if (!isClaimed(scheduled)) return null;
+        return traced(tenantId, deliveryId, webhookId, () => attemptClaimed(tenantId, scheduled, release));
       },
-      systemContext(tenantId, deps.clock(), deliveryId),
-    );
-    if (!isClaimed(scheduled)) return { deliveryId, outcome: null };
-    const attempt = traced(tenantId, deliveryId, webhookId, () =>
-      attemptClaimed(tenantId, scheduled, () => {}),
+      { group: tenantId, first: true },
     );
     const settled = attempt.then(
       () => undefined,
@@ -399,6 +414,7 @@ export const deliverer = (deps: DelivererDeps) => {
     inFlight.add(settled);
     void settled.finally(() => inFlight.delete(settled));
     const outcome = await attempt;
+    if (outcome === 'stopping') throw new UnavailableError('The service is stopping', 5);
     // Cut by a shutdown: released like any attempt, and worth trying again on another instance.
     if (outcome === null && interrupting.signal.aborted)
       throw new UnavailableError('The service stopped before the receiver answered', 5);
@@ -438,10 +454,14 @@ export const deliverer = (deps: DelivererDeps) => {
       deliveryId,
       webhookId,
       // An attempt still waiting for a slot when the stop begins never starts.
-      limiter.run(webhookId, async (release) => {
-        if (stopping.signal.aborted) return;
-        await traced(tenantId, deliveryId, webhookId, () => claimAndAttempt(tenantId, deliveryId, release));
-      }),
+      limiter.run(
+        webhookId,
+        async (release) => {
+          if (stopping.signal.aborted) return;
+          await traced(tenantId, deliveryId, webhookId, () => claimAndAttempt(tenantId, deliveryId, release));
+        },
+        { group: tenantId },
+      ),
     );
   };
 
@@ -467,9 +487,9 @@ export const deliverer = (deps: DelivererDeps) => {
    * A slot for a delivery about to be scheduled, when the subscription has one free now and nothing of it
    * waits: the scheduling append then claims the first attempt too, and the attempt starts without another.
    */
-  const reserve = (webhookId: string): Reservation | null => {
+  const reserve = (tenantId: string, webhookId: string): Reservation | null => {
     if (stopping.signal.aborted) return null;
-    const release = limiter.tryAcquire(webhookId);
+    const release = limiter.tryAcquire(webhookId, tenantId);
     if (!release) return null;
     return {
       claim: newClaim(),

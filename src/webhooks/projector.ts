@@ -70,7 +70,7 @@ export const webhookProjector = ({ eventStore, clock, deliverer, subscriptions }
     external: ExternalEvent,
     causationId: string,
   ) => {
-    const reservation = deliverer.reserve(webhookId);
+    const reservation = deliverer.reserve(tenantId, webhookId);
     let scheduled;
     try {
       scheduled = await append(tenantId, webhookId, external, causationId, reservation?.claim);
