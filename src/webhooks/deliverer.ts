@@ -191,8 +191,8 @@ export const deliverer = (deps: DelivererDeps) => {
             : { reason: command.reason }),
         },
         command.type === 'RecordOutcome'
-          ? 'webhook outcome refused: its claim is no longer current (another instance took the delivery over)'
-          : 'webhook release refused: its claim is no longer current (another instance took the delivery over)',
+          ? 'webhook outcome refused: claim taken over'
+          : 'webhook release refused: claim taken over',
       );
       return null;
     }
