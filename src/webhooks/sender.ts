@@ -105,7 +105,8 @@ export const webhookSender = (settings: SenderSettings) => {
     if (pools.size > maxPools) {
       const [oldest, agent] = pools.entries().next().value!;
       pools.delete(oldest);
-      void agent.close();
+      // Its requests in flight finish first; a pool that fails to close has nothing left to lose.
+      agent.close().catch(() => undefined);
     }
     return pool;
   };
