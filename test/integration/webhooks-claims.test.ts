@@ -5,6 +5,9 @@ import { handleCommand } from '../../src/core/command-handler.js';
 import { streamName } from '../../src/core/streams.js';
 import { systemContextOf } from '../../src/core/system-context.js';
 import { cachedViews } from '../../src/eventstore/cached-streams.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
+import { withUpcasting } from '../../src/eventstore/upcasting.js';
 import { developmentSecret } from '../../src/secrets.js';
 import { deliveriesProjection } from '../../projections/webhooks.js';
 import { deliverer } from '../../src/webhooks/deliverer.js';
@@ -15,6 +18,7 @@ import { subscriptionsView } from '../../src/webhooks/subscription.decider.js';
 import { testClock } from '../support/clock.js';
 import { captureLogs } from '../support/logs.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
+import { describePostgres } from '../support/postgres.js';
 import { eventually } from '../support/wait.js';
 
 /** A receiver on loopback that holds every request until the test answers it. */
@@ -43,14 +47,23 @@ const holdingReceiver = async () => {
  * passes on a test clock both deliverers read; the receiver holds each request until the test answers it,
  * so the order of events is set by the test, not by timing.
  */
-describe('two instances delivering one webhook, when the first attempt outlives its claim', function () {
-  this.timeout(60_000);
+/**
+ * The store the two instances share. In process, on PostgreSQL, it is opened here rather than taken from
+ * the service: the service loads its PostgreSQL adapter by a dynamic import, which under mocha's loader
+ * makes a second copy of src/core/errors.ts, and the deliverers' `instanceof VersionConflictError` would
+ * not know its errors (a real process loads one copy).
+ */
+type SharedStore = (server: TestServer) => Promise<{ eventStore: EventStore; close: () => Promise<void> }>;
 
+const servicesStore: SharedStore = (server) =>
+  Promise.resolve({ eventStore: server.stores.eventStore, close: () => Promise.resolve() });
+
+const takeOver = (env: () => Record<string, string>, sharedStore: SharedStore) => {
   let server: TestServer;
   let receiver: Awaited<ReturnType<typeof holdingReceiver>>;
   const cleanups: (() => Promise<unknown> | void)[] = [];
   beforeEach(async () => {
-    server = await startTestServer({ ROLE: 'api' });
+    server = await startTestServer({ ROLE: 'api', ...env() });
     receiver = await holdingReceiver();
   });
   afterEach(async () => {
@@ -70,7 +83,10 @@ describe('two instances delivering one webhook, when the first attempt outlives 
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
     const webhookId = created.body.id as string;
 
-    const { eventStore, readModels } = server.stores;
+    const { readModels } = server.stores;
+    const shared = await sharedStore(server);
+    cleanups.push(() => shared.close());
+    const { eventStore } = shared;
     const clock = testClock();
     const claimTimeoutMs = 30_000;
     const instance = (name: string) => {
@@ -174,4 +190,20 @@ describe('two instances delivering one webhook, when the first attempt outlives 
     expect(disabled.events).to.deep.equal([]);
     expect(receiver.held).to.have.length(2);
   });
+};
+
+describe('two instances delivering one webhook, when the first attempt outlives its claim', function () {
+  this.timeout(60_000);
+
+  describe('on the embedded stores', () => takeOver(() => ({}), servicesStore));
+
+  describePostgres('on PostgreSQL', (url) =>
+    takeOver(
+      () => ({ DATABASE_URL: url }),
+      async () => {
+        const eventStore = withUpcasting(await openPostgresEventStore(url));
+        return { eventStore, close: () => eventStore.close() };
+      },
+    ),
+  );
 });
