@@ -203,6 +203,17 @@ describe('the delivery decider', () => {
     // A claims at second 1; its claim times out at 11; B takes the delivery over at 12.
     const takenOver = [scheduled, claimed(1, 'a'), claimed(1, 'b')];
 
+    it("lets B take the delivery over once A's claim has timed out, under a claim of its own", () => {
+      given([scheduled, claimed(1, 'a')])
+        .when(claim(12, 'b'))
+        .then([claimed(1, 'b')]);
+      const { state } = given(takenOver);
+      expect(state.status === 'present' && state.delivery).to.deep.include({
+        status: 'claimed',
+        claimId: 'claim-b',
+      });
+    });
+
     it("refuses A's late outcome, whatever it is, with a typed error naming both claims", () => {
       given(takenOver)
         .when(record(failure, 13, 'a'))
