@@ -27,7 +27,7 @@ import {
 } from './delivery.decider.js';
 import type { ExternalEvent } from './external.js';
 import { keyedLimiter } from './limiter.js';
-import { dueBySubscription } from './sweep.js';
+import { dueBySubscription, firstSweep } from './sweep.js';
 import { open } from './secret-box.js';
 import { AttemptAbortedError, type WebhookSender } from './sender.js';
 import { signatureHeaders } from './signing.js';
@@ -528,8 +528,8 @@ export const deliverer = (deps: DelivererDeps) => {
     }
   };
 
-  /** Where the next sweep goes on in its round of the subscriptions (sweep.ts). */
-  let sweepCursor: string | null = null;
+  /** Where the next sweep starts (sweep.ts): with the oldest due, or on in its round of the subscriptions. */
+  let sweepPosition = firstSweep;
 
   /**
    * Attempts everything due by now, from the deliveries read model: retries round-robin by subscription, so
@@ -542,9 +542,9 @@ export const deliverer = (deps: DelivererDeps) => {
       deps.readModels,
       deps.deliveriesCollection,
       new Date(now.getTime() + lookAheadMs),
-      sweepCursor,
+      sweepPosition,
     );
-    sweepCursor = page.cursor;
+    sweepPosition = page.next;
     for (const delivery of page.due) kickWhenDue(delivery);
     const stale = await deps.readModels.list<Delivery>(deps.deliveriesCollection, {
       tenantId: platformPartition,

@@ -10,7 +10,13 @@ import type { ReadModelStore } from '../../src/readmodels/port.js';
 import { openPostgresReadModels } from '../../src/readmodels/postgres.js';
 import { openSqliteReadModels } from '../../src/readmodels/sqlite.js';
 import { deliveryDecider, deliveryIdFor, type Delivery } from '../../src/webhooks/delivery.decider.js';
-import { dueBySubscription, sweepLimits } from '../../src/webhooks/sweep.js';
+import {
+  dueBySubscription,
+  firstSweep,
+  sweepLimits,
+  type SweepPage,
+  type SweepPosition,
+} from '../../src/webhooks/sweep.js';
 import { tempDir } from '../support/adapters.js';
 import { describePostgres } from '../support/postgres.js';
 import { startReceiver } from '../support/receiver.js';
@@ -52,17 +58,12 @@ const sweepOver = (open: () => Promise<{ readModels: ReadModelStore; close: () =
     await readModels.dropCollection(collection);
     await close();
   });
+  let position = 0;
   const put = (docs: ReturnType<typeof delivery>[]) =>
     readModels.commit(
       `sweep-${collection}`,
-      docs.map((doc, index) => ({
-        collection,
-        tenantId: platformPartition,
-        id: doc.id,
-        position: index + 1,
-        doc,
-      })),
-      docs.length,
+      docs.map((doc) => ({ collection, tenantId: platformPartition, id: doc.id, position: ++position, doc })),
+      position,
     );
 
   it("reaches another subscription's due retry in one sweep behind a backlog of 1,500 older due deliveries of a hung one", async () => {
@@ -72,7 +73,7 @@ const sweepOver = (open: () => Promise<{ readModels: ReadModelStore; close: () =
       delivery('w_later', 1, new Date(horizon.getTime() + 60_000).toISOString()),
       delivery('w_done', 1, before(7200), 'succeeded'),
     ]);
-    const { due, cursor } = await dueBySubscription(readModels, collection, horizon, null);
+    const { due, next } = await dueBySubscription(readModels, collection, horizon, firstSweep);
     const by = (webhookId: string) => due.filter((found) => found.webhookId === webhookId);
     expect(by('w_other').map((found) => found.deliveryId)).to.deep.equal(['d_w_other_00001']);
     // The hung subscription gets its share, its oldest first; nothing not due, nothing settled.
@@ -80,7 +81,15 @@ const sweepOver = (open: () => Promise<{ readModels: ReadModelStore; close: () =
     expect(by('w_hung')[0]!.deliveryId).to.equal('d_w_hung_00000');
     expect(by('w_later')).to.deep.equal([]);
     expect(by('w_done')).to.deep.equal([]);
-    expect(cursor, 'a complete round starts the next one from the first subscription').to.equal(null);
+    // A complete round starts the next one from the first subscription, still round-robin: the hung
+    // subscription had more due than its share.
+    expect(next).to.deep.equal({ backlog: true, cursor: null });
+
+    // Once a round sees all that is due, the next sweep takes the oldest due in one query again.
+    await put(Array.from({ length: 1500 }, (_, n) => delivery('w_hung', n, before(3600 - n), 'succeeded')));
+    const after = await dueBySubscription(readModels, collection, horizon, next);
+    expect(after.due.map((found) => found.deliveryId)).to.deep.equal(['d_w_other_00001']);
+    expect(after.next).to.deep.equal({ backlog: false, cursor: null });
   });
 
   it('takes every due delivery, beyond any share, when fewer are due than a sweep takes', async () => {
@@ -88,10 +97,11 @@ const sweepOver = (open: () => Promise<{ readModels: ReadModelStore; close: () =
       ...Array.from({ length: 300 }, (_, n) => delivery('w_busy', n, before(600 - n))),
       delivery('w_other', 1, before(1)),
     ]);
-    const { due, cursor } = await dueBySubscription(readModels, collection, horizon, 'w_kept');
+    const kept = { backlog: false, cursor: 'w_kept' };
+    const { due, next } = await dueBySubscription(readModels, collection, horizon, kept);
     expect(due).to.have.length(301);
     expect(due[0]!.deliveryId, 'oldest first').to.equal('d_w_busy_00000');
-    expect(cursor, 'no round-robin sweep: its place is kept').to.equal('w_kept');
+    expect(next, 'no round-robin sweep: its place is kept').to.deep.equal(kept);
   });
 
   it('goes on where the last sweep stopped when the limits cut a round short, and comes round again', async () => {
@@ -100,22 +110,16 @@ const sweepOver = (open: () => Promise<{ readModels: ReadModelStore; close: () =
     );
     const limits = { deliveries: 5, perSubscription: 2, subscriptions: 2 };
     const sweeps: { subscriptions: string[]; cursor: string | null }[] = [];
-    let cursor: string | null = null;
+    let from: SweepPosition = firstSweep;
     for (let sweep = 0; sweep < 3; sweep += 1) {
-      const page: { due: Delivery[]; cursor: string | null } = await dueBySubscription(
-        readModels,
-        collection,
-        horizon,
-        cursor,
-        limits,
-      );
+      const page: SweepPage = await dueBySubscription(readModels, collection, horizon, from, limits);
       for (const [webhookId, count] of Object.entries(countBy(page.due)))
         expect(count, `${webhookId} gets at most its share`).to.equal(2);
       sweeps.push({
         subscriptions: [...new Set(page.due.map((found) => found.webhookId))],
-        cursor: page.cursor,
+        cursor: page.next.cursor,
       });
-      cursor = page.cursor;
+      from = page.next;
     }
     expect(sweeps).to.deep.equal([
       { subscriptions: ['w_a', 'w_b'], cursor: 'w_b' },
@@ -123,12 +127,12 @@ const sweepOver = (open: () => Promise<{ readModels: ReadModelStore; close: () =
       { subscriptions: ['w_b', 'w_c'], cursor: 'w_c' },
     ]);
     // The limit on deliveries in all ends a sweep early too, and the next goes on from there.
-    const short = await dueBySubscription(readModels, collection, horizon, null, {
+    const short = await dueBySubscription(readModels, collection, horizon, firstSweep, {
       ...limits,
       deliveries: 3,
     });
     expect(short.due.map((found) => found.webhookId)).to.deep.equal(['w_a', 'w_a', 'w_b']);
-    expect(short.cursor).to.equal('w_b');
+    expect(short.next).to.deep.equal({ backlog: true, cursor: 'w_b' });
   });
 };
 
