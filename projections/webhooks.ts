@@ -29,12 +29,17 @@ export const deliveriesProjection = aggregateProjection({
     name: 'webhook_deliveries',
     fields: {
       tenantId: { path: 'tenantId', type: 'text' },
+      webhookId: { path: 'webhookId', type: 'text' },
       status: { path: 'status', type: 'text' },
       dueAt: { path: 'dueAt', type: 'text' },
       claimedAt: { path: 'claimedAt', type: 'text' },
     },
+    // The sweep serves subscriptions round-robin (src/webhooks/sweep.ts): the first index finds the next
+    // subscription with scheduled deliveries, the second its oldest due. Files made before keep the index
+    // (status, dueAt) that the sweep used until then; nothing reads it any more.
     indexes: [
-      ['status', 'dueAt'],
+      ['status', 'webhookId'],
+      ['status', 'webhookId', 'dueAt'],
       ['status', 'claimedAt'],
     ],
   },

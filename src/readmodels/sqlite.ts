@@ -102,17 +102,22 @@ const keysetSql = (query: ListQuery): SqlPart => {
 const continuesIntoNulls = (query: ListQuery): boolean =>
   query.sort.direction === 'desc' && query.after !== undefined && query.after.value !== null;
 
-const createTableSql = (spec: CollectionSpec, tableName: string, withIndexes: boolean): string => {
-  const generated = Object.entries(spec.fields).map(([name, field]) => {
-    if (!identifier.test(name) || !jsonPath.test(field.path))
-      throw new Error(`Invalid field ${name}: ${field.path}`);
-    const type = field.type === 'number' ? 'REAL' : 'TEXT';
-    return `${column(name)} ${type} GENERATED ALWAYS AS (json_extract(doc, '$.${field.path}')) STORED`;
-  });
-  const indexes = (withIndexes ? spec.indexes : []).map((fields) => {
-    const name = `${tableName}_by_${fields.join('_')}`;
-    return `CREATE INDEX IF NOT EXISTS ${name} ON ${tableName} (tenant_id, ${fields.map(column).join(', ')}, id);`;
-  });
+/** A queryable field's generated column. */
+const generatedColumn = (
+  name: string,
+  field: CollectionSpec['fields'][string],
+  storage: 'STORED' | 'VIRTUAL',
+) => {
+  if (!identifier.test(name) || !jsonPath.test(field.path))
+    throw new Error(`Invalid field ${name}: ${field.path}`);
+  const type = field.type === 'number' ? 'REAL' : 'TEXT';
+  return `${column(name)} ${type} GENERATED ALWAYS AS (json_extract(doc, '$.${field.path}')) ${storage}`;
+};
+
+const createTableSql = (spec: CollectionSpec, tableName: string): string => {
+  const generated = Object.entries(spec.fields).map(([name, field]) =>
+    generatedColumn(name, field, 'STORED'),
+  );
   const columns = [
     'tenant_id TEXT NOT NULL',
     'id TEXT NOT NULL',
@@ -124,9 +129,16 @@ const createTableSql = (spec: CollectionSpec, tableName: string, withIndexes: bo
     CREATE TABLE IF NOT EXISTS ${tableName} (
       ${columns.join(',\n      ')},
       PRIMARY KEY (tenant_id, id)
-    ) WITHOUT ROWID;
-    ${indexes.join('\n    ')}`;
+    ) WITHOUT ROWID;`;
 };
+
+const createIndexesSql = (spec: CollectionSpec, tableName: string): string =>
+  spec.indexes
+    .map((fields) => {
+      const name = `${tableName}_by_${fields.join('_')}`;
+      return `CREATE INDEX IF NOT EXISTS ${name} ON ${tableName} (tenant_id, ${fields.map(column).join(', ')}, id);`;
+    })
+    .join('\n');
 
 export const openSqliteReadModels = (file: string): ReadModelStore => {
   ownerOnlyDatabase(file);
@@ -155,6 +167,23 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
       if (!String((error as Error).message).includes('duplicate column')) throw error;
     }
   }
+
+  /**
+   * Fields declared after the table was made. SQLite adds a generated column only as VIRTUAL (computed on
+   * read, and once into each index over it), which queries and indexes use like the STORED ones.
+   */
+  const addDeclaredColumns = (spec: CollectionSpec, tableName: string) => {
+    const found = new Set((db.pragma(`table_xinfo(${tableName})`) as { name: string }[]).map((c) => c.name));
+    for (const [name, field] of Object.entries(spec.fields)) {
+      if (found.has(column(name))) continue;
+      try {
+        db.exec(`ALTER TABLE ${tableName} ADD COLUMN ${generatedColumn(name, field, 'VIRTUAL')}`);
+      } catch (error) {
+        // Another process opening the same file at the same moment added it first.
+        if (!String((error as Error).message).includes('duplicate column')) throw error;
+      }
+    }
+  };
 
   const collections = new Map<string, CollectionSpec>();
   const statements = new Map<string, Database.Statement>();
@@ -277,7 +306,9 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     ensureCollection: (spec, physicalName, options) => {
       const name = physicalName ?? spec.name;
       const tableName = physicalName ? table(physicalName) : physicalTable(spec.name);
-      db.exec(createTableSql(spec, tableName, options?.indexes !== false));
+      db.exec(createTableSql(spec, tableName));
+      addDeclaredColumns(spec, tableName);
+      if (options?.indexes !== false) db.exec(createIndexesSql(spec, tableName));
       collections.set(name, spec);
       if (physicalName) physicalNames.add(physicalName);
       return Promise.resolve();

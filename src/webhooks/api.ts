@@ -310,7 +310,8 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     );
     deps.worker.kick(tenantOf(ctx), deliveryId, webhookId);
     if (result.state.status === 'absent') throw new NotFoundError('No such delivery');
-    const { payload: _payload, ...delivery } = result.state.delivery;
+    // The claim id is the deliverer's fence (delivery.decider.ts), not part of the API's delivery.
+    const { payload: _payload, claimId: _claimId, ...delivery } = result.state.delivery;
     ctx.status = 202;
     ctx.body = delivery;
   });

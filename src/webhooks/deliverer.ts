@@ -22,9 +22,12 @@ import {
   type DeliveryEvent,
   type DeliveryState,
   type Outcome,
+  StaleClaimError,
+  type Claimant,
 } from './delivery.decider.js';
 import type { ExternalEvent } from './external.js';
 import { keyedLimiter } from './limiter.js';
+import { dueBySubscription, firstSweep } from './sweep.js';
 import { open } from './secret-box.js';
 import { AttemptAbortedError, type WebhookSender } from './sender.js';
 import { signatureHeaders } from './signing.js';
@@ -77,7 +80,7 @@ export interface DelivererDeps {
 
 /** A slot taken for a delivery about to be scheduled: its first claim goes in the scheduling append. */
 export interface Reservation {
-  claimedBy: string;
+  claim: Claimant;
   /** Attempts the delivery the scheduling append claimed, in the reserved slot. */
   start(tenantId: string, claimed: KnownState<DeliveryState>): void;
   /** Gives the slot back unused: nothing was scheduled. */
@@ -89,6 +92,13 @@ export interface Reservation {
  * attempted on time rather than at the next whole-second sweep.
  */
 const lookAheadMs = 2000;
+/**
+ * The slots one tenant may hold at once: all but one subscription's share of the overall limit, so that a
+ * tenant with many hung receivers (or many test events) always leaves the other tenants some.
+ */
+export const tenantShare = ({ concurrency, perSubscription }: WebhookSettings): number =>
+  Math.max(perSubscription, concurrency - perSubscription);
+
 /** Opened secrets kept, by their sealed form: opening one costs a key derivation's worth of work. */
 const maxOpenedSecrets = 1000;
 
@@ -106,7 +116,7 @@ const systemContext = systemContextOf('system:webhooks');
 export const deliverer = (deps: DelivererDeps) => {
   const { eventStore, settings, logger } = deps;
   const instance = `instance:${randomUUID().slice(0, 8)}`;
-  const limiter = keyedLimiter(settings.concurrency, settings.perSubscription);
+  const limiter = keyedLimiter(settings.concurrency, settings.perSubscription, tenantShare(settings));
   const credentials = cachedStreams(eventStore);
   const openedSecrets = new Map<string, string>();
   /** Deliveries with an attempt queued or under way here, up to its recorded outcome. */
@@ -136,7 +146,14 @@ export const deliverer = (deps: DelivererDeps) => {
       ? secretOf(entry.previousSealedSecret)
       : undefined;
 
-  /** The command that follows one's own claim, on the state it left; if the stream moved since, as before. */
+  /** A new claim of this instance: its id is what the attempt's outcome or release names. */
+  const newClaim = (): Claimant => ({ claimedBy: instance, claimId: randomUUID() });
+
+  /**
+   * The command that follows one's own claim, on the state it left. If the stream moved since, it is
+   * decided again on what the stream holds now: outcomes and releases name their claim, so the decider
+   * refuses them (StaleClaimError) once another instance has taken the delivery over.
+   */
   const onClaimed = async (tenantId: string, claimed: Claimed, command: DeliveryCommand) => {
     const { deliveryId } = claimed.state.delivery;
     const stream = streamName('delivery', tenantId, deliveryId);
@@ -146,6 +163,38 @@ export const deliverer = (deps: DelivererDeps) => {
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
       return handleCommand(eventStore, deliveryDecider, stream, command, context);
+    }
+  };
+
+  /**
+   * Records an outcome or a release on the attempt's own claim; null, and a warning, when that claim is no
+   * longer current: the attempt outlived its claim, and what it learnt belongs to no attempt in the stream.
+   */
+  const settle = async (
+    tenantId: string,
+    claimed: Claimed,
+    command: Extract<DeliveryCommand, { type: 'RecordOutcome' | 'Release' }>,
+  ) => {
+    try {
+      return await onClaimed(tenantId, claimed, command);
+    } catch (error) {
+      if (!(error instanceof StaleClaimError)) throw error;
+      const { deliveryId, webhookId } = claimed.state.delivery;
+      logger.warn(
+        {
+          subscriptionId: webhookId,
+          deliveryId,
+          claimId: error.claimId,
+          currentClaimId: error.currentClaimId,
+          ...(command.type === 'RecordOutcome'
+            ? { ok: command.outcome.ok, status: command.outcome.statusCode }
+            : { reason: command.reason }),
+        },
+        command.type === 'RecordOutcome'
+          ? 'webhook outcome refused: claim taken over'
+          : 'webhook release refused: claim taken over',
+      );
+      return null;
     }
   };
 
@@ -258,12 +307,17 @@ export const deliverer = (deps: DelivererDeps) => {
     );
     let outcome: Outcome;
     try {
-      outcome = await deps.sender.send(entry.subscription.url, body, headers, interrupting.signal);
+      outcome = await deps.sender.send(tenantId, entry.subscription.url, body, headers, interrupting.signal);
     } catch (error) {
       release();
       if (!(error instanceof AttemptAbortedError)) throw error;
       // Cut by a shutdown: released, due again at once, for the next start or another instance.
-      await onClaimed(tenantId, claimed, { type: 'Release', reason: error.message });
+      const released = await settle(tenantId, claimed, {
+        type: 'Release',
+        claimId: claimed.state.delivery.claimId,
+        reason: error.message,
+      });
+      if (!released) return null;
       logger.warn(
         { deliveryId: delivery.deliveryId },
         'webhook attempt cut by the shutdown deadline; released for a retry',
@@ -273,12 +327,14 @@ export const deliverer = (deps: DelivererDeps) => {
     // A success gives its slot back now. A failure keeps it until recorded (and the subscription disabled
     // if that was the last retry), so that a failing receiver's next delivery never slips in before that.
     if (outcome.ok) release();
-    const recorded = await onClaimed(tenantId, claimed, {
+    const recorded = await settle(tenantId, claimed, {
       type: 'RecordOutcome',
+      claimId: claimed.state.delivery.claimId,
       outcome,
       now: deps.clock(),
       retryDelaysMs: settings.retryDelaysMs,
     });
+    if (!recorded) return outcome;
     const exhausted = recorded.events.some((event) => event.type === 'DeliveryRetriesExhausted');
     reportAttempt(delivery, outcome, recorded.events, exhausted);
     if (exhausted) await disable(delivery, 'retries_exhausted');
@@ -296,7 +352,7 @@ export const deliverer = (deps: DelivererDeps) => {
         eventStore,
         deliveryDecider,
         streamName('delivery', tenantId, deliveryId),
-        { type: 'Claim', now: deps.clock(), claimTimeoutMs: settings.claimTimeoutMs, claimedBy: instance },
+        { type: 'Claim', now: deps.clock(), claimTimeoutMs: settings.claimTimeoutMs, ...newClaim() },
         systemContext(tenantId, deps.clock(), deliveryId),
       );
     } catch (error) {
@@ -307,9 +363,9 @@ export const deliverer = (deps: DelivererDeps) => {
   };
 
   /**
-   * A test delivery (`POST …/webhooks/{id}/test`): scheduled and claimed in one append, attempted at once
-   * outside the subscription's queue (someone is waiting for the answer), and recorded like any attempt, so
-   * it is in the delivery log. It is manual: a failure neither retries nor counts towards a disable. Null
+   * A test delivery (`POST …/webhooks/{id}/test`): scheduled and claimed in one append once it has a slot,
+   * attempted under the same limits as any delivery (first in its subscription's queue: someone is waiting
+   * for the answer), and recorded like any attempt, so it is in the delivery log. It is manual: a failure neither retries nor counts towards a disable. Null
    * when it was not attempted: the subscription was deleted or disabled in the meantime.
    */
   const test = async (
@@ -325,23 +381,31 @@ export const deliverer = (deps: DelivererDeps) => {
     if (lacking)
       throw new ConflictError(`The test event was not sent, and the subscription is unchanged: ${lacking}`);
     const deliveryId = deliveryIdFor(webhookId, payload.id);
-    const scheduled = await handleCommand(
-      eventStore,
-      deliveryDecider,
-      streamName('delivery', tenantId, deliveryId),
-      {
-        type: 'Schedule',
-        identity: { deliveryId, webhookId, eventId: payload.id, eventType: payload.type },
-        payload,
-        now: deps.clock(),
-        claimedBy: instance,
-        test: true,
+    // In a slot of the subscription's, its tenant's and the overall limit, like any attempt, ahead of the
+    // subscription's deliveries waiting for one (someone waits for this answer). It is scheduled and claimed
+    // once it has its slot, so that waiting for one cannot outlast its claim.
+    const attempt = limiter.run(
+      webhookId,
+      async (release) => {
+        if (stopping.signal.aborted) return 'stopping' as const;
+        const scheduled = await handleCommand(
+          eventStore,
+          deliveryDecider,
+          streamName('delivery', tenantId, deliveryId),
+          {
+            type: 'Schedule',
+            identity: { deliveryId, webhookId, eventId: payload.id, eventType: payload.type },
+            payload,
+            now: deps.clock(),
+            claim: newClaim(),
+            test: true,
+          },
+          systemContext(tenantId, deps.clock(), deliveryId),
+        );
+        if (!isClaimed(scheduled)) return null;
+        return traced(tenantId, deliveryId, webhookId, () => attemptClaimed(tenantId, scheduled, release));
       },
-      systemContext(tenantId, deps.clock(), deliveryId),
-    );
-    if (!isClaimed(scheduled)) return { deliveryId, outcome: null };
-    const attempt = traced(tenantId, deliveryId, webhookId, () =>
-      attemptClaimed(tenantId, scheduled, () => {}),
+      { group: tenantId, first: true },
     );
     const settled = attempt.then(
       () => undefined,
@@ -350,6 +414,7 @@ export const deliverer = (deps: DelivererDeps) => {
     inFlight.add(settled);
     void settled.finally(() => inFlight.delete(settled));
     const outcome = await attempt;
+    if (outcome === 'stopping') throw new UnavailableError('The service is stopping', 5);
     // Cut by a shutdown: released like any attempt, and worth trying again on another instance.
     if (outcome === null && interrupting.signal.aborted)
       throw new UnavailableError('The service stopped before the receiver answered', 5);
@@ -389,10 +454,14 @@ export const deliverer = (deps: DelivererDeps) => {
       deliveryId,
       webhookId,
       // An attempt still waiting for a slot when the stop begins never starts.
-      limiter.run(webhookId, async (release) => {
-        if (stopping.signal.aborted) return;
-        await traced(tenantId, deliveryId, webhookId, () => claimAndAttempt(tenantId, deliveryId, release));
-      }),
+      limiter.run(
+        webhookId,
+        async (release) => {
+          if (stopping.signal.aborted) return;
+          await traced(tenantId, deliveryId, webhookId, () => claimAndAttempt(tenantId, deliveryId, release));
+        },
+        { group: tenantId },
+      ),
     );
   };
 
@@ -418,12 +487,12 @@ export const deliverer = (deps: DelivererDeps) => {
    * A slot for a delivery about to be scheduled, when the subscription has one free now and nothing of it
    * waits: the scheduling append then claims the first attempt too, and the attempt starts without another.
    */
-  const reserve = (webhookId: string): Reservation | null => {
+  const reserve = (tenantId: string, webhookId: string): Reservation | null => {
     if (stopping.signal.aborted) return null;
-    const release = limiter.tryAcquire(webhookId);
+    const release = limiter.tryAcquire(webhookId, tenantId);
     if (!release) return null;
     return {
-      claimedBy: instance,
+      claim: newClaim(),
       release,
       start: (tenantId, claimed) => {
         if (!isClaimed(claimed)) return release();
@@ -459,26 +528,38 @@ export const deliverer = (deps: DelivererDeps) => {
     }
   };
 
-  /** Attempts everything due by now, from the deliveries read model. */
+  /** Where the next sweep starts (sweep.ts): with the oldest due, or on in its round of the subscriptions. */
+  let sweepPosition = firstSweep;
+
+  /**
+   * Attempts everything due by now, from the deliveries read model: retries round-robin by subscription, so
+   * that one hung receiver's backlog cannot hold back anyone else's; then the claims that timed out, which
+   * are few (at most the concurrency of each instance that stopped answering).
+   */
   const sweepDue = async () => {
     const now = deps.clock();
-    const due = (status: string, field: string, before: Date) =>
-      deps.readModels.list<Delivery>(deps.deliveriesCollection, {
-        tenantId: platformPartition,
-        filters: [
-          { op: 'eq', field: 'status', value: status },
-          { op: 'lte', field, value: before.toISOString() },
-        ],
-        sort: { field, direction: 'asc' },
-        limit: 1000,
-      });
-    const stale = new Date(now.getTime() - settings.claimTimeoutMs);
-    for (const delivery of await due('scheduled', 'dueAt', new Date(now.getTime() + lookAheadMs))) {
-      kickWhenDue(delivery);
-    }
-    for (const delivery of await due('claimed', 'claimedAt', stale)) {
-      kick(delivery.tenantId, delivery.deliveryId, delivery.webhookId);
-    }
+    const page = await dueBySubscription(
+      deps.readModels,
+      deps.deliveriesCollection,
+      new Date(now.getTime() + lookAheadMs),
+      sweepPosition,
+    );
+    sweepPosition = page.next;
+    for (const delivery of page.due) kickWhenDue(delivery);
+    const stale = await deps.readModels.list<Delivery>(deps.deliveriesCollection, {
+      tenantId: platformPartition,
+      filters: [
+        { op: 'eq', field: 'status', value: 'claimed' },
+        {
+          op: 'lte',
+          field: 'claimedAt',
+          value: new Date(now.getTime() - settings.claimTimeoutMs).toISOString(),
+        },
+      ],
+      sort: { field: 'claimedAt', direction: 'asc' },
+      limit: 1000,
+    });
+    for (const delivery of stale) kick(delivery.tenantId, delivery.deliveryId, delivery.webhookId);
   };
 
   const sweeper = everySecond(sweepDue, {
@@ -518,8 +599,12 @@ export const deliverer = (deps: DelivererDeps) => {
 
 export type Deliverer = ReturnType<typeof deliverer>;
 
-type Claimed = KnownState<DeliveryState> & { state: { status: 'present'; delivery: Delivery } };
+type Claimed = KnownState<DeliveryState> & {
+  state: { status: 'present'; delivery: Delivery & { claimId: string } };
+};
 
-/** A delivery this instance holds the claim of: present and claimed. */
+/** A delivery this instance holds the claim of: present, and claimed under an id it made. */
 const isClaimed = (known: KnownState<DeliveryState>): known is Claimed =>
-  known.state.status === 'present' && known.state.delivery.status === 'claimed';
+  known.state.status === 'present' &&
+  known.state.delivery.status === 'claimed' &&
+  known.state.delivery.claimId !== null;

@@ -25,9 +25,39 @@ export interface Outcome {
 
 type Identity = { deliveryId: string; webhookId: string; eventId: string; eventType: ExternalEventType };
 
+/**
+ * Who holds an attempt: the instance, and the id of this one claim of it. Outcomes and releases name the
+ * claim id, so that an attempt which outlived its claim (another instance took the delivery over) can
+ * never settle the claim that replaced it.
+ */
+export interface Claimant {
+  claimedBy: string;
+  claimId: string;
+}
+
+/**
+ * An outcome or a release for a claim that is not the delivery's current one: its attempt outlived the
+ * claim time-out and another instance took the delivery over (or it was settled or cancelled meanwhile).
+ */
+export class StaleClaimError extends ConflictError {
+  constructor(
+    readonly deliveryId: string,
+    readonly claimId: string,
+    readonly currentClaimId: string | null,
+  ) {
+    super(
+      `Claim ${claimId} of delivery ${deliveryId} is not the current one (${currentClaimId ?? 'none is'})`,
+    );
+  }
+}
+
 export type DeliveryEvent =
   | DomainEvent<'DeliveryScheduled', Identity & { payload: ExternalEvent; dueAt: string; test?: true }>
-  | DomainEvent<'DeliveryAttemptClaimed', { deliveryId: string; attempt: number; claimedBy: string }>
+  /** `claimId` is null on claims recorded before claims had ids (upcasters.ts): no outcome matches them. */
+  | DomainEvent<
+      'DeliveryAttemptClaimed',
+      { deliveryId: string; attempt: number; claimedBy: string; claimId: string | null }
+    >
   | DomainEvent<'DeliveryAttempted', Identity & Outcome & { attempt: number; nextAttemptAt: string | null }>
   | DomainEvent<'DeliveryAttemptInterrupted', { deliveryId: string; attempt: number; reason: string }>
   | DomainEvent<'DeliverySucceeded', { deliveryId: string; attempt: number }>
@@ -57,6 +87,8 @@ export interface Delivery extends Identity {
   /** When the next attempt is due (scheduled), or when the current claim was taken (claimed). */
   dueAt: string | null;
   claimedAt: string | null;
+  /** The current claim's id while claimed; null otherwise (and for a claim recorded before ids). */
+  claimId: string | null;
   /**
    * A redelivery is one manual attempt: its failure neither retries nor disables the subscription. A test
    * delivery (`POST …/test`) is manual from the start.
@@ -77,13 +109,13 @@ export type DeliveryCommand =
       payload: ExternalEvent;
       now: Date;
       /** The instance that makes the first attempt at once: its claim goes in the same append. */
-      claimedBy?: string;
+      claim?: Claimant;
       /** A test delivery: one attempt, made whatever the subscription's state. */
       test?: true;
     }
-  | { type: 'Claim'; now: Date; claimTimeoutMs: number; claimedBy: string }
-  | { type: 'RecordOutcome'; outcome: Outcome; now: Date; retryDelaysMs: readonly number[] }
-  | { type: 'Release'; reason: string }
+  | ({ type: 'Claim'; now: Date; claimTimeoutMs: number } & Claimant)
+  | { type: 'RecordOutcome'; claimId: string; outcome: Outcome; now: Date; retryDelaysMs: readonly number[] }
+  | { type: 'Release'; claimId: string; reason: string }
   | { type: 'Cancel'; reason: string }
   | { type: 'Redeliver' }
   | { type: 'Resume' };
@@ -91,6 +123,17 @@ export type DeliveryCommand =
 const present = (state: DeliveryState): Delivery => {
   if (state.status === 'absent') throw new NotFoundError('No such delivery');
   return state.delivery;
+};
+
+/** Settles an attempt only on the claim it was made under, as the CV worker fences its runs. */
+const currentClaim = (delivery: Delivery, claimId: string): Delivery => {
+  if (delivery.status !== 'claimed' || delivery.claimId !== claimId)
+    throw new StaleClaimError(
+      delivery.deliveryId,
+      claimId,
+      delivery.status === 'claimed' ? delivery.claimId : null,
+    );
+  return delivery;
 };
 
 /** Due now: scheduled and due, or claimed by an instance that has been silent past the claim time-out. */
@@ -112,11 +155,11 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
           ...(command.test ? { test: true as const } : {}),
         },
       };
-      if (command.claimedBy === undefined) return [scheduled];
+      if (command.claim === undefined) return [scheduled];
       const { deliveryId } = command.identity;
       return [
         scheduled,
-        { type: 'DeliveryAttemptClaimed', data: { deliveryId, attempt: 1, claimedBy: command.claimedBy } },
+        { type: 'DeliveryAttemptClaimed', data: { deliveryId, attempt: 1, ...command.claim } },
       ];
     }
     case 'Claim': {
@@ -130,13 +173,13 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
             deliveryId: delivery.deliveryId,
             attempt: delivery.attempts + 1,
             claimedBy: command.claimedBy,
+            claimId: command.claimId,
           },
         },
       ];
     }
     case 'RecordOutcome': {
-      const delivery = present(state);
-      if (delivery.status !== 'claimed') throw new ConflictError('The delivery has no attempt in progress');
+      const delivery = currentClaim(present(state), command.claimId);
       const attempt = delivery.attempts + 1;
       const { deliveryId, webhookId, eventId, eventType } = delivery;
       const delay = command.retryDelaysMs[attempt - 1];
@@ -164,8 +207,7 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
     case 'Release': {
       // The attempt was cut by a shutdown, not failed by the receiver: it is due again at once and does not
       // count, so it neither uses up a retry nor can disable the subscription.
-      const delivery = present(state);
-      if (delivery.status !== 'claimed') return [];
+      const delivery = currentClaim(present(state), command.claimId);
       return [
         {
           type: 'DeliveryAttemptInterrupted',
@@ -218,6 +260,7 @@ const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] =
         attempts: 0,
         dueAt,
         claimedAt: null,
+        claimId: null,
         manual: test === true,
         test: test === true,
         payload,
@@ -226,10 +269,14 @@ const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] =
     };
   }
   if (state.status === 'absent') return state;
-  const delivery = { ...state.delivery, updatedAt: at };
+  // Every event but a claim ends the claim there was: its id settles nothing from then on.
+  const delivery = { ...state.delivery, updatedAt: at, claimId: null };
   switch (event.type) {
     case 'DeliveryAttemptClaimed':
-      return { status: 'present', delivery: { ...delivery, status: 'claimed', claimedAt: at, dueAt: null } };
+      return {
+        status: 'present',
+        delivery: { ...delivery, status: 'claimed', claimedAt: at, dueAt: null, claimId: event.data.claimId },
+      };
     case 'DeliveryAttempted':
       return {
         status: 'present',

@@ -10,6 +10,7 @@ import { developmentSecret } from '../secrets.js';
 import { webhooksApi } from './api.js';
 import { webhookEvents, webhookOperations, webhookSchemas } from './openapi.js';
 import { webhookSender } from './sender.js';
+import { webhookEventSchemas } from './upcasters.js';
 import { webhookWorker } from './worker.js';
 
 /** Webhook subscriptions, and the delivery of external events to them (src/webhooks/worker.ts). */
@@ -21,6 +22,7 @@ export const webhooksFeature: Feature<FeatureConsumer> = {
     { projection: deliveryAttemptsProjection, partition: 'tenant' },
   ],
   openapi: { operations: webhookOperations, schemas: webhookSchemas, webhooks: webhookEvents },
+  eventSchemas: webhookEventSchemas,
   wire: ({ config, stores, clock, logger, metrics }) => {
     // Disabled subscriptions are told by e-mail: over SMTP, or into DATA_DIR/outbox without SMTP_URL.
     const mailer = config.smtpUrl

@@ -376,7 +376,9 @@ export const webhookOperations = (): BuiltOperation[] => [
     summary: 'Send a test event',
     description:
       'Sends a signed example event of the chosen type (the first the subscription lists by default) to the ' +
-      "receiver at once, and answers with the attempt's outcome, whatever the receiver answered. The event's " +
+      'receiver as soon as the subscription has a slot (test events count towards the same concurrency limits ' +
+      "as deliveries, ahead of the subscription's waiting deliveries), and answers with the attempt's outcome, " +
+      "whatever the receiver answered. The event's " +
       'id starts `evt_test_` and its data name no real resource; it has the shape of a real delivery of its ' +
       'type. The attempt is in the delivery log. It is never retried, does not count towards disabling the ' +
       'subscription, and is sent to a disabled subscription too. A type that the owner of the subscription ' +

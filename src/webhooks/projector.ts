@@ -8,6 +8,7 @@ import type { Deliverer } from './deliverer.js';
 import {
   deliveryDecider,
   deliveryIdFor,
+  type Claimant,
   type DeliveryEvent,
   type DeliveryState,
 } from './delivery.decider.js';
@@ -38,7 +39,7 @@ export const webhookProjector = ({ eventStore, clock, deliverer, subscriptions }
     webhookId: string,
     external: ExternalEvent,
     causationId: string,
-    claimedBy?: string,
+    claim?: Claimant,
   ): Promise<CommandResult<DeliveryState, DeliveryEvent> | null> => {
     const deliveryId = deliveryIdFor(webhookId, external.id);
     try {
@@ -51,7 +52,7 @@ export const webhookProjector = ({ eventStore, clock, deliverer, subscriptions }
           identity: { deliveryId, webhookId, eventId: external.id, eventType: external.type },
           payload: external,
           now: clock(),
-          ...(claimedBy === undefined ? {} : { claimedBy }),
+          ...(claim === undefined ? {} : { claim }),
         },
         systemContext(tenantId, clock(), causationId),
       );
@@ -69,10 +70,10 @@ export const webhookProjector = ({ eventStore, clock, deliverer, subscriptions }
     external: ExternalEvent,
     causationId: string,
   ) => {
-    const reservation = deliverer.reserve(webhookId);
+    const reservation = deliverer.reserve(tenantId, webhookId);
     let scheduled;
     try {
-      scheduled = await append(tenantId, webhookId, external, causationId, reservation?.claimedBy);
+      scheduled = await append(tenantId, webhookId, external, causationId, reservation?.claim);
     } catch (error) {
       reservation?.release();
       throw error;

@@ -76,30 +76,55 @@ const readStart = async (body: AsyncIterable<Buffer> & { destroy: () => void }):
   return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(kept), { stream: true });
 };
 
+/** Connections per receiver origin in each tenant's pool. */
+const connectionsPerOrigin = 16;
+/** Tenants' pools kept; past it, the one used least recently is closed (its requests in flight finish). */
+const maxPools = 256;
+
 /**
  * POSTs signed bodies to receivers: no redirects followed (a 3xx is a failure), a hard time-out over the
  * whole exchange, and connections only to addresses the SSRF rules allow, IP literals included.
+ * Each tenant has its own connection pool (an undici Agent, 16 connections per origin), so that one
+ * tenant's slow or many attempts cannot take the connections another tenant needs on a shared origin.
  */
 export const webhookSender = (settings: SenderSettings) => {
-  const agent = new Agent({
-    connect: { lookup: guardedLookup(settings), timeout: settings.timeoutMs },
-    headersTimeout: settings.timeoutMs,
-    bodyTimeout: settings.timeoutMs,
-    connections: 16,
-  });
+  const pools = new Map<string, Agent>();
+  const newPool = () =>
+    new Agent({
+      connect: { lookup: guardedLookup(settings), timeout: settings.timeoutMs },
+      headersTimeout: settings.timeoutMs,
+      bodyTimeout: settings.timeoutMs,
+      connections: connectionsPerOrigin,
+    });
+  /** The tenant's pool, as the most recently used (a Map keeps insertion order). */
+  const poolOf = (tenantId: string): Agent => {
+    let pool = pools.get(tenantId);
+    if (pool) pools.delete(tenantId);
+    else pool = newPool();
+    pools.set(tenantId, pool);
+    if (pools.size > maxPools) {
+      const [oldest, agent] = pools.entries().next().value!;
+      pools.delete(oldest);
+      // Its requests in flight finish first; a pool that fails to close has nothing left to lose.
+      agent.close().catch(() => undefined);
+    }
+    return pool;
+  };
 
   /**
-   * One POST. `signal` cuts it short (the worker stopping at its deadline): then it rejects with
-   * AttemptAbortedError instead of answering an outcome, because the receiver did not fail.
+   * One POST, in the pool of the tenant whose attempt it is. `signal` cuts it short (the worker stopping at
+   * its deadline): then it rejects with AttemptAbortedError instead of answering an outcome, because the
+   * receiver did not fail.
    * With traces on, it sends the `traceparent` of the attempt's span, and records the outcome on that span.
    */
   const send = async (
+    tenantId: string,
     url: string,
     body: string,
     headers: Record<string, string>,
     signal?: AbortSignal,
   ): Promise<Outcome> => {
-    const outcome = await post(url, body, headers, activeTraceparent(), signal);
+    const outcome = await post(poolOf(tenantId), url, body, headers, activeTraceparent(), signal);
     const span = activeSpan();
     if (span) {
       span.setAttribute('http.request.method', 'POST');
@@ -111,6 +136,7 @@ export const webhookSender = (settings: SenderSettings) => {
   };
 
   const post = async (
+    agent: Agent,
     url: string,
     body: string,
     headers: Record<string, string>,
@@ -164,7 +190,14 @@ export const webhookSender = (settings: SenderSettings) => {
     }
   };
 
-  return { send, close: () => agent.close() };
+  return {
+    send,
+    close: async () => {
+      const closing = [...pools.values()].map((agent) => agent.close());
+      pools.clear();
+      await Promise.all(closing);
+    },
+  };
 };
 
 export type WebhookSender = ReturnType<typeof webhookSender>;

@@ -231,6 +231,45 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
     }
   });
 
+  describe('a field declared after the collection was made', () => {
+    it('is filtered and sorted on, by its index, in documents written before and after', async () => {
+      const spec: CollectionSpec = {
+        name: `grown_${suffix}`,
+        fields: { name: { path: 'name', type: 'text' } },
+        indexes: [['name']],
+      };
+      await readModels.ensureCollection(spec);
+      const doc = (id: string, kind: string) => ({ id, name: id, kind });
+      await readModels.commit(
+        `grown-${suffix}`,
+        [{ collection: spec.name, tenantId: tenant, id: 'a', position: 1, doc: doc('a', 'well') }],
+        1,
+      );
+      const grown: CollectionSpec = {
+        ...spec,
+        fields: { ...spec.fields, kind: { path: 'kind', type: 'text' } },
+        indexes: [...spec.indexes, ['kind', 'name']],
+      };
+      await readModels.ensureCollection(grown);
+      await readModels.ensureCollection(grown);
+      await readModels.commit(
+        `grown-${suffix}`,
+        [
+          { collection: spec.name, tenantId: tenant, id: 'b', position: 2, doc: doc('b', 'spring') },
+          { collection: spec.name, tenantId: tenant, id: 'c', position: 3, doc: doc('c', 'well') },
+        ],
+        3,
+      );
+      const wells = await readModels.list<{ id: string }>(spec.name, {
+        tenantId: tenant,
+        filters: [{ op: 'eq', field: 'kind', value: 'well' }],
+        sort: { field: 'name', direction: 'desc' },
+        limit: 10,
+      });
+      expect(wells.map((found) => found.id)).to.deep.equal(['c', 'a']);
+    });
+  });
+
   describe('blue/green collections', () => {
     // Per test: on a shared MongoDB database, checkpoints outlive the test that moved them.
     let live: string;

@@ -5,7 +5,12 @@ import type { ConsumerState } from '../../src/core/supervisor.js';
 import { readiness, storeFailures, type HealthSources } from '../../src/http/health.js';
 import { toProblem } from '../../src/http/problem.js';
 import type { ExternalEvent } from '../../src/webhooks/external.js';
-import { deliveryDecider, isDue, type DeliveryEvent } from '../../src/webhooks/delivery.decider.js';
+import {
+  deliveryDecider,
+  isDue,
+  StaleClaimError,
+  type DeliveryEvent,
+} from '../../src/webhooks/delivery.decider.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 const given = deciderSpec(deliveryDecider);
@@ -29,7 +34,7 @@ const scheduled: DeliveryEvent = {
 };
 const claimed: DeliveryEvent = {
   type: 'DeliveryAttemptClaimed',
-  data: { deliveryId: 'd_1', attempt: 1, claimedBy: 'instance:a' },
+  data: { deliveryId: 'd_1', attempt: 1, claimedBy: 'instance:a', claimId: 'claim-a' },
 };
 const interrupted: DeliveryEvent = {
   type: 'DeliveryAttemptInterrupted',
@@ -39,7 +44,7 @@ const interrupted: DeliveryEvent = {
 describe('a webhook attempt cut by a shutdown', () => {
   it('is released: DeliveryAttemptInterrupted', () => {
     given([scheduled, claimed])
-      .when({ type: 'Release', reason: 'the service is stopping' })
+      .when({ type: 'Release', claimId: 'claim-a', reason: 'the service is stopping' })
       .then([interrupted]);
   });
 
@@ -52,9 +57,13 @@ describe('a webhook attempt cut by a shutdown', () => {
     expect(isDue(state.delivery, new Date(state.delivery.dueAt!), 10_000)).to.equal(true);
   });
 
-  it('releases nothing when the delivery is not claimed (it was settled or taken over meanwhile)', () => {
-    given([scheduled]).when({ type: 'Release', reason: 'x' }).then([]);
-    given([scheduled, claimed, interrupted]).when({ type: 'Release', reason: 'x' }).then([]);
+  it('refuses a release when the delivery is not claimed under it (it was settled or taken over meanwhile)', () => {
+    const release = { type: 'Release', claimId: 'claim-a', reason: 'x' } as const;
+    given([scheduled]).when(release).thenThrows(StaleClaimError);
+    given([scheduled, claimed, interrupted]).when(release).thenThrows(StaleClaimError);
+    given([scheduled, claimed])
+      .when({ ...release, claimId: 'claim-b' })
+      .thenThrows(StaleClaimError);
   });
 });
 

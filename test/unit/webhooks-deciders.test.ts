@@ -7,6 +7,7 @@ import {
   deliveryDecider,
   deliveryIdFor,
   isDue,
+  StaleClaimError,
   type DeliveryEvent,
   type Outcome,
 } from '../../src/webhooks/delivery.decider.js';
@@ -18,6 +19,7 @@ import {
   type WebhookCommand,
   type WebhookEvent,
 } from '../../src/webhooks/subscription.decider.js';
+import { deliveryAttemptClaimedV1ToV2 } from '../../src/webhooks/upcasters.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 const given = deciderSpec(deliveryDecider);
@@ -42,9 +44,10 @@ const scheduled: DeliveryEvent = {
   type: 'DeliveryScheduled',
   data: { ...identity, payload, dueAt: at(0).toISOString() },
 };
-const claimed = (attempt: number): DeliveryEvent => ({
+/** A claim of instance a (every attempt of a, in these tests, under the id `claim-a`). */
+const claimed = (attempt: number, by = 'a'): DeliveryEvent => ({
   type: 'DeliveryAttemptClaimed',
-  data: { deliveryId: 'd_1', attempt, claimedBy: 'instance:a' },
+  data: { deliveryId: 'd_1', attempt, claimedBy: `instance:${by}`, claimId: `claim-${by}` },
 });
 const failure: Outcome = { ok: false, statusCode: 500, durationMs: 12, error: 'HTTP 500' };
 const success: Outcome = { ok: true, statusCode: 204, durationMs: 8, error: null };
@@ -52,10 +55,22 @@ const attempted = (attempt: number, outcome: Outcome, nextAttemptAt: string | nu
   type: 'DeliveryAttempted',
   data: { ...identity, ...outcome, attempt, nextAttemptAt },
 });
-const claim = (seconds: number) =>
-  ({ type: 'Claim', now: at(seconds), claimTimeoutMs: 10_000, claimedBy: 'instance:b' }) as const;
-const record = (outcome: Outcome, seconds = 10) =>
-  ({ type: 'RecordOutcome', outcome, now: at(seconds), retryDelaysMs: delays }) as const;
+const claim = (seconds: number, by = 'b') =>
+  ({
+    type: 'Claim',
+    now: at(seconds),
+    claimTimeoutMs: 10_000,
+    claimedBy: `instance:${by}`,
+    claimId: `claim-${by}`,
+  }) as const;
+const record = (outcome: Outcome, seconds = 10, by = 'a') =>
+  ({
+    type: 'RecordOutcome',
+    claimId: `claim-${by}`,
+    outcome,
+    now: at(seconds),
+    retryDelaysMs: delays,
+  }) as const;
 
 describe('the delivery decider', () => {
   it('schedules a delivery due at once', () => {
@@ -66,11 +81,23 @@ describe('the delivery decider', () => {
 
   it('schedules a delivery and claims its first attempt in one append, for an instance with a slot free', () => {
     given([])
-      .when({ type: 'Schedule', identity, payload, now: at(0), claimedBy: 'instance:a' })
+      .when({
+        type: 'Schedule',
+        identity,
+        payload,
+        now: at(0),
+        claim: { claimedBy: 'instance:a', claimId: 'claim-a' },
+      })
       .then([scheduled, claimed(1)]);
     // A redelivered domain event: neither scheduled nor claimed again.
     given([scheduled, claimed(1)])
-      .when({ type: 'Schedule', identity, payload, now: at(5), claimedBy: 'instance:b' })
+      .when({
+        type: 'Schedule',
+        identity,
+        payload,
+        now: at(5),
+        claim: { claimedBy: 'instance:b', claimId: 'claim-b' },
+      })
       .then([]);
   });
 
@@ -99,9 +126,7 @@ describe('the delivery decider', () => {
   it('claims the first attempt of a due delivery', () => {
     given([scheduled])
       .when(claim(1))
-      .then([
-        { type: 'DeliveryAttemptClaimed', data: { deliveryId: 'd_1', attempt: 1, claimedBy: 'instance:b' } },
-      ]);
+      .then([claimed(1, 'b')]);
   });
 
   it('refuses to claim a delivery that is not due yet', () => {
@@ -117,9 +142,7 @@ describe('the delivery decider', () => {
       .thenThrows(ConflictError, /not due/);
     given([scheduled, claimed(1)])
       .when(claim(11))
-      .then([
-        { type: 'DeliveryAttemptClaimed', data: { deliveryId: 'd_1', attempt: 1, claimedBy: 'instance:b' } },
-      ]);
+      .then([claimed(1, 'b')]);
   });
 
   it('refuses to claim a settled delivery, and an unknown one', () => {
@@ -172,7 +195,105 @@ describe('the delivery decider', () => {
   });
 
   it('refuses an outcome without a claim', () => {
-    given([scheduled]).when(record(success)).thenThrows(ConflictError);
+    given([scheduled]).when(record(success)).thenThrows(StaleClaimError);
+    expect(new StaleClaimError('d_1', 'claim-a', null)).to.be.instanceOf(ConflictError);
+  });
+
+  describe('when an attempt outlives its claim and another instance takes the delivery over', () => {
+    // A claims at second 1; its claim times out at 11; B takes the delivery over at 12.
+    const takenOver = [scheduled, claimed(1, 'a'), claimed(1, 'b')];
+
+    it("lets B take the delivery over once A's claim has timed out, under a claim of its own", () => {
+      given([scheduled, claimed(1, 'a')])
+        .when(claim(12, 'b'))
+        .then([claimed(1, 'b')]);
+      const { state } = given(takenOver);
+      expect(state.status === 'present' && state.delivery).to.deep.include({
+        status: 'claimed',
+        claimId: 'claim-b',
+      });
+    });
+
+    it("refuses A's late outcome, whatever it is, with a typed error naming both claims", () => {
+      given(takenOver)
+        .when(record(failure, 13, 'a'))
+        .thenThrows(StaleClaimError, /claim-a.*claim-b/);
+      given(takenOver)
+        .when(record(success, 13, 'a'))
+        .thenThrows(StaleClaimError);
+    });
+
+    it("records B's success", () => {
+      given(takenOver)
+        .when(record(success, 14, 'b'))
+        .then([
+          attempted(1, success, null),
+          { type: 'DeliverySucceeded', data: { deliveryId: 'd_1', attempt: 1 } },
+        ]);
+    });
+
+    it("leaves B's success standing when A's failure comes after it", () => {
+      const succeeded = [
+        ...takenOver,
+        attempted(1, success, null),
+        { type: 'DeliverySucceeded', data: { deliveryId: 'd_1', attempt: 1 } } as DeliveryEvent,
+      ];
+      given(succeeded)
+        .when(record(failure, 15, 'a'))
+        .thenThrows(StaleClaimError);
+      const { state } = given(succeeded);
+      expect(state.status === 'present' && state.delivery).to.deep.include({
+        status: 'succeeded',
+        claimId: null,
+      });
+    });
+
+    it("refuses A's release (its shutdown cut it), and lets B release its own", () => {
+      given(takenOver)
+        .when({ type: 'Release', claimId: 'claim-a', reason: 'stopping' })
+        .thenThrows(StaleClaimError);
+      given(takenOver)
+        .when({ type: 'Release', claimId: 'claim-b', reason: 'stopping' })
+        .then([
+          { type: 'DeliveryAttemptInterrupted', data: { deliveryId: 'd_1', attempt: 1, reason: 'stopping' } },
+        ]);
+    });
+
+    it('refuses even an outcome on its own last retry, which would otherwise disable the subscription', () => {
+      const lastRetry = [
+        scheduled,
+        claimed(1),
+        attempted(1, failure, at(11).toISOString()),
+        claimed(2),
+        attempted(2, failure, at(25).toISOString()),
+        claimed(3, 'a'),
+        claimed(3, 'b'),
+      ];
+      given(lastRetry)
+        .when(record(failure, 60, 'a'))
+        .thenThrows(StaleClaimError);
+    });
+  });
+
+  it('settles no claim recorded before claims had ids, and lets it be taken over once it times out', () => {
+    const legacy: DeliveryEvent = {
+      type: 'DeliveryAttemptClaimed',
+      data: { deliveryId: 'd_1', attempt: 1, claimedBy: 'instance:old', claimId: null },
+    };
+    given([scheduled, legacy]).when(record(success)).thenThrows(StaleClaimError);
+    given([scheduled, legacy])
+      .when(claim(11))
+      .then([claimed(1, 'b')]);
+  });
+
+  it('reads a claim stored before claims had ids with a null claimId, and one with an id unchanged', () => {
+    const v1 = { deliveryId: 'd_1', attempt: 1, claimedBy: 'instance:old' };
+    expect(deliveryAttemptClaimedV1ToV2(v1)).to.deep.equal({ ...v1, claimId: null });
+    expect(deliveryAttemptClaimedV1ToV2({ ...v1, claimId: 'claim-a' })).to.deep.equal({
+      ...v1,
+      claimId: 'claim-a',
+    });
+    expect(v1).not.to.have.property('claimId');
   });
 
   it('lets a redelivery of a settled delivery make one attempt, whose failure neither retries nor gives up', () => {
@@ -193,7 +314,14 @@ describe('the delivery decider', () => {
   it('schedules a test delivery claimed at once, whose failed attempt neither retries nor gives up', () => {
     const test = { ...scheduled, data: { ...scheduled.data, test: true } } as DeliveryEvent;
     given([])
-      .when({ type: 'Schedule', identity, payload, now: at(0), claimedBy: 'instance:a', test: true })
+      .when({
+        type: 'Schedule',
+        identity,
+        payload,
+        now: at(0),
+        claim: { claimedBy: 'instance:a', claimId: 'claim-a' },
+        test: true,
+      })
       .then([test, claimed(1)]);
     const { state } = given([test, claimed(1)]);
     expect(state.status === 'present' && state.delivery).to.deep.include({ test: true, manual: true });

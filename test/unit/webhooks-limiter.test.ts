@@ -175,4 +175,32 @@ describe('the keyed limiter', () => {
     await h.releaseAll();
     expect(h.started).to.deep.equal(['second', 'third']);
   });
+
+  it("holds at most `perGroup` slots for one group (a tenant), so another group's task runs at once", async () => {
+    const limiter = keyedLimiter(4, 2, 3);
+    const h = harness();
+    // Tenant a: three subscriptions, two tasks each; it may hold 3 of the 4 slots.
+    for (const key of ['a1', 'a2', 'a3'])
+      for (const n of [1, 2]) void limiter.run(key, h.task(key, `${key}.${n}`), { group: 'a' });
+    await tick();
+    expect(h.started).to.have.length(3);
+    void limiter.run('b1', h.task('b1', 'b1.1'), { group: 'b' });
+    await tick();
+    expect(h.started).to.have.length(4);
+    expect(h.started.at(-1)).to.equal('b1.1');
+    expect(limiter.tryAcquire('a4', 'a'), 'the group is at its share').to.equal(null);
+    await h.releaseAll();
+    expect(h.started).to.have.length(7);
+  });
+
+  it('starts a task asked for `first` ahead of the tasks of its key that were waiting before it', async () => {
+    const limiter = keyedLimiter(10, 1);
+    const h = harness();
+    for (const n of [1, 2, 3]) void limiter.run('a', h.task('a', `delivery${n}`));
+    void limiter.run('a', h.task('a', 'test'), { first: true });
+    await tick();
+    expect(h.started).to.deep.equal(['delivery1']);
+    await h.releaseAll();
+    expect(h.started).to.deep.equal(['delivery1', 'test', 'delivery2', 'delivery3']);
+  });
 });

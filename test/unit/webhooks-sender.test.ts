@@ -33,7 +33,7 @@ describe('the webhook sender', () => {
 
   describe('at connect time, with private networks refused', () => {
     it('refuses a host name that resolves to loopback, and the receiver gets no request', async () => {
-      const outcome = await sender(false).send(`http://localhost:${receiver.port}/hooks`, '{}', {});
+      const outcome = await sender(false).send('t_test', `http://localhost:${receiver.port}/hooks`, '{}', {});
       expect(outcome.ok).to.equal(false);
       expect(outcome.statusCode).to.equal(null);
       expect(outcome.error).to.equal('localhost resolves to a forbidden address');
@@ -44,7 +44,7 @@ describe('the webhook sender', () => {
 
     for (const host of ['127.0.0.1', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '127.1']) {
       it(`refuses the IP literal ${host}, and the receiver gets no request`, async () => {
-        const outcome = await sender(false).send(`http://${host}:${receiver.port}/hooks`, '{}', {});
+        const outcome = await sender(false).send('t_test', `http://${host}:${receiver.port}/hooks`, '{}', {});
         expect(outcome).to.deep.include({ ok: false, statusCode: null });
         expect(outcome.error).to.match(/forbidden address/);
         await sleep(100);
@@ -56,7 +56,12 @@ describe('the webhook sender', () => {
   describe('with private networks allowed', () => {
     it('POSTs the body as JSON with the given headers and reports a 2xx as success', async () => {
       const headers = signed('{"a":1}');
-      const outcome = await sender(true).send(`http://localhost:${receiver.port}/hooks`, '{"a":1}', headers);
+      const outcome = await sender(true).send(
+        't_test',
+        `http://localhost:${receiver.port}/hooks`,
+        '{"a":1}',
+        headers,
+      );
       expect(outcome).to.deep.include({ ok: true, statusCode: 204, error: null });
       expect(outcome.durationMs).to.be.a('number').and.at.least(0);
       const [request] = receiver.received;
@@ -68,7 +73,7 @@ describe('the webhook sender', () => {
     });
 
     it('reports any other status as a failure: 401 from a receiver that cannot verify the signature', async () => {
-      expect(await sender(true).send(receiver.url, '{}', signed('{"a":2}'))).to.deep.include({
+      expect(await sender(true).send('t_test', receiver.url, '{}', signed('{"a":2}'))).to.deep.include({
         ok: false,
         statusCode: 401,
         error: 'HTTP 401',
@@ -79,7 +84,7 @@ describe('the webhook sender', () => {
   describe('receivers that do not answer 2xx', () => {
     it('does not follow a redirect: a 3xx is a failure', async () => {
       answer = () => ({ status: 307, headers: { Location: `http://127.0.0.1:${receiver.port}/elsewhere` } });
-      const outcome = await sender(true).send(receiver.url, '{}', signed('{}'));
+      const outcome = await sender(true).send('t_test', receiver.url, '{}', signed('{}'));
       expect(outcome).to.deep.include({ ok: false, statusCode: 307, error: 'HTTP 307' });
       // On purpose: a followed redirect would reach the receiver a moment later.
       await sleep(100);
@@ -89,7 +94,7 @@ describe('the webhook sender', () => {
     it('gives up on a receiver that does not answer within the time-out', async () => {
       answer = () => 'hang';
       const started = Date.now();
-      const outcome = await sender(true, 300).send(receiver.url, '{}', signed('{}'));
+      const outcome = await sender(true, 300).send('t_test', receiver.url, '{}', signed('{}'));
       expect(outcome).to.deep.include({ ok: false, statusCode: null, error: 'no answer within 300 ms' });
       expect(Date.now() - started).to.be.below(3000);
     });
@@ -103,7 +108,12 @@ describe('the webhook sender', () => {
       await new Promise<void>((done) => trickling.listen(0, '127.0.0.1', done));
       const { port } = trickling.address() as AddressInfo;
       try {
-        const outcome = await sender(true, 300).send(`http://127.0.0.1:${port}/hooks`, '{}', signed('{}'));
+        const outcome = await sender(true, 300).send(
+          't_test',
+          `http://127.0.0.1:${port}/hooks`,
+          '{}',
+          signed('{}'),
+        );
         expect(outcome).to.deep.include({
           ok: false,
           statusCode: 200,
@@ -119,7 +129,7 @@ describe('the webhook sender', () => {
       const port = receiver.port;
       await receiver.close();
       receiver = await startReceiver(secret);
-      const outcome = await sender(true).send(`http://127.0.0.1:${port}/hooks`, '{}', {});
+      const outcome = await sender(true).send('t_test', `http://127.0.0.1:${port}/hooks`, '{}', {});
       expect(outcome).to.deep.include({ ok: false, statusCode: null });
       expect(outcome.error).to.be.a('string').and.not.equal('');
     });
