@@ -2,7 +2,13 @@ import type { DatabaseError, Pool, QueryResultRow } from 'pg';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM, satisfiesExpected } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
-import { acquirePostgres, newPool, orUnavailable, type PoolOptions } from '../postgres/client.js';
+import {
+  acquirePostgres,
+  inTransaction,
+  newPool,
+  orUnavailable,
+  type PoolOptions,
+} from '../postgres/client.js';
 import { migrate } from '../postgres/migrate.js';
 import type { AppendResult, EventStore, ReadAllOptions } from './port.js';
 import { AppendSignal, defaultPollMs, type Appended } from './append-signal.js';
@@ -52,8 +58,14 @@ export const adoptRestoredEvents = async (pool: Pool): Promise<number> => {
      FROM events ORDER BY position DESC LIMIT 1`,
   );
   if (!rows[0]?.ahead) return 0;
-  const { rowCount } = await pool.query(
-    `UPDATE events SET transaction_id = '0'::xid8 WHERE transaction_id >= pg_snapshot_xmax(pg_current_snapshot())`,
+  // Once per restore, over as many events as it holds: no statement time-out for it.
+  const { rowCount } = await inTransaction(
+    pool,
+    (client) =>
+      client.query(
+        `UPDATE events SET transaction_id = '0'::xid8 WHERE transaction_id >= pg_snapshot_xmax(pg_current_snapshot())`,
+      ),
+    { unbounded: true },
   );
   return rowCount ?? 0;
 };
