@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { EventStore, Lease } from './port.js';
+import { whenFree } from '../core/sqlite-busy.js';
 
 /**
  * Leases for the duties the embedded store cannot share out between processes (its consumer groups and
@@ -31,10 +32,9 @@ export const sqliteLeases = (db: Database.Database): Pick<EventStore, 'acquireLe
     return { acquired: row.owner === owner, holder: row.owner, expiresAt: new Date(row.expiresAt) };
   });
   return {
-    acquireLease: (name, owner, ttlMs) => Promise.resolve(acquire.immediate(name, owner, ttlMs)),
-    releaseLease: (name, owner) => {
-      release.run(name, owner);
-      return Promise.resolve();
+    acquireLease: (name, owner, ttlMs) => whenFree(() => acquire.immediate(name, owner, ttlMs)),
+    releaseLease: async (name, owner) => {
+      await whenFree(() => release.run(name, owner));
     },
   };
 };
