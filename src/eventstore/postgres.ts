@@ -40,6 +40,8 @@ export interface PostgresEventStoreOptions extends PoolOptions {
   pollMs?: number;
   /** How long a consumer's claim on an event holds unrenewed (a consumer killed -9 holds it that long). */
   claimTtlMs?: number;
+  /** A consumer group's claims could not be renewed (postgres-groups.ts): the service logs and counts it. */
+  onClaimRenewalFailed?: (group: string, error: unknown) => void;
 }
 
 const uniqueViolation = (error: unknown, constraint: string): boolean =>
@@ -75,7 +77,12 @@ const knownHeadsKept = 1000;
 
 export const openPostgresEventStore = async (
   url: string,
-  { pollMs = defaultPollMs, claimTtlMs = 15_000, ...poolOptions }: PostgresEventStoreOptions = {},
+  {
+    pollMs = defaultPollMs,
+    claimTtlMs = 15_000,
+    onClaimRenewalFailed,
+    ...poolOptions
+  }: PostgresEventStoreOptions = {},
 ): Promise<EventStore> => {
   const handle = acquirePostgres(url, poolOptions);
   const { pool } = handle;
@@ -358,7 +365,13 @@ export const openPostgresEventStore = async (
       | 'replayParked'
       | 'groupCheckpoint'
     > => {
-      const groups = consumerGroups({ pool, signal, pollMs, claimTtlMs });
+      const groups = consumerGroups({
+        pool,
+        signal,
+        pollMs,
+        claimTtlMs,
+        ...(onClaimRenewalFailed ? { onClaimRenewalFailed } : {}),
+      });
       return {
         ...groups,
         subscribePersistent: (group, handler, options) => {
