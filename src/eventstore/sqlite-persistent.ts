@@ -54,7 +54,12 @@ type PersistentPart = Pick<
   'ensurePersistentSubscription' | 'subscribePersistent' | 'listParked' | 'replayParked' | 'groupCheckpoint'
 >;
 
-export const persistentSubscriptions = (db: Database.Database, source: LocalSource): PersistentPart => {
+export const persistentSubscriptions = (
+  db: Database.Database,
+  source: LocalSource,
+  /** Throws when another process took this process's worker lease (sqlite-leases.ts): run in each commit. */
+  checkFence: () => void = () => undefined,
+): PersistentPart => {
   db.exec(schema);
   /** The latch of each group consumed in this process: a replay pokes it out of its sleep. */
   const latches = new Map<string, StopLatch>();
@@ -103,6 +108,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       retryCount: number,
       outcome: ConsumerOutcome,
     ) => {
+      checkFence();
       const park = (reason: string) =>
         sql.park.run(group, event.position, reason, retryCount, new Date().toISOString());
       if (outcome.kind === 'nack' && outcome.action === 'retry' && retryCount < maxRetryCount) {
@@ -116,10 +122,16 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     },
   );
 
-  const settleReplay = (group: string, event: RecordedEvent, outcome: ConsumerOutcome) => {
+  const settleReplay = db.transaction((group: string, event: RecordedEvent, outcome: ConsumerOutcome) => {
+    checkFence();
     if (outcome.kind === 'ack') sql.unpark.run(group, event.position);
     else sql.park.run(group, event.position, outcome.reason, 0, new Date().toISOString());
-  };
+  });
+  /** The group's checkpoint moved, in a write transaction of its own behind the fence. */
+  const moveCheckpoint = db.transaction((group: string, position: number) => {
+    checkFence();
+    sql.moveCheckpoint.run(position, group);
+  });
 
   const consume = async (
     group: string,
@@ -139,7 +151,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       if (replay) {
         const event = toRecordedEvent(replay);
         const outcome = await handlerOutcome(handler, event, 0);
-        await whenFree(() => settleReplay(group, event, outcome));
+        await whenFree(() => settleReplay.immediate(group, event, outcome));
         continue;
       }
       const { checkpoint } = sql.group.get(group) as GroupRow;
@@ -150,7 +162,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       const saveAcknowledged = async () => {
         const upTo = acknowledged;
         acknowledged = 0;
-        if (upTo > 0) await whenFree(() => sql.moveCheckpoint.run(upTo, group));
+        if (upTo > 0) await whenFree(() => moveCheckpoint.immediate(group, upTo));
       };
       // Up to `concurrency` events go to the handler at once; their outcomes are then settled in order, each
       // retried on its own, so the checkpoint never passes an event that is not settled.
@@ -178,7 +190,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
             await saveAcknowledged();
             const [count, settling]: [number, ConsumerOutcome] = [retryCount, outcome];
             retryCount = await whenFree<number | null>(() =>
-              settle(group, row.max_retry_count, event, count, settling),
+              settle.immediate(group, row.max_retry_count, event, count, settling),
             );
             if (retryCount === null) break;
             outcome = await handlerOutcome(handler, event, retryCount);
@@ -193,7 +205,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       await saveAcknowledged();
       if (page.events.length === 0) {
         scanned = page.lastPosition;
-        if (scanned - checkpoint >= 10_000) await whenFree(() => sql.moveCheckpoint.run(scanned, group));
+        if (scanned - checkpoint >= 10_000) await whenFree(() => moveCheckpoint.immediate(group, scanned));
         // Caught up: sleep until an append, a replay or the polling interval, then read again; a commit of
         // only other types right after what was read moves on without a read.
         const appended = await source.signal.next(source.pollMs, latch);

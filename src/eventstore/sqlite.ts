@@ -328,6 +328,7 @@ export const openSqliteEventStore = (
   };
 
   const source = { readAll: readAllNow, head: headPositionNow, signal, pollMs };
+  const leases = sqliteLeases(db);
   const store: EventStore = {
     kind: 'sqlite',
 
@@ -373,9 +374,10 @@ export const openSqliteEventStore = (
 
     subscribe: (options, handler) => catchUpSubscription(source, options, handler),
 
-    ...persistentSubscriptions(db, source),
+    ...persistentSubscriptions(db, source, leases.checkFence),
 
-    ...sqliteLeases(db),
+    acquireLease: leases.acquireLease,
+    releaseLease: leases.releaseLease,
 
     ping: () => {
       prepare('SELECT 1').get();
