@@ -249,7 +249,13 @@ export const openSqliteEventStore = (
     const batch = pending;
     pending = [];
     const deadline = Date.now() + busyBudgetMs;
-    committing = committing.then(() => commitBatch(batch, deadline));
+    // Never a rejected chain: a batch that failed in an unforeseen way must not stop the batches after it.
+    committing = committing
+      .then(() => commitBatch(batch, deadline))
+      .catch((error: unknown) => {
+        for (const request of batch)
+          request.reject(error instanceof Error ? error : new Error(String(error)));
+      });
   };
 
   const commitBatch = async (batch: PendingAppend[], deadline: number): Promise<void> => {
