@@ -118,8 +118,13 @@ export const startService = async (
 ): Promise<Service> => {
   // First, so that everything started below is traced (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
   const tracing = await startTracing(config.otel, logger);
-  const opened = await openStores(config);
   const metrics = createMetrics();
+  const opened = await openStores(config, {
+    onClaimRenewalFailed: (group, error) => {
+      metrics.claimRenewalFailures.inc({ consumer: group });
+      logger.warn({ group, err: error }, 'consumer group claims not renewed');
+    },
+  });
   // Appends and consumer groups are measured at the port, in one place, whatever the adapter.
   const measured = instrumentEventStore(
     wrapEventStore ? wrapEventStore(opened.eventStore) : opened.eventStore,

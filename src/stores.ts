@@ -30,8 +30,14 @@ export interface Stores {
  * The embedded SQLite files unless EVENTSTORE_URL / MONGODB_URL / DATABASE_URL name a server. The production
  * clients are loaded only when used, so the embedded default starts without them.
  */
+export interface StoreObservers {
+  /** A PostgreSQL consumer group's claims could not be renewed: the service logs and counts it. */
+  onClaimRenewalFailed?: (group: string, error: unknown) => void;
+}
+
 export const openStores = async (
   config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl' | 'databaseUrl' | 'databasePoolSize'>,
+  observers: StoreObservers = {},
 ): Promise<Stores> => {
   mkdirSync(config.dataDir, { recursive: true });
   const postgres = { url: config.databaseUrl, options: { poolSize: config.databasePoolSize } };
@@ -43,7 +49,7 @@ export const openStores = async (
       : postgres.url
         ? await (
             await import('./eventstore/postgres.js')
-          ).openPostgresEventStore(postgres.url, postgres.options)
+          ).openPostgresEventStore(postgres.url, { ...postgres.options, ...observers })
         : openSqliteEventStore(join(config.dataDir, 'events.db')),
   );
   // Read models, blobs and idempotency records: MongoDB when MONGODB_URL is set, else PostgreSQL with

@@ -1159,7 +1159,7 @@ export interface components {
     Problem: {
       /**
        * Format: uri-reference
-       * @description What went wrong, relative to the service: `/problems/validation-error`, `unauthorized`, `forbidden`, `not-found`, `method-not-allowed`, `conflict`, `version-conflict`, `precondition-failed`, `payload-too-large`, `unsupported-media-type`, `unprocessable`, `invalid-idempotency-key`, `idempotency-key-in-flight`, `idempotency-key-reused`, `too-many-requests`, `bad-request`, `http-error`, `internal-error`, `not-implemented`, `unavailable`, `store-unavailable`
+       * @description What went wrong, relative to the service: `/problems/validation-error`, `unauthorized`, `forbidden`, `not-found`, `method-not-allowed`, `conflict`, `version-conflict`, `precondition-failed`, `payload-too-large`, `unsupported-media-type`, `unprocessable`, `invalid-idempotency-key`, `idempotency-key-in-flight`, `idempotency-key-reused`, `too-many-requests`, `bad-request`, `http-error`, `internal-error`, `not-implemented`, `unavailable`, `store-unavailable`, `store-busy`
        */
       type: string;
       title: string;

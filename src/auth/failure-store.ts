@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { ownerOnlyDatabase } from '../core/private-files.js';
+import { sqliteBusyTimeoutMs, sqliteOpeningBusyTimeoutMs } from '../core/sqlite-busy.js';
 import { join } from 'node:path';
 import {
   RateLimiterMongo,
@@ -48,7 +49,7 @@ export const openSqliteFailureStore = (file: string): FailureLimiterStore => {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${sqliteOpeningBusyTimeoutMs}`);
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY, points INTEGER NOT NULL DEFAULT 0, expire INTEGER)`,
   );
@@ -61,6 +62,9 @@ export const openSqliteFailureStore = (file: string): FailureLimiterStore => {
     }
   };
   sweep();
+  // Made: a login's count waits inside SQLite no longer than this; a file still busy then is a 503
+  // (src/http/problem.ts), never an event loop held for seconds.
+  db.pragma(`busy_timeout = ${sqliteBusyTimeoutMs}`);
   const timer = setInterval(sweep, 5 * 60_000);
   timer.unref();
   return {

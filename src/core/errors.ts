@@ -112,6 +112,26 @@ export class UnavailableError extends DomainError {
 }
 
 /**
+ * Another process holds the store's write lock (SQLite's "database is locked") for longer than a write
+ * waits: a transient state, answered 503 with Retry-After; the same request succeeds once the lock is gone.
+ */
+export class StoreBusyError extends UnavailableError {
+  override readonly slug = 'store-busy';
+  override readonly title = 'The store is busy';
+
+  /** From the SQLITE_BUSY or SQLITE_LOCKED error that a write kept getting. */
+  static after(cause: unknown): StoreBusyError {
+    const busy = new StoreBusyError(
+      'Another process holds the store’s write lock; retry shortly',
+      // Whole seconds: a client retrying after that finds the lock free, or gets this again at once.
+      2,
+    );
+    busy.cause = cause;
+    return busy;
+  }
+}
+
+/**
  * A store refused a write because its disk is full or it is read-only (SQLITE_FULL, SQLITE_READONLY,
  * ENOSPC, EROFS). Nothing was written; the same request succeeds once space is back, without a restart.
  */

@@ -18,7 +18,9 @@ const storeMongoLabels = ['RetryableWriteError', 'ResetPool', 'TransientTransact
 
 /** One error's own word that the store failed, whatever was being written. */
 const saysStoreFailed = (error: Error): boolean => {
-  if (error.name === 'CollectionSwappedError' || error instanceof UnavailableError) return true;
+  // A swap under a commit, or another process's lease taken over a stalled one's commit (sqlite-leases.ts).
+  if (error.name === 'CollectionSwappedError' || error.name === 'LeaseLostError') return true;
+  if (error instanceof UnavailableError) return true;
   const { code, errorLabels } = error as { code?: unknown; errorLabels?: unknown };
   if (typeof code === 'string' && (storeSqliteCodes.test(code) || storeSystemCodes.has(code))) return true;
   if (!error.name.startsWith('Mongo')) return false;

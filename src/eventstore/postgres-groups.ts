@@ -34,6 +34,12 @@ export interface GroupSource {
   pollMs: number;
   /** How long a claim holds without renewal: how soon a dead consumer's events go to another. */
   claimTtlMs: number;
+  /**
+   * A renewal of a consumer's claims failed: if the next ones fail too, its claims run out while it still
+   * handles their events, and another consumer takes them (handled twice). Told, so that it is logged and
+   * counted; the consumer goes on, since the next renewal may succeed.
+   */
+  onClaimRenewalFailed?: (group: string, error: unknown) => void;
 }
 
 /** The advisory lock key space of feeding (the first key); the second is the group name's hash. */
@@ -49,7 +55,13 @@ interface Claimed {
   replay: boolean;
 }
 
-export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource): PersistentPart => {
+export const consumerGroups = ({
+  pool,
+  signal,
+  pollMs,
+  claimTtlMs,
+  onClaimRenewalFailed,
+}: GroupSource): PersistentPart => {
   /**
    * An idle consumer's sleep: until a wake-up, a poke (a replay) or `waitMs`. Commits of only types the
    * group does not read do not end it, but the time does: the consumer then feeds, which moves `fed` past
@@ -192,7 +204,10 @@ export const consumerGroups = ({ pool, signal, pollMs, claimTtlMs }: GroupSource
       await sql.acknowledge(group, acknowledged.splice(0));
     };
     // Claims are renewed while this consumer holds any, so a slow handler keeps its events.
-    const renewal = setInterval(() => void sql.renew(group, consumer).catch(() => undefined), claimTtlMs / 3);
+    const renewal = setInterval(
+      () => void sql.renew(group, consumer).catch((error: unknown) => onClaimRenewalFailed?.(group, error)),
+      claimTtlMs / 3,
+    );
     renewal.unref();
 
     /** One event to its outcome: retried in place while it has retries left, else parked. */

@@ -2,7 +2,13 @@ import type { DatabaseError, Pool, QueryResultRow } from 'pg';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM, satisfiesExpected } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
-import { acquirePostgres, newPool, orUnavailable, type PoolOptions } from '../postgres/client.js';
+import {
+  acquirePostgres,
+  inTransaction,
+  newPool,
+  orUnavailable,
+  type PoolOptions,
+} from '../postgres/client.js';
 import { migrate } from '../postgres/migrate.js';
 import type { AppendResult, EventStore, ReadAllOptions } from './port.js';
 import { AppendSignal, defaultPollMs, type Appended } from './append-signal.js';
@@ -34,6 +40,8 @@ export interface PostgresEventStoreOptions extends PoolOptions {
   pollMs?: number;
   /** How long a consumer's claim on an event holds unrenewed (a consumer killed -9 holds it that long). */
   claimTtlMs?: number;
+  /** A consumer group's claims could not be renewed (postgres-groups.ts): the service logs and counts it. */
+  onClaimRenewalFailed?: (group: string, error: unknown) => void;
 }
 
 const uniqueViolation = (error: unknown, constraint: string): boolean =>
@@ -52,8 +60,14 @@ export const adoptRestoredEvents = async (pool: Pool): Promise<number> => {
      FROM events ORDER BY position DESC LIMIT 1`,
   );
   if (!rows[0]?.ahead) return 0;
-  const { rowCount } = await pool.query(
-    `UPDATE events SET transaction_id = '0'::xid8 WHERE transaction_id >= pg_snapshot_xmax(pg_current_snapshot())`,
+  // Once per restore, over as many events as it holds: no statement time-out for it.
+  const { rowCount } = await inTransaction(
+    pool,
+    (client) =>
+      client.query(
+        `UPDATE events SET transaction_id = '0'::xid8 WHERE transaction_id >= pg_snapshot_xmax(pg_current_snapshot())`,
+      ),
+    { unbounded: true },
   );
   return rowCount ?? 0;
 };
@@ -63,7 +77,12 @@ const knownHeadsKept = 1000;
 
 export const openPostgresEventStore = async (
   url: string,
-  { pollMs = defaultPollMs, claimTtlMs = 15_000, ...poolOptions }: PostgresEventStoreOptions = {},
+  {
+    pollMs = defaultPollMs,
+    claimTtlMs = 15_000,
+    onClaimRenewalFailed,
+    ...poolOptions
+  }: PostgresEventStoreOptions = {},
 ): Promise<EventStore> => {
   const handle = acquirePostgres(url, poolOptions);
   const { pool } = handle;
@@ -346,7 +365,13 @@ export const openPostgresEventStore = async (
       | 'replayParked'
       | 'groupCheckpoint'
     > => {
-      const groups = consumerGroups({ pool, signal, pollMs, claimTtlMs });
+      const groups = consumerGroups({
+        pool,
+        signal,
+        pollMs,
+        claimTtlMs,
+        ...(onClaimRenewalFailed ? { onClaimRenewalFailed } : {}),
+      });
       return {
         ...groups,
         subscribePersistent: (group, handler, options) => {

@@ -12,6 +12,7 @@ import { canSkip, stopLatch, type StopLatch } from './append-signal.js';
 import { yieldToEventLoop, type LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
 import { allOrFirstFailure, handlerOutcome } from './handler-outcomes.js';
+import { whenFree } from '../core/sqlite-busy.js';
 
 /**
  * Consumer groups for the embedded store, kept in the store's own tables: the group's checkpoint, the
@@ -53,7 +54,12 @@ type PersistentPart = Pick<
   'ensurePersistentSubscription' | 'subscribePersistent' | 'listParked' | 'replayParked' | 'groupCheckpoint'
 >;
 
-export const persistentSubscriptions = (db: Database.Database, source: LocalSource): PersistentPart => {
+export const persistentSubscriptions = (
+  db: Database.Database,
+  source: LocalSource,
+  /** Throws when another process took this process's worker lease (sqlite-leases.ts): run in each commit. */
+  checkFence: () => void = () => undefined,
+): PersistentPart => {
   db.exec(schema);
   /** The latch of each group consumed in this process: a replay pokes it out of its sleep. */
   const latches = new Map<string, StopLatch>();
@@ -102,6 +108,7 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       retryCount: number,
       outcome: ConsumerOutcome,
     ) => {
+      checkFence();
       const park = (reason: string) =>
         sql.park.run(group, event.position, reason, retryCount, new Date().toISOString());
       if (outcome.kind === 'nack' && outcome.action === 'retry' && retryCount < maxRetryCount) {
@@ -115,10 +122,16 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     },
   );
 
-  const settleReplay = (group: string, event: RecordedEvent, outcome: ConsumerOutcome) => {
+  const settleReplay = db.transaction((group: string, event: RecordedEvent, outcome: ConsumerOutcome) => {
+    checkFence();
     if (outcome.kind === 'ack') sql.unpark.run(group, event.position);
     else sql.park.run(group, event.position, outcome.reason, 0, new Date().toISOString());
-  };
+  });
+  /** The group's checkpoint moved, in a write transaction of its own behind the fence. */
+  const moveCheckpoint = db.transaction((group: string, position: number) => {
+    checkFence();
+    sql.moveCheckpoint.run(position, group);
+  });
 
   const consume = async (
     group: string,
@@ -137,7 +150,8 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       const replay = sql.nextReplay.get(group) as EventRow | undefined;
       if (replay) {
         const event = toRecordedEvent(replay);
-        settleReplay(group, event, await handlerOutcome(handler, event, 0));
+        const outcome = await handlerOutcome(handler, event, 0);
+        await whenFree(() => settleReplay.immediate(group, event, outcome));
         continue;
       }
       const { checkpoint } = sql.group.get(group) as GroupRow;
@@ -145,9 +159,10 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
       // Plain acknowledgements move the checkpoint once per page rather than once per event: after a crash
       // the page is delivered again, which at-least-once consumers are built for.
       let acknowledged = 0;
-      const saveAcknowledged = () => {
-        if (acknowledged > 0) sql.moveCheckpoint.run(acknowledged, group);
+      const saveAcknowledged = async () => {
+        const upTo = acknowledged;
         acknowledged = 0;
+        if (upTo > 0) await whenFree(() => moveCheckpoint.immediate(group, upTo));
       };
       // Up to `concurrency` events go to the handler at once; their outcomes are then settled in order, each
       // retried on its own, so the checkpoint never passes an event that is not settled.
@@ -165,29 +180,32 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
           for (;;) {
             // Stopping: a retry is left for the next consumer (its count is kept), never burnt down to a park.
             if (stopped() && outcome.kind === 'nack' && outcome.action === 'retry') {
-              saveAcknowledged();
+              await saveAcknowledged();
               return;
             }
             if (outcome.kind === 'ack' && !stored[index]) {
               acknowledged = event.position;
               break;
             }
-            saveAcknowledged();
-            retryCount = settle(group, row.max_retry_count, event, retryCount, outcome);
+            await saveAcknowledged();
+            const [count, settling]: [number, ConsumerOutcome] = [retryCount, outcome];
+            retryCount = await whenFree<number | null>(() =>
+              settle.immediate(group, row.max_retry_count, event, count, settling),
+            );
             if (retryCount === null) break;
             outcome = await handlerOutcome(handler, event, retryCount);
           }
         }
         // The chunk's outcomes are all in hand and settled: stopping delivers no further chunk.
         if (stopped()) {
-          saveAcknowledged();
+          await saveAcknowledged();
           return;
         }
       }
-      saveAcknowledged();
+      await saveAcknowledged();
       if (page.events.length === 0) {
         scanned = page.lastPosition;
-        if (scanned - checkpoint >= 10_000) sql.moveCheckpoint.run(scanned, group);
+        if (scanned - checkpoint >= 10_000) await whenFree(() => moveCheckpoint.immediate(group, scanned));
         // Caught up: sleep until an append, a replay or the polling interval, then read again; a commit of
         // only other types right after what was read moves on without a read.
         const appended = await source.signal.next(source.pollMs, latch);
@@ -201,8 +219,9 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
   return {
     ensurePersistentSubscription: (group, { filter = {}, startFrom, maxRetryCount }) => {
       const start = startFrom === 'end' ? (sql.head.get() as { head: number }).head : 0;
-      sql.createGroup.run(group, JSON.stringify(filter), maxRetryCount, start);
-      return Promise.resolve();
+      return whenFree(() => {
+        sql.createGroup.run(group, JSON.stringify(filter), maxRetryCount, start);
+      });
     },
 
     subscribePersistent: (group, handler, { concurrency = 1 } = {}): Subscription => {
@@ -239,10 +258,9 @@ export const persistentSubscriptions = (db: Database.Database, source: LocalSour
     groupCheckpoint: (group) =>
       Promise.resolve((sql.group.get(group) as GroupRow | undefined)?.checkpoint ?? null),
 
-    replayParked: (group) => {
-      sql.markReplay.run(group);
+    replayParked: async (group) => {
+      await whenFree(() => sql.markReplay.run(group));
       latches.get(group)?.poke();
-      return Promise.resolve();
     },
   };
 };

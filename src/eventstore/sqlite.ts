@@ -12,6 +12,12 @@ import { AppendSignal, defaultPollMs } from './append-signal.js';
 import { sqliteLeases } from './sqlite-leases.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
 import { chainEvent, eventHash, genesisHash } from './hash-chain.js';
+import {
+  busyBudgetMs,
+  sqliteBusyTimeoutMs,
+  sqliteOpeningBusyTimeoutMs,
+  whenFree,
+} from '../core/sqlite-busy.js';
 
 /**
  * The embedded event store: one SQLite file in WAL mode. The `position` column is the global commit
@@ -122,7 +128,7 @@ export const openSqliteEventStore = (
   db.pragma('journal_mode = WAL');
   // FULL syncs the WAL on every commit: an acknowledged append survives a crash of the process or the machine.
   db.pragma('synchronous = FULL');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${sqliteOpeningBusyTimeoutMs}`);
   db.exec(schema);
   chainUnhashedEvents(db);
 
@@ -234,12 +240,28 @@ export const openSqliteEventStore = (
     outcomes: batch.map(appendOne),
   }));
 
+  /**
+   * Batches commit one after the other, in the order they formed; each retries while another process holds
+   * the write lock, with timers, until its time is up (src/core/sqlite-busy.ts), then fails with a 503.
+   */
+  let committing: Promise<void> = Promise.resolve();
   const flush = () => {
     const batch = pending;
     pending = [];
+    const deadline = Date.now() + busyBudgetMs;
+    // Never a rejected chain: a batch that failed in an unforeseen way must not stop the batches after it.
+    committing = committing
+      .then(() => commitBatch(batch, deadline))
+      .catch((error: unknown) => {
+        for (const request of batch)
+          request.reject(error instanceof Error ? error : new Error(String(error)));
+      });
+  };
+
+  const commitBatch = async (batch: PendingAppend[], deadline: number): Promise<void> => {
     let committed: { firstPosition: number; outcomes: (AppendResult | Error)[] };
     try {
-      committed = appendAll.immediate(batch);
+      committed = await whenFree(() => appendAll.immediate(batch), deadline);
     } catch (error) {
       for (const request of batch) request.reject(error instanceof Error ? error : new Error(String(error)));
       return;
@@ -312,6 +334,7 @@ export const openSqliteEventStore = (
   };
 
   const source = { readAll: readAllNow, head: headPositionNow, signal, pollMs };
+  const leases = sqliteLeases(db);
   const store: EventStore = {
     kind: 'sqlite',
 
@@ -357,21 +380,24 @@ export const openSqliteEventStore = (
 
     subscribe: (options, handler) => catchUpSubscription(source, options, handler),
 
-    ...persistentSubscriptions(db, source),
+    ...persistentSubscriptions(db, source, leases.checkFence),
 
-    ...sqliteLeases(db),
+    acquireLease: leases.acquireLease,
+    releaseLease: leases.releaseLease,
 
     ping: () => {
       prepare('SELECT 1').get();
       return Promise.resolve();
     },
 
-    close: () => {
+    close: async () => {
       watcher.close();
       signal.close();
+      await committing;
       db.close();
-      return Promise.resolve();
     },
   };
+  // The schema is made: from now on no call waits on another process's lock for longer than this.
+  db.pragma(`busy_timeout = ${sqliteBusyTimeoutMs}`);
   return store;
 };

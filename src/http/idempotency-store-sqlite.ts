@@ -2,6 +2,12 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { ownerOnlyDatabase } from '../core/private-files.js';
 import {
+  isSqliteBusy,
+  sqliteBusyTimeoutMs,
+  sqliteOpeningBusyTimeoutMs,
+  whenFree,
+} from '../core/sqlite-busy.js';
+import {
   completedClaim,
   type Claim,
   type CompletedRecord,
@@ -34,7 +40,7 @@ export const openSqliteIdempotencyStore = (file: string): IdempotencyStore => {
   db.pragma('journal_mode = WAL');
   // Losing the last records in a power cut only makes a retry run again, as it would without a key.
   db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${sqliteOpeningBusyTimeoutMs}`);
   db.exec(`
     CREATE TABLE IF NOT EXISTS idempotency_keys (
       scope TEXT NOT NULL,
@@ -67,6 +73,8 @@ export const openSqliteIdempotencyStore = (file: string): IdempotencyStore => {
   );
   const purge = db.prepare<[number]>('DELETE FROM idempotency_keys WHERE expires_at <= ?');
   let purgedAt = 0;
+  // Made: a claim on the request path waits inside SQLite no longer than this, then retries with timers.
+  db.pragma(`busy_timeout = ${sqliteBusyTimeoutMs}`);
 
   const claim = db.transaction(({ scope, key }: IdempotencyId, now: number, leaseUntil: number): Claim => {
     const row = select.get(scope, key);
@@ -81,30 +89,37 @@ export const openSqliteIdempotencyStore = (file: string): IdempotencyStore => {
 
   return {
     kind: 'sqlite',
-    claim: (id, now, leaseUntil) => {
+    claim: async (id, now, leaseUntil) => {
       if (now - purgedAt >= purgeEveryMs) {
         purgedAt = now;
-        purge.run(now);
+        try {
+          purge.run(now);
+        } catch (error) {
+          // Only housekeeping: a busy file leaves it to the next claim, which must not wait for it.
+          if (!isSqliteBusy(error)) throw error;
+          purgedAt = 0;
+        }
       }
-      return Promise.resolve(claim.immediate(id, now, leaseUntil));
+      return whenFree(() => claim.immediate(id, now, leaseUntil));
     },
-    complete: ({ scope, key }, token, record: CompletedRecord, expiresAt) => {
+    complete: async ({ scope, key }, token, record: CompletedRecord, expiresAt) => {
       const { fingerprint, response } = record;
-      const { changes } = completeClaim.run(
-        expiresAt,
-        fingerprint,
-        response.status,
-        JSON.stringify(response.headers),
-        response.body,
-        scope,
-        key,
-        token,
+      const { changes } = await whenFree(() =>
+        completeClaim.run(
+          expiresAt,
+          fingerprint,
+          response.status,
+          JSON.stringify(response.headers),
+          response.body,
+          scope,
+          key,
+          token,
+        ),
       );
-      return Promise.resolve(changes === 1);
+      return changes === 1;
     },
-    release: ({ scope, key }, token) => {
-      releaseClaim.run(scope, key, token);
-      return Promise.resolve();
+    release: async ({ scope, key }, token) => {
+      await whenFree(() => releaseClaim.run(scope, key, token));
     },
     ping: () => {
       db.prepare('SELECT 1').get();

@@ -2,7 +2,8 @@ import type { Middleware } from 'koa';
 import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
 import type { FieldError } from '../core/errors.js';
-import { DomainError, StoreUnavailableError } from '../core/errors.js';
+import { DomainError, StoreBusyError, StoreUnavailableError } from '../core/errors.js';
+import { isSqliteBusy } from '../core/sqlite-busy.js';
 
 /** An RFC 9457 problem document. `type` is relative to the service and documented in docs/api.md#errors. */
 export interface Problem {
@@ -49,9 +50,16 @@ const fromTransportError = (error: {
   }
 };
 
-/** Typed errors as they are, and a store's "disk full" or "read-only" as StoreUnavailableError. */
-const asDomainError = (error: unknown): DomainError | null =>
-  error instanceof DomainError ? error : StoreUnavailableError.from(error);
+/**
+ * Typed errors as they are, a store's "disk full" or "read-only" as StoreUnavailableError, and a SQLite
+ * file another process keeps locked as StoreBusyError, wherever on the request path it surfaced: a busy
+ * store is a 503 with Retry-After, never a 500.
+ */
+const asDomainError = (error: unknown): DomainError | null => {
+  if (error instanceof DomainError) return error;
+  if (isSqliteBusy(error)) return StoreBusyError.after(error);
+  return StoreUnavailableError.from(error);
+};
 
 export const toProblem = (raw: unknown): Problem | null => {
   const error = asDomainError(raw);

@@ -111,6 +111,12 @@ export const createMetrics = () => {
         for (const consumer of sources?.consumers() ?? []) this.inc({ consumer: consumer.name }, 0);
       },
     }),
+    claimRenewalFailures: new Counter({
+      name: 'obs_consumer_claim_renewal_failures_total',
+      help: 'Renewals of a consumer group consumer’s claims that failed (PostgreSQL): its events may go to another consumer',
+      labelNames: ['consumer'],
+      registers,
+    }),
     consumerState: new Gauge({
       name: 'obs_consumer_state',
       help: 'The supervisor state of each consumer: 1 for its current state, 0 for the others',

@@ -80,7 +80,7 @@ const problem = object(
         '`not-found`, `method-not-allowed`, `conflict`, `version-conflict`, `precondition-failed`, ' +
         '`payload-too-large`, `unsupported-media-type`, `unprocessable`, `invalid-idempotency-key`, ' +
         '`idempotency-key-in-flight`, `idempotency-key-reused`, `too-many-requests`, `bad-request`, ' +
-        '`http-error`, `internal-error`, `not-implemented`, `unavailable`, `store-unavailable`',
+        '`http-error`, `internal-error`, `not-implemented`, `unavailable`, `store-unavailable`, `store-busy`',
     }),
     title: string(),
     status: integer(400, 599),

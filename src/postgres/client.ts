@@ -31,9 +31,11 @@ const connectionCodes = new Set([
 /**
  * SQLSTATEs that say the server, not the statement, failed: class 08 (connection exception), 53 (out of
  * disk, memory or connections), 57P01–57P03 (shut down, crashed, starting), 58 (system error), 25006 (a
- * read-only standby after a failover).
+ * read-only standby after a failover), 25P03 and 57P05 (a session the server ended as idle: this process
+ * was frozen or stalled mid-transaction), 57014 (a statement cancelled, by statement_timeout above all:
+ * the database was too slow or locked to answer in time, which is no fault of the event or request).
  */
-const serverStates = /^(08|53|57P0[123]|58)|^25006$/;
+const serverStates = /^(08|53|57P0[1235]|58)|^(25006|25P03|57014)$/;
 
 /**
  * The server's source file of the errors it raises while it sets a new session up, before any statement:
@@ -89,6 +91,21 @@ export interface PoolOptions {
 
 const shared = new Map<string, { pool: pg.Pool; users: number }>();
 
+/**
+ * The time-outs every session of the service runs under, sent as startup parameters (docs/operations.md,
+ * "A stalled process"). A transaction of this process holds the read horizon of every process on the
+ * database while it is open, so a process frozen between two statements (SIGSTOP, a VM paused, a GC
+ * pause, a swap storm) must lose its transactions within seconds, not hold every consumer until it
+ * resumes; no transaction of the service waits on anything but the database between BEGIN and COMMIT, so
+ * a legitimate one is never idle that long. The statement time-out bounds a statement stuck on a lock or
+ * a slow plan; statements that may run long by design (migrations, index builds, swaps) lift it for
+ * themselves (`unboundedStatements`).
+ */
+export const sessionTimeouts = {
+  idleInTransactionMs: 5_000,
+  statementMs: 30_000,
+} as const;
+
 /** A pool of at most `poolSize` connections; `newPool(url, 1, …)` is one connection that reopens itself. */
 export const newPool = (url: string, poolSize: number, applicationName = 'observation-service'): pg.Pool => {
   const pool = new pg.Pool({
@@ -99,6 +116,8 @@ export const newPool = (url: string, poolSize: number, applicationName = 'observ
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
     application_name: applicationName,
+    idle_in_transaction_session_timeout: sessionTimeouts.idleInTransactionMs,
+    statement_timeout: sessionTimeouts.statementMs,
   });
   // An idle connection the server closed (a restart, a failover) reports here; without a listener it would
   // end the process. The next query opens a new connection, or fails with a 503.
@@ -141,15 +160,29 @@ export const acquirePostgres = (
   };
 };
 
-/** Runs `work` in one transaction on one connection of the pool: committed when it resolves, else rolled back. */
+/** Lifts the statement time-out for the rest of the transaction: a migration step, a table made, a swap. */
+export const unboundedStatements = 'SET LOCAL statement_timeout = 0';
+
+export interface TransactionOptions {
+  /** Statements that may run long by design (DDL, a tenant's copy): no statement time-out for them. */
+  unbounded?: boolean;
+}
+
+/**
+ * Runs `work` in one transaction on one connection of the pool: committed when it resolves, else rolled
+ * back. `work` must only run statements on `client`: anything else it awaits (a request, a timer, another
+ * connection of the pool) keeps the transaction, and so every reader's horizon, open meanwhile.
+ */
 export const inTransaction = async <T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
+  { unbounded = false }: TransactionOptions = {},
 ): Promise<T> => {
   const client = await orUnavailable(pool.connect());
   let broken = false;
   try {
     await client.query('BEGIN');
+    if (unbounded) await client.query(unboundedStatements);
     const result = await work(client);
     await client.query('COMMIT');
     return result;

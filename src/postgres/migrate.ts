@@ -8,7 +8,8 @@ import { inTransaction } from './client.js';
  *
  * Each step runs in its own transaction under a transaction-scoped advisory lock on the component, so that
  * instances starting at once serialize: the second one waits, then finds the step recorded and skips it.
- * A step that fails rolls back whole, with its record, and start-up fails with it.
+ * A step that fails rolls back whole, with its record, and start-up fails with it. A step may rewrite a
+ * table, so it runs without the sessions' statement time-out (client.ts).
  */
 
 export class MigrationError extends Error {}
@@ -52,22 +53,26 @@ export const migrate = async (
   await ensureTable(pool);
   const applied: number[] = [];
   for (;;) {
-    const step = await inTransaction(pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [lockSpace, component]);
-      const version = await schemaVersion(client, component);
-      if (version > steps.length) {
-        throw new MigrationError(
-          `The database holds version ${version} of the "${component}" schema; this release knows ${steps.length}`,
-        );
-      }
-      if (version === steps.length) return null;
-      await client.query(steps[version]!);
-      await client.query('INSERT INTO schema_migrations (component, version) VALUES ($1, $2)', [
-        component,
-        version + 1,
-      ]);
-      return version + 1;
-    });
+    const step = await inTransaction(
+      pool,
+      async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [lockSpace, component]);
+        const version = await schemaVersion(client, component);
+        if (version > steps.length) {
+          throw new MigrationError(
+            `The database holds version ${version} of the "${component}" schema; this release knows ${steps.length}`,
+          );
+        }
+        if (version === steps.length) return null;
+        await client.query(steps[version]!);
+        await client.query('INSERT INTO schema_migrations (component, version) VALUES ($1, $2)', [
+          component,
+          version + 1,
+        ]);
+        return version + 1;
+      },
+      { unbounded: true },
+    );
     if (step === null) return applied;
     applied.push(step);
   }

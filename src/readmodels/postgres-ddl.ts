@@ -69,6 +69,9 @@ const buildConcurrently = async (
   let broken = false;
   try {
     await client.query(lockSql('pg_advisory_lock'), [name]);
+    // An index build on a full table takes as long as it takes; the session goes back to the pool after
+    // (RESET below), or is dropped on a failure, so no other statement runs without the time-out.
+    await client.query('SET statement_timeout = 0');
     try {
       const found = await describeTable(client, name);
       for (const index of wanted.filter(({ name: indexName }) => !found.valid.has(indexName))) {
@@ -82,6 +85,7 @@ const buildConcurrently = async (
       await client.query(`ANALYZE "${name}"`);
     } finally {
       await client.query(lockSql('pg_advisory_unlock'), [name]);
+      await client.query('RESET statement_timeout');
     }
   } catch (error) {
     broken = true;
@@ -102,17 +106,22 @@ export const ensureTable = async (
   const wanted = withIndexes ? indexDefinitions(spec, physical) : [];
   let found = await orUnavailable(describeTable(pool, name));
   if (!found.exists || addColumnsSql(spec, physical, found).length > 0) {
-    await inTransaction(pool, async (client) => {
-      await client.query(lockSql('pg_advisory_xact_lock'), [name]);
-      const now = await describeTable(client, name);
-      if (now.exists) {
-        for (const statement of addColumnsSql(spec, physical, now)) await client.query(statement);
-        return;
-      }
-      await client.query(createTableSql(spec, physical));
-      for (const index of wanted)
-        await client.query(`CREATE INDEX IF NOT EXISTS "${index.name}" ${index.on}`);
-    });
+    await inTransaction(
+      pool,
+      async (client) => {
+        await client.query(lockSql('pg_advisory_xact_lock'), [name]);
+        const now = await describeTable(client, name);
+        if (now.exists) {
+          for (const statement of addColumnsSql(spec, physical, now)) await client.query(statement);
+          return;
+        }
+        await client.query(createTableSql(spec, physical));
+        for (const index of wanted)
+          await client.query(`CREATE INDEX IF NOT EXISTS "${index.name}" ${index.on}`);
+        // A generated column added to a full table rewrites it: no statement time-out for that.
+      },
+      { unbounded: true },
+    );
     found = await orUnavailable(describeTable(pool, name));
   }
   if (wanted.some((index) => !found.valid.has(index.name))) {

@@ -163,8 +163,24 @@ export const openPostgresReadModels = async (
     ];
   };
 
-  const commitOnce = (projection: string, changes: readonly DocumentChange[], checkpoint: number) =>
-    inTransaction(pool(), async (client) => {
+  const commitOnce = (projection: string, changes: readonly DocumentChange[], checkpoint: number) => {
+    // The documents are encoded before BEGIN: inside the transaction, only statements (client.ts).
+    const batches = [...latestByCollection(changes)].map(([collection, latest]) => {
+      const docs = latest.map((change) =>
+        toStored(change.doc, () => `the document ${change.id} of ${change.collection}`),
+      );
+      return {
+        sql: upsertSql(collection),
+        values: [
+          latest.map((change) => change.tenantId),
+          latest.map((change) => change.id),
+          latest.map((change) => change.position),
+          docs.map((doc) => doc.json),
+          docs.map((doc) => doc.escaped),
+        ],
+      };
+    });
+    return inTransaction(pool(), async (client) => {
       // The checkpoint row first: a swap locks it before the tables, so the two never wait on each other.
       const { rows } = await client.query<{ epoch: string }>(
         'SELECT epoch FROM readmodel_checkpoints WHERE projection = $1 FOR UPDATE',
@@ -173,18 +189,7 @@ export const openPostgresReadModels = async (
       const epoch = Number(rows[0]?.epoch ?? 0);
       const subscribed = epochs.get(projection);
       if (subscribed !== undefined && subscribed !== epoch) throw new CollectionSwappedError(projection);
-      for (const [collection, latest] of latestByCollection(changes)) {
-        const docs = latest.map((change) =>
-          toStored(change.doc, () => `the document ${change.id} of ${change.collection}`),
-        );
-        await client.query(upsertSql(collection), [
-          latest.map((change) => change.tenantId),
-          latest.map((change) => change.id),
-          latest.map((change) => change.position),
-          docs.map((doc) => doc.json),
-          docs.map((doc) => doc.escaped),
-        ]);
-      }
+      for (const batch of batches) await client.query(batch.sql, batch.values);
       await client.query(
         `INSERT INTO readmodel_checkpoints (projection, position) VALUES ($1, $2)
          ON CONFLICT (projection) DO UPDATE
@@ -193,66 +198,72 @@ export const openPostgresReadModels = async (
       );
       return epoch;
     });
+  };
 
   const swap = async (request: SwapRequest): Promise<boolean> =>
-    inTransaction(pool(), async (client): Promise<number> => {
-      const { projection, sourceProjection } = request;
-      const liveTable = tableName(request.collection);
-      const sourceTable = tableName(request.source);
-      if (liveTable === sourceTable)
-        throw new Error(`${request.source} is already the live ${request.collection}`);
-      // The checkpoint rows first (as commits do), in one order; then the tables.
-      await client.query(
-        `INSERT INTO readmodel_checkpoints (projection) VALUES ($1), ($2) ON CONFLICT DO NOTHING`,
-        [projection, sourceProjection],
-      );
-      const { rows } = await client.query<{ projection: string; position: string; epoch: string }>(
-        `SELECT projection, position, epoch FROM readmodel_checkpoints
+    inTransaction(
+      pool(),
+      async (client): Promise<number> => {
+        const { projection, sourceProjection } = request;
+        const liveTable = tableName(request.collection);
+        const sourceTable = tableName(request.source);
+        if (liveTable === sourceTable)
+          throw new Error(`${request.source} is already the live ${request.collection}`);
+        // The checkpoint rows first (as commits do), in one order; then the tables.
+        await client.query(
+          `INSERT INTO readmodel_checkpoints (projection) VALUES ($1), ($2) ON CONFLICT DO NOTHING`,
+          [projection, sourceProjection],
+        );
+        const { rows } = await client.query<{ projection: string; position: string; epoch: string }>(
+          `SELECT projection, position, epoch FROM readmodel_checkpoints
          WHERE projection IN ($1, $2) ORDER BY projection FOR UPDATE`,
-        [projection, sourceProjection],
-      );
-      const liveRow = rows.find((row) => row.projection === projection);
-      const sourcePosition = Number(rows.find((row) => row.projection === sourceProjection)?.position ?? 0);
-      if (Number(liveRow?.position ?? 0) > sourcePosition) {
-        // Nothing changed but the rows made above for the lock; the rollback takes them back.
-        throw new SwapRefused();
-      }
-      // A live collection that was never ensured has no table yet: the build simply becomes it.
-      const liveExists = (await describeTable(client, liveTable)).exists;
-      const locked = liveExists ? [request.collection, request.source] : [request.source];
-      await client.query(`LOCK TABLE ${locked.map(table).join(', ')} IN ACCESS EXCLUSIVE MODE`);
-      if (request.tenantId !== undefined) {
-        // Only the tenant's documents move; the live checkpoint stays, since the others' have not moved.
-        await client.query(`DELETE FROM ${table(request.collection)} WHERE tenant_id = $1`, [
-          request.tenantId,
-        ]);
-        await client.query(
-          `INSERT INTO ${table(request.collection)} (tenant_id, id, position, doc, escaped)
-           SELECT tenant_id, id, position, doc, escaped FROM ${table(request.source)} WHERE tenant_id = $1`,
-          [request.tenantId],
+          [projection, sourceProjection],
         );
-        await client.query(`DROP TABLE ${table(request.source)}`);
-        await client.query('UPDATE readmodel_checkpoints SET epoch = epoch + 1 WHERE projection = $1', [
-          projection,
-        ]);
-      } else {
-        const indexes = await describeTable(client, sourceTable);
-        if (liveExists) await client.query(`DROP TABLE ${table(request.collection)}`);
-        await client.query(`ALTER TABLE ${table(request.source)} RENAME TO "${liveTable}"`);
-        // Index names carry their table's name: the next build of the same name must not find them taken.
-        for (const index of indexes.indexes) {
-          if (!index.startsWith(`${sourceTable}_`)) continue;
-          const renamed = `${liveTable}_${index.slice(sourceTable.length + 1)}`;
-          await client.query(`ALTER INDEX "${index}" RENAME TO "${renamed}"`);
+        const liveRow = rows.find((row) => row.projection === projection);
+        const sourcePosition = Number(rows.find((row) => row.projection === sourceProjection)?.position ?? 0);
+        if (Number(liveRow?.position ?? 0) > sourcePosition) {
+          // Nothing changed but the rows made above for the lock; the rollback takes them back.
+          throw new SwapRefused();
         }
-        await client.query(
-          'UPDATE readmodel_checkpoints SET position = $2, epoch = epoch + 1 WHERE projection = $1',
-          [projection, sourcePosition],
-        );
-      }
-      await client.query('DELETE FROM readmodel_checkpoints WHERE projection = $1', [sourceProjection]);
-      return Number(liveRow?.epoch ?? 0) + 1;
-    }).then(
+        // A live collection that was never ensured has no table yet: the build simply becomes it.
+        const liveExists = (await describeTable(client, liveTable)).exists;
+        const locked = liveExists ? [request.collection, request.source] : [request.source];
+        await client.query(`LOCK TABLE ${locked.map(table).join(', ')} IN ACCESS EXCLUSIVE MODE`);
+        if (request.tenantId !== undefined) {
+          // Only the tenant's documents move; the live checkpoint stays, since the others' have not moved.
+          await client.query(`DELETE FROM ${table(request.collection)} WHERE tenant_id = $1`, [
+            request.tenantId,
+          ]);
+          await client.query(
+            `INSERT INTO ${table(request.collection)} (tenant_id, id, position, doc, escaped)
+           SELECT tenant_id, id, position, doc, escaped FROM ${table(request.source)} WHERE tenant_id = $1`,
+            [request.tenantId],
+          );
+          await client.query(`DROP TABLE ${table(request.source)}`);
+          await client.query('UPDATE readmodel_checkpoints SET epoch = epoch + 1 WHERE projection = $1', [
+            projection,
+          ]);
+        } else {
+          const indexes = await describeTable(client, sourceTable);
+          if (liveExists) await client.query(`DROP TABLE ${table(request.collection)}`);
+          await client.query(`ALTER TABLE ${table(request.source)} RENAME TO "${liveTable}"`);
+          // Index names carry their table's name: the next build of the same name must not find them taken.
+          for (const index of indexes.indexes) {
+            if (!index.startsWith(`${sourceTable}_`)) continue;
+            const renamed = `${liveTable}_${index.slice(sourceTable.length + 1)}`;
+            await client.query(`ALTER INDEX "${index}" RENAME TO "${renamed}"`);
+          }
+          await client.query(
+            'UPDATE readmodel_checkpoints SET position = $2, epoch = epoch + 1 WHERE projection = $1',
+            [projection, sourcePosition],
+          );
+        }
+        await client.query('DELETE FROM readmodel_checkpoints WHERE projection = $1', [sourceProjection]);
+        return Number(liveRow?.epoch ?? 0) + 1;
+        // A tenant's copy, or the wait for the tables' locks, may outlast the sessions' statement time-out.
+      },
+      { unbounded: true },
+    ).then(
       (epoch) => {
         // This process made the swap: its own writers address the new table from now on.
         epochs.set(request.projection, epoch);

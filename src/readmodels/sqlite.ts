@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { ownerOnlyDatabase } from '../core/private-files.js';
+import { sqliteBusyTimeoutMs, sqliteOpeningBusyTimeoutMs, whenFree } from '../core/sqlite-busy.js';
 import type {
   CollectionSpec,
   DocumentKey,
@@ -146,7 +147,7 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
   db.pragma('journal_mode = WAL');
   // Read models can be rebuilt from the events, and the checkpoint rolls back with them: NORMAL is enough.
   db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${sqliteOpeningBusyTimeoutMs}`);
   db.exec(`
     CREATE TABLE IF NOT EXISTS checkpoints (
       projection TEXT PRIMARY KEY, position INTEGER NOT NULL, last_error TEXT, last_error_at TEXT
@@ -300,18 +301,23 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     });
   };
 
+  // Opened: from now on no call waits inside SQLite for another process's lock for longer than this, and
+  // every write retries with timers instead (src/core/sqlite-busy.ts).
+  db.pragma(`busy_timeout = ${sqliteBusyTimeoutMs}`);
+
   return {
     kind: 'sqlite',
 
-    ensureCollection: (spec, physicalName, options) => {
+    ensureCollection: async (spec, physicalName, options) => {
       const name = physicalName ?? spec.name;
       const tableName = physicalName ? table(physicalName) : physicalTable(spec.name);
-      db.exec(createTableSql(spec, tableName));
-      addDeclaredColumns(spec, tableName);
-      if (options?.indexes !== false) db.exec(createIndexesSql(spec, tableName));
+      await whenFree(() => {
+        db.exec(createTableSql(spec, tableName));
+        addDeclaredColumns(spec, tableName);
+        if (options?.indexes !== false) db.exec(createIndexesSql(spec, tableName));
+      });
       collections.set(name, spec);
       if (physicalName) physicalNames.add(physicalName);
-      return Promise.resolve();
     },
 
     get: <D>(collection: string, { tenantId, id }: { tenantId: string; id: string }) => {
@@ -341,9 +347,8 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
 
     listJson: (collection, query) => Promise.resolve(select(collection, query)),
 
-    commit: (projection, changes, checkpoint) => {
-      commit.immediate(projection, changes, checkpoint);
-      return Promise.resolve();
+    commit: async (projection, changes, checkpoint) => {
+      await whenFree(() => commit.immediate(projection, changes, checkpoint));
     },
 
     getCheckpoint: (projection) => Promise.resolve(checkpointOf(projection)),
@@ -360,44 +365,49 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
       return Promise.resolve(state);
     },
 
-    recordError: (projection, message) => {
-      prepare(
-        `INSERT INTO checkpoints (projection, position, last_error, last_error_at) VALUES (?, 0, ?, ?)
+    recordError: async (projection, message) => {
+      await whenFree(() =>
+        prepare(
+          `INSERT INTO checkpoints (projection, position, last_error, last_error_at) VALUES (?, 0, ?, ?)
          ON CONFLICT (projection) DO UPDATE SET last_error = excluded.last_error,
            last_error_at = excluded.last_error_at`,
-      ).run(projection, message, message === null ? null : new Date().toISOString());
-      return Promise.resolve();
+        ).run(projection, message, message === null ? null : new Date().toISOString()),
+      );
     },
 
-    swap: (request) => Promise.resolve(swap.immediate(request)),
+    swap: (request) => whenFree(() => swap.immediate(request)),
 
-    dropCollection: (physicalName) => {
-      db.transaction(() => {
-        if (prepare('SELECT 1 FROM collections WHERE physical = ?').get(physicalName)) {
-          throw new Error(`${physicalName} is a live collection; it cannot be dropped`);
-        }
-        db.exec(`DROP TABLE IF EXISTS ${table(physicalName)}`);
-      }).immediate();
+    dropCollection: async (physicalName) => {
+      await whenFree(() =>
+        db
+          .transaction(() => {
+            if (prepare('SELECT 1 FROM collections WHERE physical = ?').get(physicalName)) {
+              throw new Error(`${physicalName} is a live collection; it cannot be dropped`);
+            }
+            db.exec(`DROP TABLE IF EXISTS ${table(physicalName)}`);
+          })
+          .immediate(),
+      );
       collections.delete(physicalName);
       physicalNames.delete(physicalName);
-      return Promise.resolve();
     },
 
-    parkEvent: (parked) => {
-      prepare(
-        `INSERT INTO parked_events (projection, position, tenant_id, event_id, event_type, error, parked_at)
+    parkEvent: async (parked) => {
+      await whenFree(() =>
+        prepare(
+          `INSERT INTO parked_events (projection, position, tenant_id, event_id, event_type, error, parked_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (projection, position) DO UPDATE SET error = excluded.error, parked_at = excluded.parked_at`,
-      ).run(
-        parked.projection,
-        parked.position,
-        parked.tenantId,
-        parked.eventId,
-        parked.eventType,
-        parked.error,
-        parked.parkedAt,
+        ).run(
+          parked.projection,
+          parked.position,
+          parked.tenantId,
+          parked.eventId,
+          parked.eventType,
+          parked.error,
+          parked.parkedAt,
+        ),
       );
-      return Promise.resolve();
     },
 
     listParked: (projection) => {
@@ -413,17 +423,21 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     },
 
     unpark: (projection, position) =>
-      Promise.resolve(
-        prepare('DELETE FROM parked_events WHERE projection = ? AND position = ?').run(projection, position)
-          .changes > 0,
+      whenFree(
+        () =>
+          prepare('DELETE FROM parked_events WHERE projection = ? AND position = ?').run(projection, position)
+            .changes > 0,
       ),
 
-    reset: (projection, collection) => {
-      db.transaction(() => {
-        prepare('DELETE FROM checkpoints WHERE projection = ?').run(projection);
-        prepare(`DELETE FROM ${known(collection)}`).run();
-      }).immediate();
-      return Promise.resolve();
+    reset: async (projection, collection) => {
+      await whenFree(() =>
+        db
+          .transaction(() => {
+            prepare('DELETE FROM checkpoints WHERE projection = ?').run(projection);
+            prepare(`DELETE FROM ${known(collection)}`).run();
+          })
+          .immediate(),
+      );
     },
 
     ping: () => {

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -163,6 +164,56 @@ describe('several processes on one DATA_DIR', () => {
       'the e-mail after the take-over',
     );
     expect(mailsAbout(dir, afterTakeOver)).to.equal(1);
+  });
+
+  it('takes the duties over within the lease TTL of a kill -9, just after the lease runs out', async function () {
+    this.timeout(60_000);
+    const ttlMs = 3_000;
+    const first = await started({ ROLE: 'worker', WORKER_LEASE_TTL: '3s', LOG_LEVEL: 'info' });
+    const second = await started({ ROLE: 'worker', WORKER_LEASE_TTL: '3s', LOG_LEVEL: 'info' });
+    await eventually(
+      () => Promise.resolve(second.output.stdout.includes('standing by') || undefined),
+      10_000,
+      'the second process to stand by',
+    );
+    // Past a renewal or two, so that the standby's schedule is not the start's.
+    await new Promise((resolve) => setTimeout(resolve, 2_300));
+    const lease = () => {
+      const db = new Database(join(dir, 'events.db'), { readonly: true });
+      try {
+        return db
+          .prepare("SELECT owner, expires_at AS expiresAt FROM leases WHERE name = 'worker'")
+          .get() as {
+          owner: string;
+          expiresAt: number;
+        };
+      } finally {
+        db.close();
+      }
+    };
+    const before = lease();
+    const killedAt = Date.now();
+    first.child.kill('SIGKILL');
+    await first.exited;
+    // The owner may have renewed between the read and the kill: the lease's end as it stood at the kill.
+    const expiresAt = lease().expiresAt;
+    expect(expiresAt - before.expiresAt).to.be.at.most(ttlMs);
+    const tookOver = await eventually(
+      () => {
+        const line = second.output.stdout
+          .split('\n')
+          .find((text) => text.includes('"running the worker duties"'));
+        return Promise.resolve(line ? (JSON.parse(line) as { time: number }).time : undefined);
+      },
+      15_000,
+      'the standby to take over',
+    );
+    console.log(
+      `      took over ${tookOver - killedAt} ms after the kill, ${tookOver - expiresAt} ms after the lease ran out (TTL ${ttlMs} ms)`,
+    );
+    // Within the TTL of the kill, with a second for a loaded machine; never before the lease ran out.
+    expect(tookOver - killedAt).to.be.below(ttlMs + 1_000);
+    expect(tookOver).to.be.at.least(expiresAt);
   });
 
   it('serves the API from ROLE=api processes while a ROLE=worker process projects what they write', async function () {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { UnavailableError } from '../../src/core/errors.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
-import { acquirePostgres, inTransaction } from '../../src/postgres/client.js';
+import { acquirePostgres, inTransaction, sessionTimeouts } from '../../src/postgres/client.js';
 import { tempDir } from '../support/adapters.js';
 import { eventually } from '../support/events.js';
 import { stop } from '../support/process.js';
@@ -68,6 +68,38 @@ describePostgres('PostgreSQL: the store failing under the service', () => {
       expect(
         await inTransaction(handle.pool, async (client) => (await client.query('SELECT 1 AS one')).rows),
       ).to.deep.equal([{ one: 1 }]);
+    } finally {
+      await handle.release();
+    }
+  });
+
+  it('ends a transaction left idle within the sessions’ time-out, and the process sees it as unavailable', async function () {
+    this.timeout(20_000);
+    const url = createTestDatabase();
+    const handle = acquirePostgres(url, { poolSize: 2 });
+    try {
+      const started = Date.now();
+      const outcome = await rejectionOf(
+        inTransaction(handle.pool, async (client) => {
+          // A transaction id, as an append or a commit has: this is what holds every reader's horizon.
+          await client.query('SELECT pg_current_xact_id()');
+          // What a process frozen between two statements looks like to the server.
+          await new Promise((resolve) => setTimeout(resolve, sessionTimeouts.idleInTransactionMs + 1_500));
+          await client.query('SELECT 1');
+        }),
+      );
+      expect(outcome, String(outcome)).to.be.instanceOf(UnavailableError);
+      expect(Date.now() - started).to.be.below(sessionTimeouts.idleInTransactionMs + 5_000);
+      // Every session has the statement time-out; a statement cut by it is unavailable, not a bug.
+      const { rows } = await handle.pool.query<{ statement_timeout: string }>('SHOW statement_timeout');
+      expect(rows[0]!.statement_timeout).to.equal(`${sessionTimeouts.statementMs / 1000}s`);
+      const slow = await rejectionOf(
+        inTransaction(handle.pool, async (client) => {
+          await client.query('SET LOCAL statement_timeout = 100');
+          await client.query('SELECT pg_sleep(2)');
+        }),
+      );
+      expect(slow, String(slow)).to.be.instanceOf(UnavailableError);
     } finally {
       await handle.release();
     }
