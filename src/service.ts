@@ -20,7 +20,14 @@ import { newId, systemClock, type Clock } from './core/ids.js';
 import { cursorCodec } from './http/cursor.js';
 import { projectionHandles, type ProjectionHandles } from './readmodels/handles.js';
 import { projectionRunner, type ProjectionRunner } from './readmodels/runner.js';
-import { developmentSecret } from './secrets.js';
+import {
+  checkFingerprints,
+  fingerprintsOf,
+  recorder,
+  sharedValues,
+  type SharedValues,
+} from './fingerprints/check.js';
+import { openFingerprintStore } from './fingerprints/store.js';
 import { openStores, type Stores } from './stores.js';
 import { directoryWriteProbe } from './http/health.js';
 import type { ConsumerStatus } from './core/supervisor.js';
@@ -95,6 +102,26 @@ const liveKeyring = (
   };
 };
 
+/**
+ * Records this process's fingerprints on a new store, or compares them with the recorded ones: a ConfigError
+ * (exit code 2) names each setting that differs. EventStoreDB alone shares no other store to keep them in.
+ */
+const checkSharedValues = async (config: Config, shared: SharedValues, logger: Logger): Promise<void> => {
+  const store = await openFingerprintStore(config);
+  if (!store) {
+    logger.warn(
+      'secrets not compared with other processes: EventStoreDB alone keeps no fingerprints (docs/operations.md#shared-secrets)',
+    );
+    return;
+  }
+  try {
+    const outcome = await checkFingerprints(store, fingerprintsOf(shared), recorder(config.dataDir));
+    logger.info({ store: store.kind, ...outcome }, 'secrets agree with the other processes on the store');
+  } finally {
+    await store.close();
+  }
+};
+
 export interface ServiceOptions {
   clock?: Clock;
   /**
@@ -119,6 +146,19 @@ export const startService = async (
   // First, so that everything started below is traced (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
   const tracing = await startTracing(config.otel, logger);
   const opened = await openStores(config);
+  // Before anything is served: this process's secrets and keyring must be those of every other process on
+  // the store, or it would fail later one request (or one webhook delivery) at a time.
+  const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
+  const shared = sharedValues(config, keyring.current(), (key) =>
+    logger.warn(`PLATFORM_ADMIN_KEY is not set: generated a development platform admin key: ${key}`),
+  );
+  try {
+    await checkSharedValues(config, shared, logger);
+  } catch (error) {
+    keyring.close();
+    await opened.close();
+    throw error;
+  }
   const metrics = createMetrics();
   // Appends and consumer groups are measured at the port, in one place, whatever the adapter.
   const measured = instrumentEventStore(
@@ -147,13 +187,7 @@ export const startService = async (
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
   });
   await revoked.start();
-  const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
-  // Printed once, when it is generated; it stays in DATA_DIR/secrets.json.
-  const platformAdminKey =
-    config.platformAdminKey ??
-    developmentSecret(config.dataDir, 'platformAdminKey', (key) =>
-      logger.warn(`PLATFORM_ADMIN_KEY is not set: generated a development platform admin key: ${key}`),
-    );
+  const platformAdminKey = shared.platformAdminKey.value;
   const tokens = {
     issuer: config.publicUrl,
     audience: config.tokenAudience,
@@ -163,7 +197,14 @@ export const startService = async (
   // Each feature makes its consumer (the CV worker, the webhook worker) and the routes that use it.
   const wired = features.map((feature) => ({
     feature,
-    ...feature.wire({ config, stores, clock, logger, metrics, decodes }),
+    ...feature.wire({
+      config: { ...config, webhooks: { ...config.webhooks, secretKey: shared.webhookSecretKey.value } },
+      stores,
+      clock,
+      logger,
+      metrics,
+      decodes,
+    }),
   }));
   const featureConsumers = wired.flatMap(({ consumer }) => (consumer ? [consumer] : []));
   const consumerOf = <C extends FeatureConsumer | null>(feature: Feature<C>): C => {
@@ -228,9 +269,8 @@ export const startService = async (
       trustProxy: config.http.trustProxy,
       https: config.publicUrl.startsWith('https://'),
     },
-    cursors: cursorCodec(config.cursorSecret ?? developmentSecret(config.dataDir, 'cursorSecret')),
-    idempotencySecretKey:
-      config.idempotencySecretKey ?? developmentSecret(config.dataDir, 'idempotencySecretKey'),
+    cursors: cursorCodec(shared.cursorSecret.value),
+    idempotencySecretKey: shared.idempotencySecretKey.value,
     auth:
       authenticatorOverride ??
       authenticator({
