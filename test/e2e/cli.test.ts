@@ -97,6 +97,7 @@ describe('the command line', () => {
       'keys list',
       'keys rotate',
       'keys retire',
+      'secrets record',
       'audit verify',
       'audit replay',
       'audit digest',
