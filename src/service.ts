@@ -29,7 +29,7 @@ import {
 } from './fingerprints/check.js';
 import { openFingerprintStore } from './fingerprints/store.js';
 import { openStores, type Stores } from './stores.js';
-import { directoryWriteProbe } from './http/health.js';
+import { directoryWriteProbe, readiness, readinessAnswer, storeFailures } from './http/health.js';
 import type { ConsumerStatus } from './core/supervisor.js';
 import type { EventStore } from './eventstore/port.js';
 import { workerDuties, type Duty } from './duties.js';
@@ -250,6 +250,14 @@ export const startService = async (
     ),
   });
 
+  // Readiness, on the API's port (details for the platform key) and on the METRICS=port listener (details).
+  const health = {
+    consumers,
+    draining: () => drained !== null,
+    writeProbe: directoryWriteProbe(config.dataDir),
+    storeFailures: storeFailures(),
+    platformKey: platformAdminKey,
+  };
   const app = createApp({
     ...stores,
     logger,
@@ -286,16 +294,14 @@ export const startService = async (
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
     revocations: revoked,
     failures: { logins: loginLimits(failureStore), clients: clientLimits(failureStore) },
-    health: {
-      consumers,
-      draining: () => drained !== null,
-      writeProbe: directoryWriteProbe(config.dataDir),
-    },
+    health,
     metrics: { instruments: metrics, mode: config.metrics.mode },
   });
   const metricsListener =
     config.metrics.mode === 'port'
-      ? await startMetricsListener({ host: config.host, port: config.metrics.port }, metrics, logger)
+      ? await startMetricsListener({ host: config.host, port: config.metrics.port }, metrics, logger, {
+          ready: async () => readinessAnswer(await readiness({ ...stores, logger, health }), true),
+        })
       : null;
 
   const beginDrain = ({ deadlineMs }: { deadlineMs?: number } = {}) => {

@@ -33,7 +33,7 @@ export interface paths {
     };
     /**
      * Readiness
-     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Lists each consumer with its lag and parked events.
+     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Without a credential it says only that (`status`); with the platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with its lag and parked events, which may name a database and its error. Any other credential is answered as none. With METRICS=port the metrics port serves the detailed answer as well.
      *
      *     Needs no credential.
      */
@@ -55,7 +55,7 @@ export interface paths {
     };
     /**
      * Readiness (alias of /health/ready)
-     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Lists each consumer with its lag and parked events.
+     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Without a credential it says only that (`status`); with the platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with its lag and parked events, which may name a database and its error. Any other credential is answered as none. With METRICS=port the metrics port serves the detailed answer as well.
      *
      *     Needs no credential.
      */
@@ -2463,7 +2463,8 @@ export interface operations {
           'application/json': {
             /** @enum {string} */
             status: 'ready';
-            checks: {
+            /** @description Only for the platform key */
+            checks?: {
               draining: {
                 /** @enum {string} */
                 status: 'pass' | 'fail';
@@ -2556,7 +2557,8 @@ export interface operations {
                 };
               };
             };
-            consumers: ({
+            /** @description Only for the platform key */
+            consumers?: ({
               name: string;
               /** @enum {string} */
               state: 'running' | 'retrying' | 'standby' | 'stopped';
@@ -2592,7 +2594,11 @@ export interface operations {
           'application/json': {
             /** @enum {string} */
             status: 'not-ready';
-            checks: {
+            /** @enum {string} */
+            type: '/problems/not-ready';
+            title: string;
+            /** @description Only for the platform key */
+            checks?: {
               draining: {
                 /** @enum {string} */
                 status: 'pass' | 'fail';
@@ -2685,7 +2691,8 @@ export interface operations {
                 };
               };
             };
-            consumers: ({
+            /** @description Only for the platform key */
+            consumers?: ({
               name: string;
               /** @enum {string} */
               state: 'running' | 'retrying' | 'standby' | 'stopped';
@@ -2707,10 +2714,8 @@ export interface operations {
             } & {
               [key: string]: unknown;
             })[];
-            /** @enum {string} */
-            type: '/problems/not-ready';
-            title: string;
-            detail: string;
+            /** @description Which checks fail, and why; only for the platform key */
+            detail?: string;
           };
         };
       };
@@ -2735,7 +2740,8 @@ export interface operations {
           'application/json': {
             /** @enum {string} */
             status: 'ready';
-            checks: {
+            /** @description Only for the platform key */
+            checks?: {
               draining: {
                 /** @enum {string} */
                 status: 'pass' | 'fail';
@@ -2828,7 +2834,8 @@ export interface operations {
                 };
               };
             };
-            consumers: ({
+            /** @description Only for the platform key */
+            consumers?: ({
               name: string;
               /** @enum {string} */
               state: 'running' | 'retrying' | 'standby' | 'stopped';
@@ -2864,7 +2871,11 @@ export interface operations {
           'application/json': {
             /** @enum {string} */
             status: 'not-ready';
-            checks: {
+            /** @enum {string} */
+            type: '/problems/not-ready';
+            title: string;
+            /** @description Only for the platform key */
+            checks?: {
               draining: {
                 /** @enum {string} */
                 status: 'pass' | 'fail';
@@ -2957,7 +2968,8 @@ export interface operations {
                 };
               };
             };
-            consumers: ({
+            /** @description Only for the platform key */
+            consumers?: ({
               name: string;
               /** @enum {string} */
               state: 'running' | 'retrying' | 'standby' | 'stopped';
@@ -2979,10 +2991,8 @@ export interface operations {
             } & {
               [key: string]: unknown;
             })[];
-            /** @enum {string} */
-            type: '/problems/not-ready';
-            title: string;
-            detail: string;
+            /** @description Which checks fail, and why; only for the platform key */
+            detail?: string;
           };
         };
       };

@@ -64,12 +64,18 @@ export interface MetricsListener {
   close: () => Promise<void>;
 }
 
+const internalError = JSON.stringify({
+  type: '/problems/internal-error',
+  title: 'Internal Server Error',
+  status: 500,
+});
+
 const notFound = (path: string) =>
   JSON.stringify({
     type: '/problems/not-found',
     title: 'Not Found',
     status: 404,
-    detail: `Only GET ${metricsPath} is served on this port`,
+    detail: `Only GET ${metricsPath} and GET /health/ready are served on this port`,
     instance: path,
   });
 
@@ -81,10 +87,30 @@ export const startMetricsListener = async (
   { host, port }: { host: string; port: number },
   metrics: Pick<Metrics, 'scrape'>,
   logger: Logger,
+  health?: { ready: () => Promise<{ status: number; body: unknown }> },
 ): Promise<MetricsListener> => {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    if (path !== metricsPath || (req.method !== 'GET' && req.method !== 'HEAD')) {
+    const get = req.method === 'GET' || req.method === 'HEAD';
+    // Readiness with its details, for the private network the scraper is on (docs/operations.md#health-and-logs).
+    if (health && get && (path === '/health/ready' || path === '/health')) {
+      health.ready().then(
+        ({ status, body }) =>
+          res
+            .writeHead(status, {
+              'content-type': 'application/json',
+              'cache-control': 'no-store',
+              ...(status === 503 ? { 'retry-after': '5' } : {}),
+            })
+            .end(JSON.stringify(body)),
+        (error: unknown) => {
+          logger.error({ err: error }, 'readiness failed');
+          res.writeHead(500, { 'content-type': problemContentType }).end(internalError);
+        },
+      );
+      return;
+    }
+    if (path !== metricsPath || !get) {
       res.writeHead(404, { 'content-type': problemContentType }).end(notFound(path));
       return;
     }
@@ -93,11 +119,7 @@ export const startMetricsListener = async (
         res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(body),
       (error: unknown) => {
         logger.error({ err: error }, 'metrics scrape failed');
-        res
-          .writeHead(500, { 'content-type': problemContentType })
-          .end(
-            JSON.stringify({ type: '/problems/internal-error', title: 'Internal Server Error', status: 500 }),
-          );
+        res.writeHead(500, { 'content-type': problemContentType }).end(internalError);
       },
     );
   });

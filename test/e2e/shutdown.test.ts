@@ -4,7 +4,13 @@ import { tempDir } from '../support/adapters.js';
 import { testImage } from '../support/images.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { request } from '../support/server.js';
-import { createTenant, slowPost, splitGet, startServiceProcess } from '../support/service-process.js';
+import {
+  createTenant,
+  platformKey,
+  slowPost,
+  splitGet,
+  startServiceProcess,
+} from '../support/service-process.js';
 
 const secret = 'whsec-shutdown-0123456789abcdef';
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -40,7 +46,7 @@ describe('a service process told to stop (SIGTERM)', function () {
       );
       await Promise.all(uploads.map((upload) => upload.sending));
       // A readiness request already begun on its connection when the signal comes.
-      const readiness = await splitGet(service.port, '/health/ready');
+      const readiness = await splitGet(service.port, '/health/ready', { 'X-API-Key': platformKey });
       await pause(100);
 
       const signalled = Date.now();
