@@ -2208,7 +2208,7 @@ export interface components {
       )[];
       /**
        * Format: password
-       * @description Optional: the service generates one when it is left out (recommended). Either the Standard Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain secret of 16 to 256 characters (the key is its UTF-8 bytes). The answer shows it once, in the standard form.
+       * @description Optional: the service generates one when it is left out (recommended). Either the Standard Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain secret of 16 to 256 characters (the key is its UTF-8 bytes). Either must look random: at least 8 different characters (or byte values), and no control characters. The answer shows it once, in the standard form.
        * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
        */
       secret?: string;
