@@ -16,18 +16,25 @@ import { configurationForLog, settingWarnings } from './settings-startup.js';
 const logDrainMs = 2000;
 
 /**
- * Exits once the log lines still buffered are written, or after `ms` without them. pino writes them on
- * exit synchronously, retrying for as long as stdout is full: a log reader that stalls (a paused pager, a
- * stuck log driver) would hold the exit forever, a second signal included. A destroyed destination has
- * nothing left to write, so pino's exit hook returns at once.
+ * Exits once the log lines still buffered are written, or after `ms` without them. `end()` waits for the
+ * write in flight, writes the rest and closes: pino 10's `flush(cb)` on an asynchronous destination calls
+ * back at once (its minLength is 0), and exiting then lost the last lines (`requests drained`, `stopped`).
+ * A log reader that stalls (a paused pager, a stuck log driver) must not hold the exit, a second signal
+ * included: at the deadline the destination is destroyed, so pino's exit hook has nothing left to write.
  */
+const ending = new WeakSet<object>();
 const exitAfterLogs = (destination: ReturnType<typeof pino.destination>, code: number, ms = logDrainMs) => {
   const exit = () => {
     destination.destroy();
     process.exit(code);
   };
+  // A second exit (a second signal during the first one's drain) does not wait again.
+  if (ending.has(destination)) return exit();
+  ending.add(destination);
   setTimeout(exit, ms);
-  destination.flush(exit);
+  destination.once('close', exit);
+  destination.once('error', exit);
+  destination.end();
 };
 
 const main = async (): Promise<void> => {

@@ -90,6 +90,28 @@ describe('a service process told to stop (SIGTERM)', function () {
     });
   });
 
+  describe('with its log read', () => {
+    it('writes its last log lines, `requests drained` and `stopped`, before it exits 0', async () => {
+      const { dir, remove } = tempDir();
+      try {
+        const service = await startServiceProcess(dir);
+        service.child.kill('SIGTERM');
+        expect(await service.exited).to.equal(0);
+        const messages = service.output.stdout
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => (JSON.parse(line) as { msg: string }).msg);
+        expect(messages.slice(-3), service.output.stdout.slice(-2000)).to.deep.equal([
+          'shutting down: draining',
+          'requests drained; stopping the consumers',
+          'stopped',
+        ]);
+      } finally {
+        remove();
+      }
+    });
+  });
+
   describe('while nobody reads its log', () => {
     it('exits within SHUTDOWN_TIMEOUT and the 2 s log drain, instead of waiting for stdout forever', async () => {
       const { dir, remove } = tempDir();
