@@ -37,7 +37,7 @@ import { startTracing } from './observability/tracing.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { instrumentEventStore } from './observability/metrics-eventstore.js';
 import { serviceProbes } from './observability/metrics-service.js';
-import { startMetricsListener } from './observability/metrics-http.js';
+import { startMetricsListener, type MetricsListener } from './observability/metrics-http.js';
 
 export interface Service {
   app: Koa;
@@ -297,18 +297,40 @@ export const startService = async (
     health,
     metrics: { instruments: metrics, mode: config.metrics.mode },
   });
-  const metricsListener =
-    config.metrics.mode === 'port'
-      ? await startMetricsListener({ host: config.host, port: config.metrics.port }, metrics, logger, {
-          ready: async () => readinessAnswer(await readiness({ ...stores, logger, health }), true),
-        })
-      : null;
-
+  let metricsListener: MetricsListener | null = null;
   const beginDrain = ({ deadlineMs }: { deadlineMs?: number } = {}) => {
     if (drained) return;
     drainDeadline = deadlineMs === undefined ? null : Date.now() + deadlineMs;
     drained = Promise.all(featureConsumers.map((consumer) => consumer.stop(untilDeadline())));
   };
+
+  const stop = async (options: { deadlineMs?: number } = {}) => {
+    beginDrain(options);
+    await metricsListener?.close();
+    await drained;
+    await duties.stop();
+    for (const consumer of featureConsumers) await consumer.close?.();
+    keyring.close();
+    await revoked.stop();
+    await failureStore.close();
+    await stores.close();
+    // Last: flushes the spans of the shutdown too.
+    await tracing.shutdown();
+  };
+  if (config.metrics.mode === 'port') {
+    try {
+      metricsListener = await startMetricsListener(
+        { host: config.host, port: config.metrics.port },
+        metrics,
+        logger,
+        { ready: async () => readinessAnswer(await readiness({ ...stores, logger, health }), true) },
+      );
+    } catch (error) {
+      // METRICS_PORT taken: nothing may keep running (the lease, the keyring's watch) behind the error.
+      await stop({ deadlineMs: 0 });
+      throw error;
+    }
+  }
 
   return {
     app,
@@ -323,18 +345,6 @@ export const startService = async (
     draining: () => drained !== null,
     metrics,
     metricsPort: metricsListener?.port ?? null,
-    stop: async (options = {}) => {
-      beginDrain(options);
-      await metricsListener?.close();
-      await drained;
-      await duties.stop();
-      for (const consumer of featureConsumers) await consumer.close?.();
-      keyring.close();
-      await revoked.stop();
-      await failureStore.close();
-      await stores.close();
-      // Last: flushes the spans of the shutdown too.
-      await tracing.shutdown();
-    },
+    stop,
   };
 };

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { MetricsMode } from '../config.js';
 import { ForbiddenError } from '../core/errors.js';
+import { listen } from '../http/listen.js';
 import { problemContentType } from '../http/problem.js';
 import { statusClass, type Metrics } from './metrics.js';
 
@@ -123,13 +124,7 @@ export const startMetricsListener = async (
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await listen(server, { port, host, setting: 'METRICS_PORT' });
   const bound = (server.address() as AddressInfo).port;
   logger.info({ host, port: bound }, `metrics on http://${host}:${bound}${metricsPath}`);
   return {
