@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { projections } from '../projections/index.js';
 import { cvFeature } from './cv/feature.js';
 import type { Feature, FeatureConsumer } from './feature.js';
-import { features } from './features.js';
+import { eventSchemas, features } from './features.js';
 import { digestJob } from './audit/digest.js';
 import type { CvWorker } from './cv/worker.js';
 import { decodeQueue, type DecodeQueue } from './media/decode-queue.js';
@@ -145,7 +145,7 @@ export const startService = async (
 ): Promise<Service> => {
   // First, so that everything started below is traced (only when OTEL_EXPORTER_OTLP_ENDPOINT is set).
   const tracing = await startTracing(config.otel, logger);
-  const opened = await openStores(config);
+  const opened = await openStores(config, { eventSchemas });
   // Before anything is served: this process's secrets and keyring must be those of every other process on
   // the store, or it would fail later one request (or one webhook delivery) at a time.
   const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
