@@ -34,7 +34,9 @@ describePostgres('two processes on one DATABASE_URL with their own DATA_DIRs', (
     const second = tempDir();
     const service = await startServiceProcess(first.dir, { DATABASE_URL: databaseUrl });
     try {
+      const started = Date.now();
       const refused = await refusedStart({ DATA_DIR: second.dir, DATABASE_URL: databaseUrl });
+      console.log(`      the second process exited ${refused.code} after ${Date.now() - started} ms`);
       expect(refused.code, refused.stderr).to.equal(2);
       const lines = configurationErrors(refused.stderr);
       expect(lines, refused.stderr).to.have.length(1);
