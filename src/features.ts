@@ -1,6 +1,6 @@
 import { auditFeature } from './audit/feature.js';
 import { authFeature } from './auth/feature.js';
-import { registerEventSchemas } from './core/upcasting.js';
+import { mergeEventSchemas, type UpcasterRegistry } from './core/upcasting.js';
 import { credentialsFeature } from './credentials/feature.js';
 import { cvFeature } from './cv/feature.js';
 import type { Feature } from './feature.js';
@@ -31,6 +31,11 @@ export const features: readonly Feature[] = [
   auditFeature,
 ];
 
-// Before any event is read or written: stores.ts imports this module, so every event read through a store
-// comes out at the current version of its type, and new events are written at it.
-for (const { eventSchemas } of features) if (eventSchemas) registerEventSchemas(eventSchemas);
+/**
+ * The features' event schema histories, which every store is opened with (openStores): its reads upcast
+ * to them and its appends are stamped with their current versions. A value, never a registration as a
+ * side effect of an import, so a store opened without them does not compile.
+ */
+export const eventSchemas: UpcasterRegistry = mergeEventSchemas(
+  features.map((feature) => feature.eventSchemas),
+);

@@ -1,7 +1,8 @@
 import { createServer, type ServerResponse } from 'node:http';
 import { constants } from 'node:os';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { ConfigError, loadConfig } from './config.js';
+import { listen, ListenError, listenExitCode } from './http/listen.js';
 import { startService } from './service.js';
 import { configurationForLog, settingWarnings } from './settings-startup.js';
 
@@ -16,18 +17,32 @@ import { configurationForLog, settingWarnings } from './settings-startup.js';
 const logDrainMs = 2000;
 
 /**
- * Exits once the log lines still buffered are written, or after `ms` without them. pino writes them on
- * exit synchronously, retrying for as long as stdout is full: a log reader that stalls (a paused pager, a
- * stuck log driver) would hold the exit forever, a second signal included. A destroyed destination has
- * nothing left to write, so pino's exit hook returns at once.
+ * Exits once the log lines still buffered are written, or after `ms` without them. `end()` waits for the
+ * write in flight, writes the rest and closes: pino 10's `flush(cb)` on an asynchronous destination calls
+ * back at once (its minLength is 0), and exiting then lost the last lines (`requests drained`, `stopped`).
+ * A log reader that stalls (a paused pager, a stuck log driver) must not hold the exit, a second signal
+ * included: at the deadline the destination is destroyed, so pino's exit hook has nothing left to write.
  */
-const exitAfterLogs = (destination: ReturnType<typeof pino.destination>, code: number, ms = logDrainMs) => {
+const ending = new WeakSet<object>();
+const exitAfterLogs = (
+  logger: Logger,
+  destination: ReturnType<typeof pino.destination>,
+  code: number,
+  ms = logDrainMs,
+) => {
+  // A line logged after the end (a timer, a file watch) would throw on the ended destination.
+  logger.level = 'silent';
   const exit = () => {
     destination.destroy();
     process.exit(code);
   };
+  // A second exit (a second signal during the first one's drain) does not wait again.
+  if (ending.has(destination)) return exit();
+  ending.add(destination);
   setTimeout(exit, ms);
-  destination.flush(exit);
+  destination.once('close', exit);
+  destination.once('error', exit);
+  destination.end();
 };
 
 const main = async (): Promise<void> => {
@@ -37,7 +52,15 @@ const main = async (): Promise<void> => {
   // Before any store opens: the names this process ignores, and the settings it runs with.
   for (const warning of settingWarnings(process.env)) logger.warn(warning);
   logger.info({ settings: configurationForLog(process.env, config) }, 'configuration');
-  const service = await startService(config, logger);
+  // A listener that cannot have its address (PORT, or METRICS_PORT inside startService): one line, exit 3.
+  // It resolves never: the process exits once the line is written.
+  const cannotListen = (error: unknown): Promise<never> => {
+    if (!(error instanceof ListenError)) throw error;
+    logger.fatal(error.message);
+    exitAfterLogs(logger, destination, listenExitCode);
+    return new Promise<never>(() => undefined);
+  };
+  const service = await startService(config, logger).catch(cannotListen);
   const handle = service.app.callback();
   /** Responses not yet finished: a drain asks their clients to close the connection. */
   const inFlight = new Set<ServerResponse>();
@@ -52,18 +75,23 @@ const main = async (): Promise<void> => {
   server.headersTimeout = config.http.headersTimeoutMs;
   server.requestTimeout = config.http.requestTimeoutMs;
   server.keepAliveTimeout = config.http.keepAliveTimeoutMs;
-  server.listen(config.port, config.host, () => {
-    logger.info(
-      {
-        port: config.port,
-        host: config.host,
-        role: config.role,
-        eventStore: service.stores.eventStore.kind,
-        readModels: service.stores.readModels.kind,
-      },
-      `listening on http://${config.host}:${config.port}`,
-    );
-  });
+  try {
+    await listen(server, { port: config.port, host: config.host, setting: 'PORT' });
+  } catch (error) {
+    // Nothing was served: the consumers stop and the lease is released before the exit.
+    await service.stop({ deadlineMs: 0 });
+    await cannotListen(error);
+  }
+  logger.info(
+    {
+      port: config.port,
+      host: config.host,
+      role: config.role,
+      eventStore: service.stores.eventStore.kind,
+      readModels: service.stores.readModels.kind,
+    },
+    `listening on http://${config.host}:${config.port}`,
+  );
 
   /** Resolves once every connection has ended, or at the deadline, when the rest are cut. */
   const drainHttp = async (deadline: number): Promise<void> => {
@@ -95,7 +123,7 @@ const main = async (): Promise<void> => {
     logger.info({ ms: Date.now() - started }, 'requests drained; stopping the consumers');
     await service.stop({ deadlineMs: Math.max(0, deadline - Date.now()) });
     logger.info({ ms: Date.now() - started }, 'stopped');
-    exitAfterLogs(destination, 0);
+    exitAfterLogs(logger, destination, 0);
   };
   let firstSignalAt = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -104,13 +132,13 @@ const main = async (): Promise<void> => {
     if (draining && Date.now() - firstSignalAt < 1000) return;
     if (draining) {
       logger.warn({ signal }, 'second signal: exiting now');
-      exitAfterLogs(destination, 128 + constants.signals[signal], 100);
+      exitAfterLogs(logger, destination, 128 + constants.signals[signal], 100);
       return;
     }
     firstSignalAt = Date.now();
     shutdown(signal).catch((error: unknown) => {
       logger.error({ err: error }, 'shutdown failed');
-      exitAfterLogs(destination, 1);
+      exitAfterLogs(logger, destination, 1);
     });
   };
   process.on('SIGINT', onSignal);

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { projections } from '../projections/index.js';
 import { cvFeature } from './cv/feature.js';
 import type { Feature, FeatureConsumer } from './feature.js';
-import { features } from './features.js';
+import { eventSchemas, features } from './features.js';
 import { digestJob } from './audit/digest.js';
 import type { CvWorker } from './cv/worker.js';
 import { decodeQueue, type DecodeQueue } from './media/decode-queue.js';
@@ -20,9 +20,16 @@ import { newId, systemClock, type Clock } from './core/ids.js';
 import { cursorCodec } from './http/cursor.js';
 import { projectionHandles, type ProjectionHandles } from './readmodels/handles.js';
 import { projectionRunner, type ProjectionRunner } from './readmodels/runner.js';
-import { developmentSecret } from './secrets.js';
+import {
+  checkFingerprints,
+  fingerprintsOf,
+  recorder,
+  sharedValues,
+  type SharedValues,
+} from './fingerprints/check.js';
+import { openFingerprintStore } from './fingerprints/store.js';
 import { openStores, type Stores } from './stores.js';
-import { directoryWriteProbe } from './http/health.js';
+import { directoryWriteProbe, readiness, readinessAnswer, storeFailures } from './http/health.js';
 import type { ConsumerStatus } from './core/supervisor.js';
 import type { EventStore } from './eventstore/port.js';
 import { workerDuties, type Duty } from './duties.js';
@@ -30,7 +37,7 @@ import { startTracing } from './observability/tracing.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { instrumentEventStore } from './observability/metrics-eventstore.js';
 import { serviceProbes } from './observability/metrics-service.js';
-import { startMetricsListener } from './observability/metrics-http.js';
+import { startMetricsListener, type MetricsListener } from './observability/metrics-http.js';
 
 export interface Service {
   app: Koa;
@@ -95,6 +102,26 @@ const liveKeyring = (
   };
 };
 
+/**
+ * Records this process's fingerprints on a new store, or compares them with the recorded ones: a ConfigError
+ * (exit code 2) names each setting that differs. EventStoreDB alone shares no other store to keep them in.
+ */
+const checkSharedValues = async (config: Config, shared: SharedValues, logger: Logger): Promise<void> => {
+  const store = await openFingerprintStore(config);
+  if (!store) {
+    logger.warn(
+      'secrets not compared with other processes: EventStoreDB alone keeps no fingerprints (docs/operations.md#shared-secrets)',
+    );
+    return;
+  }
+  try {
+    const outcome = await checkFingerprints(store, fingerprintsOf(shared), recorder(config.dataDir));
+    logger.info({ store: store.kind, ...outcome }, 'secrets agree with the other processes on the store');
+  } finally {
+    await store.close();
+  }
+};
+
 export interface ServiceOptions {
   clock?: Clock;
   /**
@@ -120,11 +147,25 @@ export const startService = async (
   const tracing = await startTracing(config.otel, logger);
   const metrics = createMetrics();
   const opened = await openStores(config, {
+    eventSchemas,
     onClaimRenewalFailed: (group, error) => {
       metrics.claimRenewalFailures.inc({ consumer: group });
       logger.warn({ group, err: error }, 'consumer group claims not renewed');
     },
   });
+  // Before anything is served: this process's secrets and keyring must be those of every other process on
+  // the store, or it would fail later one request (or one webhook delivery) at a time.
+  const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
+  const shared = sharedValues(config, keyring.current(), (key) =>
+    logger.warn(`PLATFORM_ADMIN_KEY is not set: generated a development platform admin key: ${key}`),
+  );
+  try {
+    await checkSharedValues(config, shared, logger);
+  } catch (error) {
+    keyring.close();
+    await opened.close();
+    throw error;
+  }
   // Appends and consumer groups are measured at the port, in one place, whatever the adapter.
   const measured = instrumentEventStore(
     wrapEventStore ? wrapEventStore(opened.eventStore) : opened.eventStore,
@@ -152,13 +193,7 @@ export const startService = async (
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
   });
   await revoked.start();
-  const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
-  // Printed once, when it is generated; it stays in DATA_DIR/secrets.json.
-  const platformAdminKey =
-    config.platformAdminKey ??
-    developmentSecret(config.dataDir, 'platformAdminKey', (key) =>
-      logger.warn(`PLATFORM_ADMIN_KEY is not set: generated a development platform admin key: ${key}`),
-    );
+  const platformAdminKey = shared.platformAdminKey.value;
   const tokens = {
     issuer: config.publicUrl,
     audience: config.tokenAudience,
@@ -168,7 +203,14 @@ export const startService = async (
   // Each feature makes its consumer (the CV worker, the webhook worker) and the routes that use it.
   const wired = features.map((feature) => ({
     feature,
-    ...feature.wire({ config, stores, clock, logger, metrics, decodes }),
+    ...feature.wire({
+      config: { ...config, webhooks: { ...config.webhooks, secretKey: shared.webhookSecretKey.value } },
+      stores,
+      clock,
+      logger,
+      metrics,
+      decodes,
+    }),
   }));
   const featureConsumers = wired.flatMap(({ consumer }) => (consumer ? [consumer] : []));
   const consumerOf = <C extends FeatureConsumer | null>(feature: Feature<C>): C => {
@@ -214,6 +256,14 @@ export const startService = async (
     ),
   });
 
+  // Readiness, on the API's port (details for the platform key) and on the METRICS=port listener (details).
+  const health = {
+    consumers,
+    draining: () => drained !== null,
+    writeProbe: directoryWriteProbe(config.dataDir),
+    storeFailures: storeFailures(),
+    platformKey: platformAdminKey,
+  };
   const app = createApp({
     ...stores,
     logger,
@@ -233,9 +283,8 @@ export const startService = async (
       trustProxy: config.http.trustProxy,
       https: config.publicUrl.startsWith('https://'),
     },
-    cursors: cursorCodec(config.cursorSecret ?? developmentSecret(config.dataDir, 'cursorSecret')),
-    idempotencySecretKey:
-      config.idempotencySecretKey ?? developmentSecret(config.dataDir, 'idempotencySecretKey'),
+    cursors: cursorCodec(shared.cursorSecret.value),
+    idempotencySecretKey: shared.idempotencySecretKey.value,
     auth:
       authenticatorOverride ??
       authenticator({
@@ -251,23 +300,43 @@ export const startService = async (
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
     revocations: revoked,
     failures: { logins: loginLimits(failureStore), clients: clientLimits(failureStore) },
-    health: {
-      consumers,
-      draining: () => drained !== null,
-      writeProbe: directoryWriteProbe(config.dataDir),
-    },
+    health,
     metrics: { instruments: metrics, mode: config.metrics.mode },
   });
-  const metricsListener =
-    config.metrics.mode === 'port'
-      ? await startMetricsListener({ host: config.host, port: config.metrics.port }, metrics, logger)
-      : null;
-
+  let metricsListener: MetricsListener | null = null;
   const beginDrain = ({ deadlineMs }: { deadlineMs?: number } = {}) => {
     if (drained) return;
     drainDeadline = deadlineMs === undefined ? null : Date.now() + deadlineMs;
     drained = Promise.all(featureConsumers.map((consumer) => consumer.stop(untilDeadline())));
   };
+
+  const stop = async (options: { deadlineMs?: number } = {}) => {
+    beginDrain(options);
+    await metricsListener?.close();
+    await drained;
+    await duties.stop();
+    for (const consumer of featureConsumers) await consumer.close?.();
+    keyring.close();
+    await revoked.stop();
+    await failureStore.close();
+    await stores.close();
+    // Last: flushes the spans of the shutdown too.
+    await tracing.shutdown();
+  };
+  if (config.metrics.mode === 'port') {
+    try {
+      metricsListener = await startMetricsListener(
+        { host: config.host, port: config.metrics.port },
+        metrics,
+        logger,
+        { ready: async () => readinessAnswer(await readiness({ ...stores, logger, health }), true) },
+      );
+    } catch (error) {
+      // METRICS_PORT taken: nothing may keep running (the lease, the keyring's watch) behind the error.
+      await stop({ deadlineMs: 0 });
+      throw error;
+    }
+  }
 
   return {
     app,
@@ -282,18 +351,6 @@ export const startService = async (
     draining: () => drained !== null,
     metrics,
     metricsPort: metricsListener?.port ?? null,
-    stop: async (options = {}) => {
-      beginDrain(options);
-      await metricsListener?.close();
-      await drained;
-      await duties.stop();
-      for (const consumer of featureConsumers) await consumer.close?.();
-      keyring.close();
-      await revoked.stop();
-      await failureStore.close();
-      await stores.close();
-      // Last: flushes the spans of the shutdown too.
-      await tracing.shutdown();
-    },
+    stop,
   };
 };

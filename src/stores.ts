@@ -6,8 +6,7 @@ import type { BlobStore } from './media/blob-store.js';
 import { openFileBlobs } from './media/file-blobs.js';
 import { openSqliteEventStore } from './eventstore/sqlite.js';
 import { withUpcasting } from './eventstore/upcasting.js';
-// Registers the features' event schema histories, which the upcasting read path and new events use.
-import './features.js';
+import type { UpcasterRegistry } from './core/upcasting.js';
 import type { ReadModelStore } from './readmodels/port.js';
 import { openSqliteReadModels } from './readmodels/sqlite.js';
 import type { IdempotencyStore } from './http/idempotency-store.js';
@@ -28,7 +27,8 @@ export interface Stores {
 
 /**
  * The embedded SQLite files unless EVENTSTORE_URL / MONGODB_URL / DATABASE_URL name a server. The production
- * clients are loaded only when used, so the embedded default starts without them.
+ * clients are loaded only when used, so the embedded default starts without them. `eventSchemas` (the
+ * features', src/features.ts) is what the event store upcasts reads to and stamps appends with.
  */
 export interface StoreObservers {
   /** A PostgreSQL consumer group's claims could not be renewed: the service logs and counts it. */
@@ -37,7 +37,7 @@ export interface StoreObservers {
 
 export const openStores = async (
   config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl' | 'databaseUrl' | 'databasePoolSize'>,
-  observers: StoreObservers = {},
+  { eventSchemas, ...observers }: { eventSchemas: UpcasterRegistry } & StoreObservers,
 ): Promise<Stores> => {
   mkdirSync(config.dataDir, { recursive: true });
   const postgres = { url: config.databaseUrl, options: { poolSize: config.databasePoolSize } };
@@ -51,6 +51,7 @@ export const openStores = async (
             await import('./eventstore/postgres.js')
           ).openPostgresEventStore(postgres.url, { ...postgres.options, ...observers })
         : openSqliteEventStore(join(config.dataDir, 'events.db')),
+    eventSchemas,
   );
   // Read models, blobs and idempotency records: MongoDB when MONGODB_URL is set, else PostgreSQL with
   // DATABASE_URL (one pool for every adapter), else the embedded files.

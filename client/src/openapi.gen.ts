@@ -33,7 +33,7 @@ export interface paths {
     };
     /**
      * Readiness
-     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Lists each consumer with its lag and parked events.
+     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Without a credential it says only that (`status`); with the platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with its lag and parked events, which may name a database and its error. Any other credential is answered as none. With METRICS=port the metrics port serves the detailed answer as well.
      *
      *     Needs no credential.
      */
@@ -55,7 +55,7 @@ export interface paths {
     };
     /**
      * Readiness (alias of /health/ready)
-     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Lists each consumer with its lag and parked events.
+     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Without a credential it says only that (`status`); with the platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with its lag and parked events, which may name a database and its error. Any other credential is answered as none. With METRICS=port the metrics port serves the detailed answer as well.
      *
      *     Needs no credential.
      */
@@ -2210,7 +2210,7 @@ export interface components {
       )[];
       /**
        * Format: password
-       * @description Optional: the service generates one when it is left out (recommended). Either the Standard Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain secret of 16 to 256 characters (the key is its UTF-8 bytes). The answer shows it once, in the standard form.
+       * @description Optional: the service generates one when it is left out (recommended). Either the Standard Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain secret of 16 to 256 characters (the key is its UTF-8 bytes). Either must look random: at least 8 different characters (or byte values), and no control characters. The answer shows it once, in the standard form.
        * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
        */
       secret?: string;
@@ -2465,7 +2465,8 @@ export interface operations {
           'application/json': {
             /** @enum {string} */
             status: 'ready';
-            checks: {
+            /** @description Only for the platform key */
+            checks?: {
               draining: {
                 /** @enum {string} */
                 status: 'pass' | 'fail';
@@ -2558,7 +2559,8 @@ export interface operations {
                 };
               };
             };
-            consumers: ({
+            /** @description Only for the platform key */
+            consumers?: ({
               name: string;
               /** @enum {string} */
               state: 'running' | 'retrying' | 'standby' | 'stopped';
@@ -2594,7 +2596,11 @@ export interface operations {
           'application/json': {
             /** @enum {string} */
             status: 'not-ready';
-            checks: {
+            /** @enum {string} */
+            type: '/problems/not-ready';
+            title: string;
+            /** @description Only for the platform key */
+            checks?: {
               draining: {
                 /** @enum {string} */
                 status: 'pass' | 'fail';
@@ -2687,7 +2693,8 @@ export interface operations {
                 };
               };
             };
-            consumers: ({
+            /** @description Only for the platform key */
+            consumers?: ({
               name: string;
               /** @enum {string} */
               state: 'running' | 'retrying' | 'standby' | 'stopped';
@@ -2709,10 +2716,8 @@ export interface operations {
             } & {
               [key: string]: unknown;
             })[];
-            /** @enum {string} */
-            type: '/problems/not-ready';
-            title: string;
-            detail: string;
+            /** @description Which checks fail, and why; only for the platform key */
+            detail?: string;
           };
         };
       };
@@ -2737,7 +2742,8 @@ export interface operations {
           'application/json': {
             /** @enum {string} */
             status: 'ready';
-            checks: {
+            /** @description Only for the platform key */
+            checks?: {
               draining: {
                 /** @enum {string} */
                 status: 'pass' | 'fail';
@@ -2830,7 +2836,8 @@ export interface operations {
                 };
               };
             };
-            consumers: ({
+            /** @description Only for the platform key */
+            consumers?: ({
               name: string;
               /** @enum {string} */
               state: 'running' | 'retrying' | 'standby' | 'stopped';
@@ -2866,7 +2873,11 @@ export interface operations {
           'application/json': {
             /** @enum {string} */
             status: 'not-ready';
-            checks: {
+            /** @enum {string} */
+            type: '/problems/not-ready';
+            title: string;
+            /** @description Only for the platform key */
+            checks?: {
               draining: {
                 /** @enum {string} */
                 status: 'pass' | 'fail';
@@ -2959,7 +2970,8 @@ export interface operations {
                 };
               };
             };
-            consumers: ({
+            /** @description Only for the platform key */
+            consumers?: ({
               name: string;
               /** @enum {string} */
               state: 'running' | 'retrying' | 'standby' | 'stopped';
@@ -2981,10 +2993,8 @@ export interface operations {
             } & {
               [key: string]: unknown;
             })[];
-            /** @enum {string} */
-            type: '/problems/not-ready';
-            title: string;
-            detail: string;
+            /** @description Which checks fail, and why; only for the platform key */
+            detail?: string;
           };
         };
       };

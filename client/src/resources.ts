@@ -569,9 +569,9 @@ export class Events extends Resource {
 /** `GET /health`. */
 export class HealthResource extends Resource {
   /**
-   * Readiness: `{status: "ready", checks, consumers}` when the service should get traffic; an ApiError with
-   * status 503 otherwise (draining, a store down or full, a consumer not running), whose `problem` holds the
-   * checks.
+   * Readiness: `{status: "ready"}` when the service should get traffic; an ApiError with status 503
+   * otherwise (draining, a store down or full, a consumer not running). Sent without a credential, so it
+   * says only that; the checks and consumers are for the platform key (docs/operations.md#health-and-logs).
    */
   check(options?: RequestOptions): Promise<Health> {
     return this.http.json({ method: 'GET', path: '/health', auth: 'none', ...withOptions(options) });

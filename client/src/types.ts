@@ -61,14 +61,17 @@ export type FieldError = Schemas['FieldError'];
  */
 export type Problem = Schemas['Problem'] & { [extension: string]: unknown };
 
-/** `GET /health` (readiness): the service should get traffic. */
+/**
+ * `GET /health` (readiness): the service should get traffic. `checks` and `consumers` are there only for
+ * the platform key.
+ */
 export type Health = operations['health']['responses'][200]['content']['application/json'];
 
 /** One readiness check. */
-export type HealthCheck = Health['checks']['draining'];
+export type HealthCheck = NonNullable<Health['checks']>['draining'];
 
 /** A consumer of the service (a projection, the webhook projector, the CV worker) as readiness shows it. */
-export type ConsumerHealth = Health['consumers'][number];
+export type ConsumerHealth = NonNullable<Health['consumers']>[number];
 
 // ─── Authentication ──────────────────────────────────────────────────────────────────────────────────
 

@@ -155,10 +155,7 @@ export const oauthApi = (deps: OAuthApiDeps): Router => {
               scopes: granted,
               expiresAt: new Date(now.getTime() + deps.tokens.accessTokenTtlSeconds * 1000).toISOString(),
             },
-            metadata: eventMetadata(
-              commandContext(ctx, deps, client.tenantId, `client:${client.id}`),
-              'OAuthTokenIssued',
-            ),
+            metadata: eventMetadata(commandContext(ctx, deps, client.tenantId, `client:${client.id}`)),
           },
         ],
         'any',

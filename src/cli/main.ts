@@ -6,6 +6,7 @@ import { keyCommands } from './keys.js';
 import { printer } from './output.js';
 import { parkedCommands } from './parked.js';
 import { projectionCommands } from './projections.js';
+import { secretCommands } from './secrets.js';
 import { snapshotCommands } from './snapshots.js';
 import { tenantCommands } from './tenants.js';
 import { groupHelp, usage } from './usage.js';
@@ -17,6 +18,7 @@ import { groupHelp, usage } from './usage.js';
 const commands: Commands = {
   ...tenantCommands,
   ...keyCommands,
+  ...secretCommands,
   ...auditCommands,
   ...projectionCommands,
   ...parkedCommands,

@@ -6,6 +6,7 @@ import { readAggregate } from '../core/command-handler.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Projection } from '../readmodels/projection.js';
 import { projectionRunner } from '../readmodels/runner.js';
+import { eventSchemas } from '../features.js';
 import { openStores, type Stores } from '../stores.js';
 import { tenantStream } from '../tenants/load.js';
 import { tenantDecider } from '../tenants/decider.js';
@@ -70,7 +71,7 @@ export const withStores = async <T>(
   const { events, readModels, embedded } = locations(config);
   if (events === embedded || readModels === embedded) requireDataDir(config.dataDir, create);
   process.stderr.write(`${storeLine(config)}\n`);
-  const stores = await openStores(config);
+  const stores = await openStores(config, { eventSchemas });
   try {
     return await work(stores);
   } finally {

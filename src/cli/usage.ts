@@ -9,6 +9,7 @@ Commands:
   keys list                                       list the token signing keys; marks the one that signs
   keys rotate                                     add a signing key; it signs new tokens from now on
   keys retire <kid>                               stop accepting tokens signed with this key
+  secrets record                                  make this environment's secrets the ones every process must have
   audit verify --tenant <id>                      check every hash chain and digest of the tenant's history
   audit replay --tenant <id> [--stream <name>] [--until <time|position>]
                                                   print the history, or an aggregate's state at that point

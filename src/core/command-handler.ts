@@ -2,9 +2,8 @@ import type { EventStore, WholeStreamReader } from '../eventstore/port.js';
 import type { Decider, DomainEvent, Envelope } from './decider.js';
 import { fold } from './decider.js';
 import { PreconditionFailedError, VersionConflictError } from './errors.js';
-import type { EventMetadata, NewEvent, RecordedEvent } from './events.js';
+import type { NewEvent, NewEventMetadata, RecordedEvent } from './events.js';
 import { NO_STREAM } from './events.js';
-import { currentSchemaVersion } from './upcasting.js';
 import { activeTraceparent, inSpan, tracingOn } from '../observability/tracing.js';
 
 /** Who and what caused a command: becomes the metadata of every event it produces. */
@@ -26,21 +25,18 @@ export interface CommandResult<State, Event extends DomainEvent> {
   events: Event[];
 }
 
-/** New events are written at the current version of their type (see src/core/upcasting.ts). */
-export const schemaVersionOf = (type: string): number => currentSchemaVersion(type);
-
 /**
  * The metadata a command's context gives each event it writes, with the traceparent of the span writing it
- * when traces are on (the key is left out otherwise, so untraced events keep their shape).
+ * when traces are on (the key is left out otherwise, so untraced events keep their shape). The schema
+ * version is the store's to stamp (src/eventstore/upcasting.ts).
  */
-export const eventMetadata = (context: CommandContext, type: string): EventMetadata => {
-  const metadata: EventMetadata = {
+export const eventMetadata = (context: CommandContext): NewEventMetadata => {
+  const metadata: NewEventMetadata = {
     tenantId: context.tenantId,
     actor: context.actor,
     correlationId: context.correlationId,
     causationId: context.causationId,
     occurredAt: context.now.toISOString(),
-    schemaVersion: schemaVersionOf(type),
   };
   const traceparent = activeTraceparent();
   if (traceparent) metadata.traceparent = traceparent;
@@ -142,7 +138,7 @@ const decideAndAppend = async <State, Command, Event extends DomainEvent>(
     id: context.newEventId(),
     type: event.type,
     data: event.data,
-    metadata: eventMetadata(context, event.type),
+    metadata: eventMetadata(context),
   }));
   try {
     const result = await eventStore.appendToStream(streamName, toAppend, version);

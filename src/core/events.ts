@@ -17,14 +17,21 @@ export interface EventMetadata {
   traceparent?: string;
 }
 
+/**
+ * Metadata as a writer gives it. The schema version is the store's to stamp, from the schema histories it
+ * was opened with (src/eventstore/upcasting.ts); a writer sets one only to write an older shape on purpose.
+ */
+export type NewEventMetadata = Omit<EventMetadata, 'schemaVersion'> & { schemaVersion?: number };
+
 export interface NewEvent<Type extends string = string, Data = unknown> {
   id: string;
   type: Type;
   data: Data;
-  metadata: EventMetadata;
+  metadata: NewEventMetadata;
 }
 
 export interface RecordedEvent<Type extends string = string, Data = unknown> extends NewEvent<Type, Data> {
+  metadata: EventMetadata;
   streamName: string;
   /** 0-based version of the event inside its stream. */
   streamVersion: number;

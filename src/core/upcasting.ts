@@ -32,7 +32,7 @@ export const checkRegistry = (registry: UpcasterRegistry): UpcasterRegistry => {
   return registry;
 };
 
-/** The upcast function of a registry; `upcast` below is the one of the registry the features fill. */
+/** The upcast function of a registry: what a store opened with it applies to every event it reads. */
 export const upcaster = (registry: UpcasterRegistry) =>
   // A Map, so that an event type such as `constructor` never finds something on Object.prototype.
   upcasterOf(new Map(Object.entries(checkRegistry(registry))));
@@ -53,25 +53,23 @@ const upcasterOf =
   };
 
 /**
- * The event types of the service that have had more than one version, as the features register them
- * (src/features.ts, which src/stores.ts imports): core knows no feature.
+ * The schema histories of several features as one registry; an event type with two histories is refused,
+ * since its events could be read two ways.
  */
-const registered = new Map<string, EventSchema>();
-
-/** Adds a feature's schema histories; an event type registered twice must be registered the same. */
-export const registerEventSchemas = (registry: UpcasterRegistry): void => {
-  for (const [type, schema] of Object.entries(checkRegistry(registry))) {
-    const known = registered.get(type);
-    if (known && known !== schema) throw new Error(`${type}: two schema histories are registered`);
-    registered.set(type, schema);
+export const mergeEventSchemas = (
+  registries: readonly (UpcasterRegistry | undefined)[],
+): UpcasterRegistry => {
+  const merged = new Map<string, EventSchema>();
+  for (const registry of registries) {
+    for (const [type, schema] of Object.entries(checkRegistry(registry ?? {}))) {
+      const known = merged.get(type);
+      if (known && known !== schema) throw new Error(`${type}: two schema histories are registered`);
+      merged.set(type, schema);
+    }
   }
+  return Object.fromEntries(merged);
 };
 
-/** Every registered event type with more than one version. */
-export const eventSchemas = (): UpcasterRegistry => Object.fromEntries(registered);
-
-/** Brings an event read from a store to the current version of its type; other events pass unchanged. */
-export const upcast: <E extends RecordedEvent>(event: E) => E = upcasterOf(registered);
-
-/** The version new events of this type are written at. */
-export const currentSchemaVersion = (type: string): number => registered.get(type)?.current ?? 1;
+/** The version new events of `type` are written at under `registry`: 1 for a type it does not list. */
+export const currentVersionIn = (registry: UpcasterRegistry, type: string): number =>
+  Object.hasOwn(registry, type) ? registry[type]!.current : 1;

@@ -183,7 +183,7 @@ export const cvWorker = (deps: CvWorkerDeps) => {
       id: context.newEventId(),
       type: event.type,
       data: event.data,
-      metadata: eventMetadata(context, event.type),
+      metadata: eventMetadata(context),
     }));
     try {
       await eventStore.appendToStream(claimed.stream, events, claimed.version);

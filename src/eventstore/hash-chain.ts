@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import type { EventMetadata } from '../core/events.js';
+import type { NewEventMetadata } from '../core/events.js';
 
 /**
  * Tamper evidence: every event's hash covers its content and the hash of the event before it in its
@@ -40,7 +40,7 @@ export interface ChainedContent {
   id: string;
   type: string;
   data: unknown;
-  metadata: EventMetadata;
+  metadata: NewEventMetadata;
 }
 
 /**

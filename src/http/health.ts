@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { StoreUnavailableError } from '../core/errors.js';
 import type { ConsumerStatus } from '../core/supervisor.js';
 
@@ -67,6 +68,11 @@ export interface HealthSources {
   writeProbe?: () => Promise<void>;
   /** Refused writes; createApp makes one when none is given, and feeds it from its problem middleware. */
   storeFailures?: StoreFailures;
+  /**
+   * The platform key: a request that sends it gets the checks and consumers. Anonymous readiness says only
+   * ready or not, since its details (a database's address, a driver's error) are for the operator.
+   */
+  platformKey?: string;
 }
 
 export interface HealthDeps {
@@ -157,6 +163,49 @@ export const readiness = async (deps: HealthDeps) => {
   return { ready: failed.length === 0, failed, checks, consumers };
 };
 
+type Readiness = Awaited<ReturnType<typeof readiness>>;
+
+/** Compared as digests, so that neither the time nor a length check says how much of the key matched. */
+const sameKey = (given: string, key: string): boolean =>
+  timingSafeEqual(createHash('sha256').update(given).digest(), createHash('sha256').update(key).digest());
+
+/** Whether the request carries the platform key, as `X-API-Key` or as a bearer token. */
+export const sentPlatformKey = (
+  headers: { 'x-api-key'?: string | string[]; authorization?: string },
+  platformKey: string | undefined,
+): boolean => {
+  if (platformKey === undefined) return false;
+  const apiKey = headers['x-api-key'];
+  if (typeof apiKey === 'string') return sameKey(apiKey, platformKey);
+  const bearer = /^Bearer (.+)$/i.exec(headers.authorization ?? '')?.[1];
+  return bearer !== undefined && sameKey(bearer, platformKey);
+};
+
+/**
+ * The readiness answer: its status and body, with the checks and consumers only when `detailed` (the
+ * platform key, or the METRICS=port listener). Not ready, it carries the members of a problem document.
+ */
+export const readinessAnswer = (
+  result: Readiness,
+  detailed: boolean,
+): { status: 200 | 503; body: Record<string, unknown> } => {
+  const details = detailed ? { checks: result.checks, consumers: result.consumers } : {};
+  if (result.ready) return { status: 200, body: { status: 'ready', ...details } };
+  return {
+    status: 503,
+    body: {
+      status: 'not-ready',
+      type: '/problems/not-ready',
+      title: 'The service should not get traffic now',
+      ...(detailed ? { detail: failureDetail(result) } : {}),
+      ...details,
+    },
+  };
+};
+
+const failureDetail = (result: Readiness): string =>
+  result.failed.map(([name, check]) => `${name}: ${check.error ?? 'failed'}`).join('; ');
+
 /** The routes; mounted by createApp without authentication, rate limit or idempotency. */
 export const healthApi = (deps: HealthDeps): Router => {
   const router = new Router();
@@ -167,25 +216,14 @@ export const healthApi = (deps: HealthDeps): Router => {
   const ready = async (ctx: Context) => {
     const result = await readiness(deps);
     ctx.set('Cache-Control', 'no-store');
-    if (result.ready) {
-      ctx.body = { status: 'ready', checks: result.checks, consumers: result.consumers };
-      return;
+    // The operator reads why in the log; an anonymous caller learns only that it should not send traffic.
+    if (!result.ready && !deps.health.draining()) {
+      ctx.state.logger.warn({ detail: failureDetail(result) }, 'not ready');
     }
-    const detail = result.failed.map(([name, check]) => `${name}: ${check.error ?? 'failed'}`).join('; ');
-    if (!deps.health.draining()) {
-      ctx.state.logger.warn({ detail }, 'not ready');
-    }
-    // The members of a problem document beside the readiness report, so problem-aware clients read it too.
-    ctx.status = 503;
-    ctx.set('Retry-After', '5');
-    ctx.body = {
-      status: 'not-ready',
-      type: '/problems/not-ready',
-      title: 'The service should not get traffic now',
-      detail,
-      checks: result.checks,
-      consumers: result.consumers,
-    };
+    const answer = readinessAnswer(result, sentPlatformKey(ctx.headers, deps.health.platformKey));
+    ctx.status = answer.status;
+    if (answer.status === 503) ctx.set('Retry-After', '5');
+    ctx.body = answer.body;
   };
   router.get('/health/ready', ready);
   router.get('/health', ready);

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { MetricsMode } from '../config.js';
 import { ForbiddenError } from '../core/errors.js';
+import { listen } from '../http/listen.js';
 import { problemContentType } from '../http/problem.js';
 import { statusClass, type Metrics } from './metrics.js';
 
@@ -64,12 +65,18 @@ export interface MetricsListener {
   close: () => Promise<void>;
 }
 
+const internalError = JSON.stringify({
+  type: '/problems/internal-error',
+  title: 'Internal Server Error',
+  status: 500,
+});
+
 const notFound = (path: string) =>
   JSON.stringify({
     type: '/problems/not-found',
     title: 'Not Found',
     status: 404,
-    detail: `Only GET ${metricsPath} is served on this port`,
+    detail: `Only GET ${metricsPath} and GET /health/ready are served on this port`,
     instance: path,
   });
 
@@ -81,10 +88,30 @@ export const startMetricsListener = async (
   { host, port }: { host: string; port: number },
   metrics: Pick<Metrics, 'scrape'>,
   logger: Logger,
+  health?: { ready: () => Promise<{ status: number; body: unknown }> },
 ): Promise<MetricsListener> => {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    if (path !== metricsPath || (req.method !== 'GET' && req.method !== 'HEAD')) {
+    const get = req.method === 'GET' || req.method === 'HEAD';
+    // Readiness with its details, for the private network the scraper is on (docs/operations.md#health-and-logs).
+    if (health && get && (path === '/health/ready' || path === '/health')) {
+      health.ready().then(
+        ({ status, body }) =>
+          res
+            .writeHead(status, {
+              'content-type': 'application/json',
+              'cache-control': 'no-store',
+              ...(status === 503 ? { 'retry-after': '5' } : {}),
+            })
+            .end(JSON.stringify(body)),
+        (error: unknown) => {
+          logger.error({ err: error }, 'readiness failed');
+          res.writeHead(500, { 'content-type': problemContentType }).end(internalError);
+        },
+      );
+      return;
+    }
+    if (path !== metricsPath || !get) {
       res.writeHead(404, { 'content-type': problemContentType }).end(notFound(path));
       return;
     }
@@ -93,21 +120,11 @@ export const startMetricsListener = async (
         res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(body),
       (error: unknown) => {
         logger.error({ err: error }, 'metrics scrape failed');
-        res
-          .writeHead(500, { 'content-type': problemContentType })
-          .end(
-            JSON.stringify({ type: '/problems/internal-error', title: 'Internal Server Error', status: 500 }),
-          );
+        res.writeHead(500, { 'content-type': problemContentType }).end(internalError);
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await listen(server, { port, host, setting: 'METRICS_PORT' });
   const bound = (server.address() as AddressInfo).port;
   logger.info({ host, port: bound }, `metrics on http://${host}:${bound}${metricsPath}`);
   return {

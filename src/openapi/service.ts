@@ -45,22 +45,32 @@ const consumer: Schema = {
   additionalProperties: true,
 };
 
-/** The readiness report; when not ready, with the members of a problem document beside it. */
+/**
+ * The readiness report; when not ready, with the members of a problem document beside it. The checks,
+ * the consumers and the detail only for the platform key.
+ */
 const readiness = (status: 'ready' | 'not-ready'): Schema =>
-  object({
-    status: enumOf([status]),
-    checks: object(
-      Object.fromEntries(
-        ['draining', 'eventStore', 'readModels', 'blobs', 'idempotency', 'storage', 'consumers'].map(
-          (name) => [name, check],
+  object(
+    {
+      status: enumOf([status]),
+      ...(status === 'not-ready' ? { type: enumOf(['/problems/not-ready']), title: string() } : {}),
+    },
+    {
+      checks: object(
+        Object.fromEntries(
+          ['draining', 'eventStore', 'readModels', 'blobs', 'idempotency', 'storage', 'consumers'].map(
+            (name) => [name, check],
+          ),
         ),
+        {},
+        { description: 'Only for the platform key' },
       ),
-    ),
-    consumers: arrayOf(consumer),
-    ...(status === 'not-ready'
-      ? { type: enumOf(['/problems/not-ready']), title: string(), detail: string() }
-      : {}),
-  });
+      consumers: arrayOf(consumer, { description: 'Only for the platform key' }),
+      ...(status === 'not-ready'
+        ? { detail: string({ description: 'Which checks fail, and why; only for the platform key' }) }
+        : {}),
+    },
+  );
 
 const readinessOperation = (path: string, operationId: string, alias: boolean) =>
   operation({
@@ -71,7 +81,10 @@ const readinessOperation = (path: string, operationId: string, alias: boolean) =
     description:
       'Whether this process should get traffic: every store answers (event store, read models, blobs, ' +
       'idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and ' +
-      'the process is not shutting down. Lists each consumer with its lag and parked events.',
+      'the process is not shutting down. Without a credential it says only that (`status`); with the ' +
+      'platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with ' +
+      'its lag and parked events, which may name a database and its error. Any other credential is ' +
+      'answered as none. With METRICS=port the metrics port serves the detailed answer as well.',
     tag,
     access: { public: true },
     responses: {

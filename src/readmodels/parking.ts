@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { schemaVersionOf } from '../core/command-handler.js';
 import type { RecordedEvent } from '../core/events.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
@@ -114,7 +113,6 @@ export const recordDecision = async (
           correlationId: randomUUID(),
           causationId: parked.eventId,
           occurredAt: now.toISOString(),
-          schemaVersion: schemaVersionOf(type),
         },
       },
     ],

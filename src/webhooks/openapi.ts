@@ -252,8 +252,9 @@ export const webhookOperations = (): BuiltOperation[] => [
           description:
             'Optional: the service generates one when it is left out (recommended). Either the Standard ' +
             'Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain ' +
-            'secret of 16 to 256 characters (the key is its UTF-8 bytes). The answer shows it once, in the ' +
-            'standard form.',
+            'secret of 16 to 256 characters (the key is its UTF-8 bytes). Either must look random: at least 8 ' +
+            'different characters (or byte values), and no control characters. The answer shows it once, in ' +
+            'the standard form.',
           examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
         }),
       },

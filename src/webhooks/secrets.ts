@@ -19,18 +19,40 @@ const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 
 export const generateSecret = (): string => `${standardPrefix}${randomBytes(32).toString('base64')}`;
 
+/**
+ * Different characters (or bytes, for a `whsec_` key) a chosen secret needs at least: 16 spaces, 16 NULs
+ * or 24 zero bytes have the length of a secret and none of its entropy. A random secret of the shortest
+ * length has about 15 different ones.
+ */
+export const minDistinct = 8;
+
+/** C0 and C1 controls and DEL: never typed into a secret on purpose, and invisible where it is pasted. */
+const control = /\p{Cc}/u;
+
+/** Why a plain secret is refused, or null. */
+const plainProblem = (secret: string): string | null => {
+  const characters = [...secret];
+  if (characters.length < plainLength.min || characters.length > plainLength.max)
+    return `must be ${standardPrefix} and the base64 of ${keyBytes.min} to ${keyBytes.max} random bytes, or a plain secret of ${plainLength.min} to ${plainLength.max} characters`;
+  if (control.test(secret)) return 'must not contain control characters (such as NUL, tab or newline)';
+  const distinct = new Set(characters).size;
+  return distinct < minDistinct
+    ? `must be random: at least ${minDistinct} different characters (this one has ${distinct}); leave it out to have one generated`
+    : null;
+};
+
 /** Why a chosen secret is refused ("must …"), or null when it is acceptable. */
 export const secretProblem = (secret: string): string | null => {
-  if (!secret.startsWith(standardPrefix))
-    return secret.length >= plainLength.min && secret.length <= plainLength.max
-      ? null
-      : `must be ${standardPrefix} and the base64 of ${keyBytes.min} to ${keyBytes.max} random bytes, or a plain secret of ${plainLength.min} to ${plainLength.max} characters`;
+  if (!secret.startsWith(standardPrefix)) return plainProblem(secret);
   const encoded = secret.slice(standardPrefix.length);
   if (!base64.test(encoded)) return `must be ${standardPrefix} followed by standard base64 (RFC 4648 §4)`;
-  const length = Buffer.from(encoded, 'base64').length;
-  return length >= keyBytes.min && length <= keyBytes.max
-    ? null
-    : `must encode ${keyBytes.min} to ${keyBytes.max} bytes after ${standardPrefix} (this one encodes ${length})`;
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length < keyBytes.min || key.length > keyBytes.max)
+    return `must encode ${keyBytes.min} to ${keyBytes.max} bytes after ${standardPrefix} (this one encodes ${key.length})`;
+  const distinct = new Set(key).size;
+  return distinct < minDistinct
+    ? `must encode random bytes after ${standardPrefix}: at least ${minDistinct} different byte values (this one has ${distinct})`
+    : null;
 };
 
 /** The HMAC key of a secret as stored: the decoded bytes of a `whsec_` secret, else its UTF-8 bytes. */

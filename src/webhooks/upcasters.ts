@@ -1,8 +1,8 @@
 import type { DeliveryEvent } from './delivery.decider.js';
 
 /**
- * The schema history of the webhook events. Only types: this module is imported by the event stores'
- * read path (through src/core/upcasting.ts), so it must stay free of anything that imports a store.
+ * The schema history of the webhook events, which src/features.ts hands to the stores with every other
+ * feature's: only types here, nothing that imports a store.
  */
 
 type ClaimedV2 = Extract<DeliveryEvent, { type: 'DeliveryAttemptClaimed' }>['data'];

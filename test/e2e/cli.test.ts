@@ -100,6 +100,7 @@ describe('the command line', function () {
       'keys list',
       'keys rotate',
       'keys retire',
+      'secrets record',
       'audit verify',
       'audit replay',
       'audit digest',

@@ -8,7 +8,7 @@ import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { anEvent, eventually, uniqueTenant } from '../support/events.js';
 import { testImage } from '../support/images.js';
 import { request } from '../support/server.js';
-import { createTenant, startServiceProcess } from '../support/service-process.js';
+import { createTenant, platformKey, startServiceProcess } from '../support/service-process.js';
 
 /** Writes a file until the file system says ENOSPC. */
 const fill = (file: string) => {
@@ -125,7 +125,7 @@ describe('a service whose disk fills up (a real 24 MB tmpfs as DATA_DIR)', funct
         headers: { ...headers, 'Idempotency-Key': 'full-disk-1' },
       });
       expect(keyed.status).to.equal(503);
-      const ready = await request(`${service.url}/health/ready`);
+      const ready = await request(`${service.url}/health/ready`, { headers: { 'X-API-Key': platformKey } });
       expect(ready.status).to.equal(503);
       expect(ready.body.checks.storage.status).to.equal('fail');
       expect(ready.body.checks.storage.error).to.match(/ENOSPC/);

@@ -136,7 +136,7 @@ describe('several processes on one DATA_DIR', () => {
       5000,
       'the second process to say it stands by',
     );
-    const ready = await request(`${second.url}/health/ready`);
+    const ready = await request(`${second.url}/health/ready`, { headers: { 'X-API-Key': platformKey } });
     expect(JSON.stringify(ready.body)).to.include('standby');
 
     // Both processes serve the API; one worker sends the e-mail, once.

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { tempDir } from '../support/adapters.js';
 import { anObservationRecorded, eventually } from '../support/events.js';
 import { freePort, startTs, stop } from '../support/process.js';
-import { request, startTestServer, withTenant } from '../support/server.js';
+import { request, startTestServer, testCursorSecret, withTenant } from '../support/server.js';
 
 /** The CLI as an operator runs it: a real process on the same DATA_DIR. */
 const cli = async (dataDir: string, ...args: string[]) => {
@@ -120,6 +120,8 @@ describe('projections and exports on the command line', function () {
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
+      // The test server that seeded the store ran with this one; another would be refused at start.
+      CURSOR_SECRET: testCursorSecret,
     });
     const url = `http://127.0.0.1:${port}/v1/tenants/${tenantId}/observations`;
     const headers = { 'X-API-Key': adminKey };
@@ -458,7 +460,12 @@ describe('projections and exports on the command line', function () {
     const head = await seedObservations(dir, tenantId, 50_000);
     // The live read model catches up with the seeded history, as a running service would have.
     const port = await freePort();
-    const service = startTs('src/main.ts', [], { DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'warn' });
+    const service = startTs('src/main.ts', [], {
+      DATA_DIR: dir,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      CURSOR_SECRET: testCursorSecret,
+    });
     try {
       await eventually(async () => {
         const page = await request(

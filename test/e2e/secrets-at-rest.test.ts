@@ -42,7 +42,11 @@ describe('secrets at rest and in operator output', function () {
         expect(user.status).to.equal(201);
         const hook = await request(`${server.url}/v1/tenants/${tenantId}/webhooks`, {
           method: 'POST',
-          body: { url: 'http://127.0.0.1:9/hooks', events: ['observation.created'], secret: 'x'.repeat(20) },
+          body: {
+            url: 'http://127.0.0.1:9/hooks',
+            events: ['observation.created'],
+            secret: 'a-chosen-secret-0123456789',
+          },
           headers: admin,
         });
         expect(hook.status).to.equal(201);

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { tempDir } from '../support/adapters.js';
 import { freePort, startTs, stop } from '../support/process.js';
@@ -76,6 +77,53 @@ describe('the service started with its settings', function () {
     } finally {
       await stop(service.child, service.exited);
       remove();
+    }
+  });
+
+  describe('on a port another process holds', () => {
+    let holder: Server;
+    let port: number;
+    before(async () => {
+      holder = createServer();
+      await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+      port = (holder.address() as { port: number }).port;
+    });
+    after(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+
+    const fatalLines = (stdout: string) =>
+      stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .filter((line) => line.level === 60);
+
+    for (const [setting, env] of [
+      ['PORT', (taken: number) => ({ PORT: String(taken) })],
+      ['METRICS_PORT', (taken: number) => ({ METRICS: 'port', METRICS_PORT: String(taken) })],
+    ] as const) {
+      it(`exits with code 3 and one log line naming the port and ${setting}, without a stack trace`, async () => {
+        const { dir, remove } = tempDir();
+        const service = startTs('src/main.ts', [], {
+          DATA_DIR: dir,
+          HOST: '127.0.0.1',
+          PORT: String(await freePort()),
+          PLATFORM_ADMIN_KEY: platformKey,
+          ...env(port),
+        });
+        try {
+          const code = await Promise.race([service.exited, pause(30_000)]);
+          expect(code, service.output.stdout + service.output.stderr).to.equal(3);
+          const fatal = fatalLines(service.output.stdout);
+          expect(fatal).to.have.length(1);
+          expect(fatal[0]!.msg).to.equal(
+            `cannot listen on 127.0.0.1:${port}: port ${port} is in use by another process; stop it, or set ${setting} to a free port`,
+          );
+          expect(service.output.stderr).not.to.match(/EADDRINUSE|\n\s+at /);
+        } finally {
+          if (service.child.exitCode === null) await stop(service.child, service.exited, 'SIGKILL');
+          remove();
+        }
+      });
     }
   });
 });

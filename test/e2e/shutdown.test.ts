@@ -4,7 +4,13 @@ import { tempDir } from '../support/adapters.js';
 import { testImage } from '../support/images.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { request } from '../support/server.js';
-import { createTenant, slowPost, splitGet, startServiceProcess } from '../support/service-process.js';
+import {
+  createTenant,
+  platformKey,
+  slowPost,
+  splitGet,
+  startServiceProcess,
+} from '../support/service-process.js';
 
 const secret = 'whsec-shutdown-0123456789abcdef';
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -40,7 +46,7 @@ describe('a service process told to stop (SIGTERM)', function () {
       );
       await Promise.all(uploads.map((upload) => upload.sending));
       // A readiness request already begun on its connection when the signal comes.
-      const readiness = await splitGet(service.port, '/health/ready');
+      const readiness = await splitGet(service.port, '/health/ready', { 'X-API-Key': platformKey });
       await pause(100);
 
       const signalled = Date.now();
@@ -80,6 +86,28 @@ describe('a service process told to stop (SIGTERM)', function () {
       } finally {
         again.child.kill('SIGTERM');
         expect(await again.exited).to.equal(0);
+      }
+    });
+  });
+
+  describe('with its log read', () => {
+    it('writes its last log lines, `requests drained` and `stopped`, before it exits 0', async () => {
+      const { dir, remove } = tempDir();
+      try {
+        const service = await startServiceProcess(dir);
+        service.child.kill('SIGTERM');
+        expect(await service.exited).to.equal(0);
+        const messages = service.output.stdout
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => (JSON.parse(line) as { msg: string }).msg);
+        expect(messages.slice(-3), service.output.stdout.slice(-2000)).to.deep.equal([
+          'shutting down: draining',
+          'requests drained; stopping the consumers',
+          'stopped',
+        ]);
+      } finally {
+        remove();
       }
     });
   });

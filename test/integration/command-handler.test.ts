@@ -5,6 +5,8 @@ import type { Decider } from '../../src/core/decider.js';
 import { PreconditionFailedError, VersionConflictError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { withUpcasting } from '../../src/eventstore/upcasting.js';
+import { eventSchemas } from '../../src/features.js';
 import { tempDir } from '../support/adapters.js';
 import { anEvent } from '../support/events.js';
 
@@ -38,7 +40,8 @@ describe('the command handler', () => {
   beforeEach(() => {
     const dir = tempDir();
     remove = dir.remove;
-    store = openSqliteEventStore(join(dir.dir, 'events.db'));
+    // As openStores opens it: the schema version is the store's to stamp.
+    store = withUpcasting(openSqliteEventStore(join(dir.dir, 'events.db')), eventSchemas);
   });
   afterEach(async () => {
     await store.close();

@@ -398,7 +398,7 @@ describe('CV jobs over HTTP', () => {
         id: randomUUID(),
         type,
         data,
-        metadata: eventMetadata(context, type),
+        metadata: eventMetadata(context),
       });
       const appended = await server.stores.eventStore.appendToStream(
         stream,

@@ -20,9 +20,33 @@ describe('the health routes', () => {
     }
   });
 
-  it('answer readiness 200 with every check passing and every consumer listed, at /health too', async () => {
-    for (const path of ['/health/ready', '/health', '/health/ready']) {
+  it('answer anonymous readiness 200 with its status alone, at /health too', async () => {
+    for (const path of ['/health/ready', '/health']) {
       const ready = await request(`${server.url}${path}`);
+      expect(ready.status, path).to.equal(200);
+      expect(ready.body).to.deep.equal({ status: 'ready' });
+    }
+  });
+
+  it('answer a wrong key, or a tenant-like one, as anonymous', async () => {
+    const wrong: Record<string, string>[] = [
+      { 'X-API-Key': `${server.platformAdminKey}x` },
+      { Authorization: 'Bearer not-the-platform-key' },
+    ];
+    for (const headers of wrong) {
+      const ready = await request(`${server.url}/health/ready`, { headers });
+      expect(ready.body).to.deep.equal({ status: 'ready' });
+    }
+  });
+
+  it('answer readiness 200 to the platform key (as X-API-Key or bearer) with every check passing and every consumer listed', async () => {
+    const asked: [string, Record<string, string>][] = [
+      ['/health/ready', { 'X-API-Key': server.platformAdminKey }],
+      ['/health', { Authorization: `Bearer ${server.platformAdminKey}` }],
+      ['/health/ready', { Authorization: `bearer ${server.platformAdminKey}` }],
+    ];
+    for (const [path, headers] of asked) {
+      const ready = await request(`${server.url}${path}`, { headers });
       expect(ready.status, path).to.equal(200);
       expect(ready.body.status).to.equal('ready');
       expect(Object.keys(ready.body.checks)).to.have.members(checkNames);
@@ -38,9 +62,22 @@ describe('the health routes', () => {
   describe('once the service drains', () => {
     before(() => server.service.beginDrain({ deadlineMs: 1000 }));
 
-    it('answers readiness 503 with Retry-After, and the members of a problem document', async () => {
+    it('answers anonymous readiness 503 with Retry-After and a problem type, without checks or detail', async () => {
+      const ready = await request(`${server.url}/health/ready`);
+      expect(ready.status).to.equal(503);
+      expect(ready.headers.get('retry-after')).to.match(/^\d+$/);
+      expect(ready.body).to.deep.equal({
+        status: 'not-ready',
+        type: '/problems/not-ready',
+        title: 'The service should not get traffic now',
+      });
+    });
+
+    it('answers the platform key 503 with Retry-After, and the members of a problem document', async () => {
       for (const path of ['/health/ready', '/health']) {
-        const ready = await request(`${server.url}${path}`);
+        const ready = await request(`${server.url}${path}`, {
+          headers: { Authorization: `Bearer ${server.platformAdminKey}` },
+        });
         expect(ready.status, path).to.equal(503);
         expect(ready.headers.get('retry-after')).to.match(/^\d+$/);
         expect(ready.body).to.deep.include({ status: 'not-ready', type: '/problems/not-ready' });

@@ -15,6 +15,7 @@ import {
 } from '../support/auth.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { tempDir } from '../support/adapters.js';
+import { startTs } from '../support/process.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 type Tenant = Awaited<ReturnType<typeof withTenant>>;
@@ -243,10 +244,16 @@ describe('IDEMPOTENCY_SECRET_KEY', function () {
       expect(first.status).to.equal(201);
       expect((await create()).body.key).to.equal(first.body.key);
       await server.close();
-      server = await startTestServer(
-        { IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex') },
-        { dataDir: dir },
-      );
+      // A key changed on purpose is recorded first (docs/operations.md#shared-secrets), or the start refuses it.
+      const changed = { IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex') };
+      const record = startTs('src/cli/main.ts', ['secrets', 'record'], {
+        ...changed,
+        DATA_DIR: dir,
+        CURSOR_SECRET: 'test-secret',
+      });
+      expect(await record.exited, record.output.stderr).to.equal(0);
+      expect(record.output.stdout.trim()).to.equal('Recorded IDEMPOTENCY_SECRET_KEY');
+      server = await startTestServer(changed, { dataDir: dir });
       const head = await server.stores.eventStore.headPosition();
       const after = await create();
       expect(after.status, JSON.stringify(after.body)).to.equal(422);

@@ -307,8 +307,18 @@ describe('metrics', function () {
       });
       expect(onApi.status).to.equal(404);
       expect(onApi.headers.get('content-type')).to.match(/^application\/problem\+json/);
-      const other = await fetch(`http://127.0.0.1:${port}/health`);
+      const other = await fetch(`http://127.0.0.1:${port}/v1/openapi.json`);
       expect(other.status).to.equal(404);
+    });
+
+    it('serves readiness with its checks and consumers on its own port, without a credential', async () => {
+      for (const path of ['/health/ready', '/health']) {
+        const response = await fetch(`http://127.0.0.1:${port}${path}`);
+        expect(response.status, path).to.equal(200);
+        const body = (await response.json()) as { status: string; checks: Record<string, unknown> };
+        expect(body.status).to.equal('ready');
+        expect(body.checks.eventStore).to.deep.equal({ status: 'pass' });
+      }
     });
   });
 

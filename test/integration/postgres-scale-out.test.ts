@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { join } from 'node:path';
+import { rotateKeys } from '../../src/auth/signing-keys.js';
 import { streamName } from '../../src/core/streams.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
 import { tempDir } from '../support/adapters.js';
@@ -34,6 +36,9 @@ describePostgres('PostgreSQL: two API and two worker processes on one database',
       ),
     }));
     const receiver = await startReceiver(webhookSecret);
+    const keys = tempDir();
+    const keyring = join(keys.dir, 'signing-keys.json');
+    rotateKeys(keyring);
     const dirs: { dir: string; remove: () => void }[] = [];
     const running: { child: import('node:child_process').ChildProcess; exited: Promise<number | null> }[] =
       [];
@@ -47,6 +52,8 @@ describePostgres('PostgreSQL: two API and two worker processes on one database',
         CURSOR_SECRET: 'scale-out-cursor-secret-0123456789abcdef',
         WEBHOOK_SECRET_KEY: 'scale-out-webhook-key-0123456789abcdef',
         IDEMPOTENCY_SECRET_KEY: 'scale-out-idempotency-key-0123456789ab',
+        // One keyring for all, as the secrets: a process with its own would refuse to start.
+        SIGNING_KEYS_FILE: keyring,
         RATE_LIMIT: 'off',
         WEBHOOK_ALLOW_HTTP: 'true',
         WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -157,6 +164,7 @@ describePostgres('PostgreSQL: two API and two worker processes on one database',
       for (const service of running)
         if (service.child.exitCode === null) await stop(service.child, service.exited);
       for (const dir of dirs) dir.remove();
+      keys.remove();
       await receiver.close();
       await inference.close();
     }

@@ -1,13 +1,30 @@
 import { expect } from 'chai';
 import { randomInt } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { rotateKeys } from '../../src/auth/signing-keys.js';
+import { tempDir } from '../support/adapters.js';
 import { describePostgres, postgresUrl } from '../support/postgres.js';
 import { request, startTestServer, type TestServer } from '../support/server.js';
 
 describePostgres('the request rate limit on PostgreSQL', () => {
   let servers: TestServer[];
+  const keys = tempDir();
+  after(() => keys.remove());
   beforeEach(async () => {
-    // Two instances on one database, each with its own DATA_DIR, as on two machines.
-    const env = { DATABASE_URL: postgresUrl(), RATE_LIMIT: '3/1m', TRUST_PROXY: '1' };
+    // Two instances on one database, each with its own DATA_DIR, as on two machines: with the same secrets
+    // and keyring, or the second would refuse to start (docs/operations.md#shared-secrets).
+    const keyring = join(keys.dir, 'signing-keys.json');
+    if (!existsSync(keyring)) rotateKeys(keyring);
+    const env = {
+      DATABASE_URL: postgresUrl(),
+      RATE_LIMIT: '3/1m',
+      TRUST_PROXY: '1',
+      PLATFORM_ADMIN_KEY: 'rate-limit-shared-platform-key-0123456789',
+      WEBHOOK_SECRET_KEY: 'rate-limit-shared-webhook-key-0123456789',
+      IDEMPOTENCY_SECRET_KEY: 'rate-limit-shared-idempotency-key-0123456789',
+      SIGNING_KEYS_FILE: keyring,
+    };
     servers = [await startTestServer(env), await startTestServer(env)];
   });
   afterEach(async () => {

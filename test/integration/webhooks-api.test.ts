@@ -195,6 +195,27 @@ describe('the webhook subscription API', () => {
       }
     });
 
+    it('refuses chosen secrets without entropy (16 spaces, 16 NULs, one character repeated, zero bytes) or with control characters, with 400 naming the field', async () => {
+      const cases: [string, RegExp][] = [
+        [' '.repeat(16), /at least 8 different characters \(this one has 1\)/],
+        ['\u0000'.repeat(16), /control characters/],
+        ['x'.repeat(40), /at least 8 different characters/],
+        ['abcabcabcabcabcabc', /this one has 3/],
+        ['a-secret-with\na-newline', /control characters/],
+        [
+          `whsec_${Buffer.alloc(32).toString('base64')}`,
+          /at least 8 different byte values \(this one has 1\)/,
+        ],
+      ];
+      for (const [chosen, message] of cases) {
+        const response = await create({ url, events: ['observation.created'], secret: chosen });
+        expectProblem(response, 400);
+        expect(response.body.errors, JSON.stringify(chosen)).to.have.length(1);
+        expect(response.body.errors[0].path).to.equal('secret');
+        expect(response.body.errors[0].message).to.match(message);
+      }
+    });
+
     it('accepts a secret of exactly 16 characters', async () => {
       expect(
         (await create({ url, events: ['observation.created'], secret: 'sixteen-chars-ok' })).status,

@@ -7,6 +7,7 @@ import { systemContextOf } from '../../src/core/system-context.js';
 import { cachedViews } from '../../src/eventstore/cached-streams.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
+import { eventSchemas } from '../../src/features.js';
 import { withUpcasting } from '../../src/eventstore/upcasting.js';
 import { developmentSecret } from '../../src/secrets.js';
 import { deliveriesProjection } from '../../projections/webhooks.js';
@@ -201,7 +202,7 @@ describe('two instances delivering one webhook, when the first attempt outlives 
     takeOver(
       () => ({ DATABASE_URL: url }),
       async () => {
-        const eventStore = withUpcasting(await openPostgresEventStore(url));
+        const eventStore = withUpcasting(await openPostgresEventStore(url), eventSchemas);
         return { eventStore, close: () => eventStore.close() };
       },
     ),

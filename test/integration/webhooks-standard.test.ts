@@ -193,7 +193,7 @@ describe('webhook secrets in the Standard Webhooks form, verified by standardweb
   it('rotates to a chosen secret, and refuses a rotation of another tenant’s or an unknown subscription', async () => {
     const target = await receiver();
     const { id } = await subscribe(target.url);
-    const chosen = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const chosen = `whsec_${randomBytes(32).toString('base64')}`;
     const rotated = await api(`/webhooks/${id}/secret/rotate`, { method: 'POST', body: { secret: chosen } });
     expect(rotated.body.secret).to.equal(chosen);
     expect(

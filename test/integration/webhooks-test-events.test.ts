@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 import { eventually } from '../support/wait.js';
@@ -15,7 +16,7 @@ describe('a test event, sent by a credential other than the owner', function () 
   let tenantId: string;
   let adminKey: string;
   let key: (scopes: string[]) => Promise<string>;
-  const secret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
 
   beforeEach(async () => {
     server = await startTestServer({ WEBHOOK_TIMEOUT: '2s' });

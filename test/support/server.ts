@@ -6,6 +6,9 @@ import { startService, type Service, type ServiceOptions } from '../../src/servi
 import type { Stores } from '../../src/stores.js';
 import { tempDir } from './adapters.js';
 
+/** The CURSOR_SECRET of every test server: a process started on its DATA_DIR needs the same one. */
+export const testCursorSecret = 'test-secret';
+
 export interface TestServer {
   url: string;
   stores: Stores;
@@ -40,7 +43,7 @@ export const startTestServer = async (
     DATA_DIR: dir,
     PORT: String(port),
     PUBLIC_URL: url,
-    CURSOR_SECRET: 'test-secret',
+    CURSOR_SECRET: testCursorSecret,
     // The hourly digest would add a digest to a test that runs across the top of an hour.
     AUDIT_DIGEST_SCHEDULE: 'off',
     ...env,

@@ -90,7 +90,7 @@ export const slowPost = (
  * A GET sent over a raw connection in two halves: the request line and headers now, the blank line that
  * ends them on `finish()`. Between the two the connection carries a request in progress, so it is not idle.
  */
-export const splitGet = async (port: number, path: string) => {
+export const splitGet = async (port: number, path: string, headers: Record<string, string> = {}) => {
   const socket = connect(port, '127.0.0.1');
   await new Promise<void>((resolve, reject) => {
     socket.once('connect', resolve);
@@ -100,7 +100,8 @@ export const splitGet = async (port: number, path: string) => {
   socket.setEncoding('utf8');
   socket.on('data', (chunk: string) => (text += chunk));
   const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`);
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${extra.join('')}`);
   return {
     finish: async (): Promise<RawResponse> => {
       socket.write('\r\n');

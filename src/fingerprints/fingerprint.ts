@@ -1,0 +1,78 @@
+import { createHash, createHmac, createPublicKey } from 'node:crypto';
+import type { Keyring } from '../auth/signing-keys.js';
+
+/**
+ * Values every process on one store must share (the secrets, the signing keyring), as fingerprints that
+ * reveal nothing usable: an HMAC of a fixed label keyed by the secret, or the hash of a public key. The
+ * first process on a store records them; a later one whose values differ refuses to start (check.ts).
+ * Background: docs/operations.md#shared-secrets.
+ */
+
+/** A fingerprinted setting as one process has it: the fingerprints it accepts, as a sorted set. */
+export interface Fingerprint {
+  /** The setting's name, e.g. WEBHOOK_SECRET_KEY. */
+  name: string;
+  /** One for a secret; one per active key for the keyring. */
+  values: readonly string[];
+  /** True when the value came from the environment, false when generated into DATA_DIR. */
+  given: boolean;
+}
+
+/** A fingerprint as a store keeps it. */
+export interface RecordedFingerprint {
+  name: string;
+  /** The sorted values joined by commas. */
+  fingerprint: string;
+  recordedAt: string;
+  /** Who recorded it, for the message: host, pid and DATA_DIR. */
+  recordedBy: string;
+}
+
+const label = 'observation-service settings fingerprint v1';
+
+/** HMAC-SHA256 of a fixed label (with the setting's name) keyed by the secret; never the secret itself. */
+export const secretFingerprint = (name: string, secret: string): string =>
+  `hmac-sha256:${createHmac('sha256', secret).update(`${label} ${name}`).digest('base64url')}`;
+
+/** SHA-256 of each active key's public key: the keyring's keys, not their private parts. */
+export const keyringFingerprints = (keyring: Keyring): string[] =>
+  [...keyring.verifying.values()]
+    .map(
+      (pem) =>
+        `spki-sha256:${createHash('sha256')
+          .update(createPublicKey(pem).export({ type: 'spki', format: 'der' }))
+          .digest('base64url')}`,
+    )
+    .sort();
+
+export const joined = (values: readonly string[]): string => [...values].sort().join(',');
+
+/**
+ * What to do with one setting, given what the store recorded:
+ * - `record`: nothing recorded yet, this process is the first;
+ * - `same`: as recorded;
+ * - `update`: a rotation, the sets share a value (a keyring with a new key, or its old one retired): the
+ *   record follows this process, the last one started;
+ * - `mismatch`: nothing in common, the process must not start.
+ */
+export type Verdict = 'record' | 'same' | 'update' | 'mismatch';
+
+export const verdict = (recorded: string | undefined, mine: readonly string[]): Verdict => {
+  if (recorded === undefined) return 'record';
+  if (recorded === joined(mine)) return 'same';
+  const theirs = new Set(recorded.split(','));
+  return mine.some((value) => theirs.has(value)) ? 'update' : 'mismatch';
+};
+
+/** What an operator does about a mismatch: copy the development files, or set the variable. */
+export const remedy = (fingerprint: Fingerprint, recorded: RecordedFingerprint): string => {
+  const source = `the first process (${recorded.recordedBy}, ${recorded.recordedAt})`;
+  if (fingerprint.name === 'SIGNING_KEYS_FILE') {
+    return fingerprint.given
+      ? `SIGNING_KEYS_FILE shares no key with the keyring of ${source}: give every process the same file`
+      : `the development keyring DATA_DIR/signing-keys.json shares no key with the keyring of ${source}: copy its DATA_DIR/signing-keys.json here, or set SIGNING_KEYS_FILE to a file every process reads`;
+  }
+  return fingerprint.given
+    ? `${fingerprint.name} is not the one of ${source}: set it to the same value in every process`
+    : `${fingerprint.name} was generated into this DATA_DIR/secrets.json and differs from the one of ${source}: copy its DATA_DIR/secrets.json here, or set ${fingerprint.name} in every process`;
+};

@@ -1,0 +1,124 @@
+import { expect } from 'chai';
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { rotateKeys } from '../../src/auth/signing-keys.js';
+import { tempDir } from '../support/adapters.js';
+import { createTestDatabase, describePostgres } from '../support/postgres.js';
+import { freePort, startTs, stop } from '../support/process.js';
+import { platformKey, startServiceProcess } from '../support/service-process.js';
+
+const pause = (ms: number) =>
+  new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), ms));
+
+/** The service started as `npm start` does, expected to refuse to start: its exit code and stderr. */
+const refusedStart = async (env: Record<string, string>) => {
+  const service = startTs('src/main.ts', [], {
+    HOST: '127.0.0.1',
+    PORT: String(await freePort()),
+    PLATFORM_ADMIN_KEY: platformKey,
+    ...env,
+  });
+  const code = await Promise.race([service.exited, pause(30_000)]);
+  if (service.child.exitCode === null) await stop(service.child, service.exited, 'SIGKILL');
+  return { code, stderr: service.output.stderr, stdout: service.output.stdout };
+};
+
+const configurationErrors = (stderr: string) =>
+  stderr.split('\n').filter((line) => line.startsWith('configuration error: '));
+
+describePostgres('two processes on one DATABASE_URL with their own DATA_DIRs', () => {
+  it('the second one exits 2 naming each generated secret that differs, and starts once it has the first one’s files', async function () {
+    this.timeout(120_000);
+    const databaseUrl = createTestDatabase();
+    const first = tempDir();
+    const second = tempDir();
+    const service = await startServiceProcess(first.dir, { DATABASE_URL: databaseUrl });
+    try {
+      const started = Date.now();
+      const refused = await refusedStart({ DATA_DIR: second.dir, DATABASE_URL: databaseUrl });
+      console.log(`      the second process exited ${refused.code} after ${Date.now() - started} ms`);
+      expect(refused.code, refused.stderr).to.equal(2);
+      const lines = configurationErrors(refused.stderr);
+      expect(lines, refused.stderr).to.have.length(1);
+      for (const name of ['CURSOR_SECRET', 'WEBHOOK_SECRET_KEY', 'IDEMPOTENCY_SECRET_KEY']) {
+        expect(lines[0]).to.include(
+          `${name} was generated into this DATA_DIR/secrets.json and differs from the one of the first process`,
+        );
+      }
+      expect(lines[0]).to.include(`DATA_DIR ${first.dir}`);
+      expect(lines[0]).to.include('copy its DATA_DIR/secrets.json here');
+      expect(lines[0]).to.include('copy its DATA_DIR/signing-keys.json here');
+      // The platform key was given, the same to both: it agrees.
+      expect(lines[0]).not.to.include('PLATFORM_ADMIN_KEY');
+
+      // What the message says to do: copy the first process's files.
+      for (const file of ['secrets.json', 'signing-keys.json'])
+        copyFileSync(join(first.dir, file), join(second.dir, file));
+      const again = await startServiceProcess(second.dir, { DATABASE_URL: databaseUrl });
+      await stop(again.child, again.exited);
+    } finally {
+      await stop(service.child, service.exited);
+      first.remove();
+      second.remove();
+    }
+  });
+});
+
+describe('processes on one DATA_DIR (SQLite) with different secrets', function () {
+  this.timeout(120_000);
+
+  it('refuses a second WEBHOOK_SECRET_KEY and a keyring that shares no key, accepts a rotated keyring and a secret recorded by `obs secrets record`', async () => {
+    const { dir, remove } = tempDir();
+    const keys = tempDir();
+    const keyring = join(keys.dir, 'signing-keys.json');
+    rotateKeys(keyring);
+    const other = join(keys.dir, 'other-keys.json');
+    rotateKeys(other);
+    const env = {
+      WEBHOOK_SECRET_KEY: 'the-first-webhook-secret-key-0123456789',
+      SIGNING_KEYS_FILE: keyring,
+    };
+    try {
+      const service = await startServiceProcess(dir, env);
+      await stop(service.child, service.exited);
+
+      const secret = await refusedStart({
+        ...env,
+        DATA_DIR: dir,
+        WEBHOOK_SECRET_KEY: 'another-webhook-secret-key-0123456789',
+      });
+      expect(secret.code, secret.stderr).to.equal(2);
+      expect(configurationErrors(secret.stderr)).to.have.length(1);
+      expect(secret.stderr).to.include('WEBHOOK_SECRET_KEY is not the one of the first process (host ');
+      expect(secret.stderr).to.include('set it to the same value in every process');
+      expect(secret.stderr).not.to.include('another-webhook-secret-key');
+
+      const keyringRefused = await refusedStart({ ...env, DATA_DIR: dir, SIGNING_KEYS_FILE: other });
+      expect(keyringRefused.code, keyringRefused.stderr).to.equal(2);
+      expect(keyringRefused.stderr).to.include(
+        'SIGNING_KEYS_FILE shares no key with the keyring of the first process',
+      );
+
+      // A rotation keeps the old key beside the new one: accepted, and the record follows it.
+      rotateKeys(keyring);
+      const rotated = await startServiceProcess(dir, env);
+      await stop(rotated.child, rotated.exited);
+      expect(rotated.output.stdout).to.match(/"updated":\["SIGNING_KEYS_FILE"\]/);
+
+      // A secret changed on purpose: recorded by the operator, then every process starts with it.
+      const changed = { ...env, WEBHOOK_SECRET_KEY: 'the-second-webhook-secret-key-0123456789' };
+      const record = startTs('src/cli/main.ts', ['secrets', 'record'], {
+        ...changed,
+        DATA_DIR: dir,
+        PLATFORM_ADMIN_KEY: platformKey,
+      });
+      expect(await record.exited, record.output.stderr).to.equal(0);
+      expect(record.output.stdout.trim()).to.equal('Recorded WEBHOOK_SECRET_KEY');
+      const restarted = await startServiceProcess(dir, changed);
+      await stop(restarted.child, restarted.exited);
+    } finally {
+      remove();
+      keys.remove();
+    }
+  });
+});

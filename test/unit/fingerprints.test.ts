@@ -1,0 +1,51 @@
+import { expect } from 'chai';
+import { keyringOf, rotateKeys, readKeys } from '../../src/auth/signing-keys.js';
+import { keyringFingerprints, secretFingerprint, verdict } from '../../src/fingerprints/fingerprint.js';
+import { tempDir } from '../support/adapters.js';
+import { join } from 'node:path';
+
+describe('the fingerprints of the shared secrets', () => {
+  it('reveal neither the secret nor one secret under another setting’s name', () => {
+    const secret = 'a-webhook-secret-key-0123456789abcdef';
+    const fingerprint = secretFingerprint('WEBHOOK_SECRET_KEY', secret);
+    expect(fingerprint).to.match(/^hmac-sha256:[A-Za-z0-9_-]{43}$/);
+    expect(fingerprint).not.to.include(secret);
+    expect(secretFingerprint('WEBHOOK_SECRET_KEY', secret)).to.equal(fingerprint);
+    expect(secretFingerprint('CURSOR_SECRET', secret)).not.to.equal(fingerprint);
+    expect(secretFingerprint('WEBHOOK_SECRET_KEY', `${secret}x`)).not.to.equal(fingerprint);
+  });
+
+  describe('compared with the recorded ones', () => {
+    it('are recorded when none is, and pass when equal', () => {
+      expect(verdict(undefined, ['a'])).to.equal('record');
+      expect(verdict('a', ['a'])).to.equal('same');
+      expect(verdict('a,b', ['b', 'a'])).to.equal('same');
+    });
+
+    it('refuse a secret that differs', () => {
+      expect(verdict('a', ['b'])).to.equal('mismatch');
+    });
+
+    it('follow a keyring rotated or retired, which shares a key with the recorded one, and refuse one that shares none', () => {
+      const { dir, remove } = tempDir();
+      try {
+        const file = join(dir, 'keys.json');
+        rotateKeys(file);
+        const before = keyringFingerprints(keyringOf(readKeys(file)));
+        rotateKeys(file);
+        const rotated = keyringFingerprints(keyringOf(readKeys(file)));
+        expect(rotated).to.have.length(2);
+        expect(verdict(before.join(','), rotated)).to.equal('update');
+        const retired = rotated.filter((value) => !before.includes(value));
+        expect(verdict(rotated.join(','), retired)).to.equal('update');
+        const other = join(dir, 'other.json');
+        rotateKeys(other);
+        expect(verdict(rotated.join(','), keyringFingerprints(keyringOf(readKeys(other))))).to.equal(
+          'mismatch',
+        );
+      } finally {
+        remove();
+      }
+    });
+  });
+});
