@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { documentedOperations } from '../support/openapi.js';
-import { describePostgres } from '../support/postgres.js';
+import { describePostgres, suiteDatabase } from '../support/postgres.js';
 import { startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 /**
@@ -58,4 +58,7 @@ const suite = (env: () => Record<string, string>) => {
 };
 
 describe('U+0000 in paths and queries, on SQLite', () => suite(() => ({})));
-describePostgres('U+0000 in paths and queries, on PostgreSQL', (url) => suite(() => ({ DATABASE_URL: url })));
+describePostgres('U+0000 in paths and queries, on PostgreSQL', () => {
+  const database = suiteDatabase();
+  suite(() => ({ DATABASE_URL: database() }));
+});

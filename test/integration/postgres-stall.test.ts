@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { join } from 'node:path';
+import { rotateKeys } from '../../src/auth/signing-keys.js';
 import pg from 'pg';
 import { tempDir } from '../support/adapters.js';
 import { stop } from '../support/process.js';
@@ -48,6 +50,12 @@ describePostgres('PostgreSQL: one worker frozen by SIGSTOP', () => {
     const admin = new pg.Client({ connectionString: databaseUrl });
     await admin.connect();
     const dirs: { dir: string; remove: () => void }[] = [];
+    // One keyring for the three processes, as for their secrets: a process whose differ exits 2 at start
+    // (docs/operations.md#shared-secrets).
+    const keys = tempDir();
+    dirs.push(keys);
+    const keyring = join(keys.dir, 'signing-keys.json');
+    rotateKeys(keyring);
     const running: Awaited<ReturnType<typeof startServiceProcess>>[] = [];
     const start = async (role: 'api' | 'worker', application: string) => {
       const dir = tempDir();
@@ -59,6 +67,7 @@ describePostgres('PostgreSQL: one worker frozen by SIGSTOP', () => {
         CURSOR_SECRET: 'stall-cursor-secret-0123456789abcdef',
         WEBHOOK_SECRET_KEY: 'stall-webhook-key-0123456789abcdef',
         IDEMPOTENCY_SECRET_KEY: 'stall-idempotency-key-0123456789ab',
+        SIGNING_KEYS_FILE: keyring,
         RATE_LIMIT: 'off',
         WEBHOOK_ALLOW_HTTP: 'true',
         WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',

@@ -4,12 +4,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { rotateKeys } from '../../src/auth/signing-keys.js';
 import { tempDir } from '../support/adapters.js';
-import { describePostgres, postgresUrl } from '../support/postgres.js';
+import { describePostgres, suiteDatabase } from '../support/postgres.js';
 import { request, startTestServer, type TestServer } from '../support/server.js';
 
 describePostgres('the request rate limit on PostgreSQL', () => {
   let servers: TestServer[];
   const keys = tempDir();
+  const database = suiteDatabase();
   after(() => keys.remove());
   beforeEach(async () => {
     // Two instances on one database, each with its own DATA_DIR, as on two machines: with the same secrets
@@ -17,7 +18,7 @@ describePostgres('the request rate limit on PostgreSQL', () => {
     const keyring = join(keys.dir, 'signing-keys.json');
     if (!existsSync(keyring)) rotateKeys(keyring);
     const env = {
-      DATABASE_URL: postgresUrl(),
+      DATABASE_URL: database(),
       RATE_LIMIT: '3/1m',
       TRUST_PROXY: '1',
       PLATFORM_ADMIN_KEY: 'rate-limit-shared-platform-key-0123456789',

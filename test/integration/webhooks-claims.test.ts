@@ -19,7 +19,7 @@ import { subscriptionsView } from '../../src/webhooks/subscription.decider.js';
 import { testClock } from '../support/clock.js';
 import { captureLogs } from '../support/logs.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
-import { describePostgres } from '../support/postgres.js';
+import { describePostgres, suiteDatabase } from '../support/postgres.js';
 import { eventually } from '../support/wait.js';
 
 /** A receiver on loopback that holds every request until the test answers it. */
@@ -198,13 +198,14 @@ describe('two instances delivering one webhook, when the first attempt outlives 
 
   describe('on the embedded stores', () => takeOver(() => ({}), servicesStore));
 
-  describePostgres('on PostgreSQL', (url) =>
+  describePostgres('on PostgreSQL', () => {
+    const database = suiteDatabase();
     takeOver(
-      () => ({ DATABASE_URL: url }),
+      () => ({ DATABASE_URL: database() }),
       async () => {
-        const eventStore = withUpcasting(await openPostgresEventStore(url), eventSchemas);
+        const eventStore = withUpcasting(await openPostgresEventStore(database()), eventSchemas);
         return { eventStore, close: () => eventStore.close() };
       },
-    ),
-  );
+    );
+  });
 });

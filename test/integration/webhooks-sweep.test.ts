@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { deliveriesProjection } from '../../projections/webhooks.js';
 import { handleCommand } from '../../src/core/command-handler.js';
@@ -179,7 +179,7 @@ describe('the retry sweep', function () {
       WEBHOOK_RETRY_SCHEDULE: '3s',
       WEBHOOK_TIMEOUT: '20s',
     });
-    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const hung = await startReceiver(secret, () => 'hang');
     let answers = 0;
     const other = await startReceiver(secret, () => (++answers === 1 ? 500 : 204));

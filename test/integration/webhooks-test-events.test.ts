@@ -83,7 +83,7 @@ describe("many slow test events of one tenant, and another tenant's delivery to 
   this.timeout(60_000);
 
   it("delivers the other tenant's event while every slow test event is still held", async () => {
-    const secret = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const server = await startTestServer({ WEBHOOK_TIMEOUT: '20s' });
     const receiver = await startReceiver(secret, (_n, received) =>
       received.path.startsWith('/slow') ? 'hang' : 204,

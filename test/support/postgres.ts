@@ -42,3 +42,13 @@ export const describePostgres = (name: string, body: (url: string) => void): voi
     body(url);
   });
 };
+
+/**
+ * A database of one suite's own, made on first use. A service records the fingerprints of its secrets in
+ * its database (docs/operations.md#shared-secrets), so in-process services of different suites, each with
+ * its own DATA_DIR and generated secrets, cannot share the run's database: the second would be refused.
+ */
+export const suiteDatabase = (): (() => string) => {
+  let url: string | undefined;
+  return () => (url ??= createTestDatabase());
+};

@@ -18,13 +18,20 @@ export const startServiceProcess = async (dataDir: string, env: Record<string, s
     ...env,
   });
   const url = `http://127.0.0.1:${port}`;
-  await eventually(
+  const output = () => service.output.stdout.slice(-2000) + service.output.stderr.slice(-2000);
+  // A process that exits at start (exit 2 for a setting, 3 for a port) fails at once, saying why.
+  const exitedEarly = service.exited.then((code) => {
+    throw new Error(`the service exited with code ${code} before it was ready:\n${output()}`);
+  });
+  const ready = eventually(
     async () => (await fetch(`${url}/health/ready`).catch(() => null))?.ok === true,
     20_000,
-  ).catch((error: unknown) => {
+  );
+  await Promise.race([ready, exitedEarly]).catch((error: unknown) => {
     service.child.kill('SIGKILL');
-    throw new Error(`the service did not get ready: ${String(error)}\n${service.output.stdout.slice(-2000)}`);
+    throw new Error(`the service did not get ready: ${String(error)}\n${output()}`);
   });
+  exitedEarly.catch(() => undefined);
   return { ...service, url, port };
 };
 
