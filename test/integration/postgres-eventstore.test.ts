@@ -245,18 +245,27 @@ describePostgres('PostgreSQL event store', (url) => {
           );
         }
         const byConsumer: PersistentEvent[][] = [[], []];
+        // Each handler holds its events until both consumers have one (10 s at most): on a busy machine the
+        // consumer that starts first could otherwise handle all 200 before the other asks.
+        let bothHaveOne = () => undefined as void;
+        const bothStarted = Promise.race([
+          new Promise<void>((resolve) => (bothHaveOne = resolve)),
+          new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref()),
+        ]);
         const consumers = [store, other].map((consumerStore, index) =>
           consumerStore.subscribePersistent(
             group,
             async (delivery) => {
               byConsumer[index]!.push(delivery);
+              if (byConsumer.every((events) => events.length > 0)) bothHaveOne();
+              await bothStarted;
               await new Promise((resolve) => setTimeout(resolve, 5));
               return { kind: 'ack' };
             },
             { concurrency: 4 },
           ),
         );
-        await eventually(() => byConsumer.flat().length >= 200, 15_000);
+        await eventually(() => byConsumer.flat().length >= 200, 30_000);
         await Promise.all(consumers.map((consumer) => consumer.stop()));
         const ids = byConsumer.flat().map((delivery) => delivery.event.id);
         expect(new Set(ids).size).to.equal(200);
