@@ -33,17 +33,42 @@ export interface ModelReturns {
   summary: Record<string, string>;
 }
 
+/**
+ * What a job asks of a model that finds objects (POST .../cv-jobs, `parameters`): detections below
+ * `minConfidence` are left out, and at most `maxDetections` are kept, the most confident first. Models that
+ * find no objects (image-quality) ignore them.
+ */
+export interface DetectionParameters {
+  /** 0..1 */
+  minConfidence: number;
+  /** 1..1000 (resultLimits.maxDetections) */
+  maxDetections: number;
+}
+
+export const defaultDetectionParameters: DetectionParameters = { minConfidence: 0.3, maxDetections: 100 };
+
+/** Whether a model can run here: a built-in model whose weights are missing or corrupt cannot. */
+export type ModelStatus = { available: true } | { available: false; problem: string };
+
 export interface CvModel {
   /** Lower-case letters, digits, `.`, `_` and `-`: it is part of URLs, never a path. */
   name: string;
   kind: 'builtin' | 'remote';
   description: string;
   returns: ModelReturns;
+  /** The labels its detections may carry, when it has a fixed list (a detector's classes). */
+  classes?: readonly string[];
+  /** What the model is and under which terms its weights are used, for `GET .../cv-models`. */
+  about?: { version: string; licence: string; source: string };
+  /** Available unless it says otherwise (checked at start; see src/cv/detection/weights.ts). */
+  status?(): ModelStatus;
   /**
    * Analyses the image (the stored bytes: JPEG, PNG or WebP). Rejects with a CvModelError for a failure it
    * can name; anything else it throws is reported as `model_error`. The signal aborts at the job's time-out.
    */
-  run(image: Buffer, signal: AbortSignal): Promise<ModelResult>;
+  run(image: Buffer, signal: AbortSignal, parameters: DetectionParameters): Promise<ModelResult>;
+  /** Releases what the model holds (worker threads); called when the service stops. */
+  close?(): Promise<void>;
 }
 
 /** Why a job failed, as the job's `error.code` says it. */
@@ -56,6 +81,8 @@ export const failureCodes = [
   'model_reply_invalid',
   /** The model is no longer configured (a remote model removed since the job was requested). */
   'model_unknown',
+  /** The model is configured but cannot run here: a built-in model's weights are missing or corrupt. */
+  'model_unavailable',
   /** The run took longer than CV_JOB_TIMEOUT or the remote model's own time-out. */
   'timeout',
   /** The observation's medium, or its bytes in the blob store, are gone. */
@@ -83,4 +110,4 @@ export const modelNamePattern = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 export const isModelName = (name: string): boolean => modelNamePattern.test(name) && !name.includes('..');
 
 /** The models built into the service (src/cv/models/registry.ts): a remote model may not take their names. */
-export const builtinModelNames = ['image-quality', 'object-proposals'] as const;
+export const builtinModelNames = ['image-quality', 'objects-coco', 'object-proposals'] as const;
