@@ -67,12 +67,16 @@ const concurrency = 4;
 const plainLoop = async (image: Buffer, runs: number): Promise<CvModelLoop[]> => {
   const loops: CvModelLoop[] = [];
   for (const name of models) {
-    const model = builtinModels.find((m) => m.name === name);
+    const model = builtinModels({ threads: 1 }).find((m) => m.name === name);
     if (!model) throw new Error(`no built-in model ${name}`);
-    const signal = new AbortController().signal;
-    for (let i = 0; i < 3; i += 1) await model.run(image, signal);
+    const run = {
+      signal: new AbortController().signal,
+      parameters: {},
+      decode: <T>(work: () => Promise<T>) => work(),
+    };
+    for (let i = 0; i < 3; i += 1) await model.run(image, run);
     const started = performance.now();
-    for (let i = 0; i < runs; i += 1) await model.run(image, signal);
+    for (let i = 0; i < runs; i += 1) await model.run(image, run);
     const seconds = (performance.now() - started) / 1000;
     loops.push({ model: name, runs, seconds, runsPerSecond: runs / seconds });
   }

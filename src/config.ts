@@ -93,6 +93,12 @@ export interface Config {
     concurrency: number;
     /** Models behind inference servers (CV_REMOTE_MODELS, or the file CV_MODELS_FILE). */
     remoteModels: RemoteModelSetting[];
+    /**
+     * The built-in detector (objects-coco): its inference threads (CV_WORKERS), the folder of its weights
+     * (CV_DETECTOR_WEIGHTS_DIR; the installed package's when null), and, for tests only, another thread
+     * script (one that crashes).
+     */
+    detector: { threads: number; modelsDir: string | null; script?: URL };
   };
 }
 
@@ -258,6 +264,10 @@ export const loadConfig = (env: Environment = process.env): Config => {
       jobTimeoutMs: readSetting(env, S.CV_JOB_TIMEOUT),
       concurrency: readSetting(env, S.CV_CONCURRENCY),
       remoteModels: remoteModels(env),
+      detector: {
+        threads: readSetting(env, S.CV_WORKERS),
+        modelsDir: readOptionalSetting(env, S.CV_DETECTOR_WEIGHTS_DIR),
+      },
     },
   };
 };

@@ -61,6 +61,11 @@ export interface FeatureConsumer {
   consumers(): ConsumerStatus[];
   /** Releases what it holds (connections, mailers), after the duties have stopped. */
   close?(): Promise<void> | void;
+  /**
+   * What it cannot do in this process, one sentence each (a CV model whose weights are corrupt): readiness
+   * lists them as a warning, since the rest works.
+   */
+  unavailable?(): string[];
   /** The scrape-time values it provides (src/observability/metrics.ts). */
   metrics?: Partial<Pick<MetricsSources, 'outboxDepth' | 'cvJobs'>>;
 }

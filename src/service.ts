@@ -259,6 +259,7 @@ export const startService = async (
   // Readiness, on the API's port (details for the platform key) and on the METRICS=port listener (details).
   const health = {
     consumers,
+    unavailable: () => featureConsumers.flatMap((consumer) => consumer.unavailable?.() ?? []),
     draining: () => drained !== null,
     writeProbe: directoryWriteProbe(config.dataDir),
     storeFailures: storeFailures(),

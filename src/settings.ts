@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { validate as cronValidate } from 'node-cron';
 import { parseByteSize, parseDuration } from './core/durations.js';
 import { builtinModelNames } from './cv/models/port.js';
@@ -415,6 +416,23 @@ export const settings = {
     expected: 'a positive whole number',
     description: 'CV jobs one instance runs at once',
     parse: positiveCount,
+  }),
+  CV_WORKERS: declare('CV_WORKERS')({
+    default: 'auto',
+    defaultShown: 'auto: the cores less one, at least 1',
+    expected: 'auto or a positive whole number',
+    description:
+      'threads running the built-in detector (objects-coco), each holding its model (about 100 MB; docs/operations.md)',
+    parse: (s) => (s === 'auto' ? Math.max(1, availableParallelism() - 1) : positiveCount(s)),
+  }),
+  CV_DETECTOR_WEIGHTS_DIR: declare('CV_DETECTOR_WEIGHTS_DIR')({
+    default: null,
+    defaultShown: 'the installed @vladmandic/human package',
+    expected: 'a folder holding centernet.json and centernet.bin',
+    description:
+      "where objects-coco's weights are read from; their SHA-256 must match (a copy of the package's files, for a read-only image)",
+    echo: 'path',
+    parse: (s) => s,
   }),
   CV_REMOTE_MODELS: declare('CV_REMOTE_MODELS')({
     default: null,

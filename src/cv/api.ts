@@ -18,6 +18,7 @@ import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
 import { cvJobDecider, type CvJob, type CvJobState } from './decider.js';
 import type { ModelRegistry } from './models/registry.js';
+import type { CvModel } from './models/port.js';
 
 export interface CvApiDeps {
   eventStore: EventStore;
@@ -32,6 +33,23 @@ export interface CvApiDeps {
   /** The cv_jobs projection: the list reads it, and waits for it on `minPosition`. */
   projection: ProjectionHandle<CvJob>;
 }
+
+/** A model as `GET .../cv-models` lists it: whether it can run here, and what it finds. */
+const modelListing = (model: CvModel) => {
+  const { name, kind, description, returns, classes, about, deprecated } = model;
+  const status = model.status?.() ?? { available: true };
+  return {
+    name,
+    kind,
+    description,
+    returns,
+    available: status.available,
+    ...(status.available ? {} : { problem: status.problem }),
+    ...(classes ? { classes } : {}),
+    ...(about ? { about } : {}),
+    ...(deprecated ? { deprecated } : {}),
+  };
+};
 
 const jobOf = (state: CvJobState): CvJob => {
   if (state.status === 'absent') throw new NotFoundError('The CV job does not exist');
@@ -86,6 +104,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
         mediaId: medium.id,
         sha256: medium.sha256,
         model: body.model,
+        parameters: body.parameters ?? {},
       },
       commandContext(ctx, deps),
     );
@@ -113,9 +132,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
   router.get('/cv-models', read, (ctx) => {
     decodeOrThrow(NoParams, ctx.query);
     ctx.body = {
-      data: deps.models
-        .list()
-        .map(({ name, kind, description, returns }) => ({ name, kind, description, returns })),
+      data: deps.models.list().map(modelListing),
       nextCursor: null,
     };
   });

@@ -1,8 +1,16 @@
 import * as t from 'io-ts';
-import { paramOf, refined, ResourceId, strictObject, wholeNumberParam } from '../http/codec.js';
+import {
+  numberBetween,
+  paramOf,
+  refined,
+  ResourceId,
+  strictObject,
+  wholeNumberParam,
+} from '../http/codec.js';
 import { pageParams } from '../http/paging.js';
 import { cvJobStatuses } from './decider.js';
 import { isModelName } from './models/port.js';
+import { resultLimits } from './models/result.js';
 
 /** The request bodies and query strings of the CV job routes (src/cv/api.ts), described in src/cv/openapi.ts. */
 
@@ -12,10 +20,23 @@ const ModelName = refined(
   'a model name of 1 to 64 lower-case letters, digits, ".", "_" or "-" (see GET .../cv-models)',
 );
 
+export const DetectionParametersBody = strictObject(
+  'detection parameters',
+  {},
+  {
+    minConfidence: numberBetween(0, 1),
+    maxDetections: refined(
+      t.number,
+      (n) => Number.isInteger(n) && n >= 1 && n <= resultLimits.maxDetections,
+      `a whole number between 1 and ${resultLimits.maxDetections}`,
+    ),
+  },
+);
+
 export const CreateCvJobBody = strictObject(
   'a CV job',
   { observationId: ResourceId, model: ModelName },
-  { mediaId: ResourceId },
+  { mediaId: ResourceId, parameters: DetectionParametersBody },
 );
 
 export const ListCvJobsQuery = strictObject(

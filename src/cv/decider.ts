@@ -1,6 +1,6 @@
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
-import type { FailureCode, ModelResult } from './models/port.js';
+import type { DetectionParameters, FailureCode, ModelResult } from './models/port.js';
 
 /**
  * A computer-vision job: one model run over one image of one observation.
@@ -33,6 +33,8 @@ export interface CvJob {
   /** The SHA-256 of the image's bytes: the key of the blob the job reads. */
   sha256: string;
   model: string;
+  /** What the job asked of the model (`{}`: its defaults); the result's summary says what it applied. */
+  parameters: DetectionParameters;
   status: CvJobStatus;
   /** How many times a worker started the job (more than 1 only after a worker died mid-run). */
   attempts: number;
@@ -53,7 +55,11 @@ interface Target {
   model: string;
 }
 
-export type CvJobRequested = DomainEvent<'CvJobRequested', Target & { mediaId: string; sha256: string }>;
+/** `parameters` is absent from requests made before jobs took parameters: they ran with the defaults. */
+export type CvJobRequested = DomainEvent<
+  'CvJobRequested',
+  Target & { mediaId: string; sha256: string; parameters?: DetectionParameters }
+>;
 export type CvJobStarted = DomainEvent<'CvJobStarted', { jobId: string; attempt: number; startedBy: string }>;
 export type CvJobCompleted = DomainEvent<'CvJobCompleted', Target & { attempt: number; result: ModelResult }>;
 export type CvJobFailed = DomainEvent<'CvJobFailed', Target & { attempt: number; error: CvJobError }>;
@@ -75,6 +81,7 @@ export type CvJobCommand =
       mediaId: string;
       sha256: string;
       model: string;
+      parameters: DetectionParameters;
     }
   | {
       type: 'StartJob';
@@ -177,6 +184,7 @@ const evolve: Decider<CvJobState, CvJobCommand, CvJobEvent>['evolve'] = (state, 
         id: jobId,
         tenantId: event.metadata.tenantId,
         ...data,
+        parameters: data.parameters ?? {},
         status: 'queued',
         attempts: 0,
         result: null,

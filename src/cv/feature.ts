@@ -43,7 +43,12 @@ export const cvFeature: Feature<CvWorker & FeatureConsumer> = {
   openapi: { operations: cvOperations, schemas: cvSchemas },
   wire: ({ config, stores, clock, logger, metrics, decodes }) => {
     // One registry for the worker and the routes: the routes list and check the models the worker runs.
-    const models = modelRegistry(config.cv.remoteModels);
+    const models = modelRegistry({ remote: config.cv.remoteModels, detector: config.cv.detector });
+    const unavailable = models.list().flatMap((model) => {
+      const status = model.status?.() ?? { available: true };
+      return status.available ? [] : [`${model.name}: ${status.problem}`];
+    });
+    for (const problem of unavailable) logger.error({ problem }, 'A CV model cannot run; the others can');
     const worker = cvWorker({
       decodes,
       decodeLimits: config.mediaDecode,
@@ -64,6 +69,8 @@ export const cvFeature: Feature<CvWorker & FeatureConsumer> = {
     return {
       consumer: {
         ...worker,
+        close: () => models.close(),
+        unavailable: () => unavailable,
         metrics: {
           cvJobs: () => pendingCvJobs(stores.readModels, pendingCvJobsProjection.collection.name),
         },

@@ -54,11 +54,7 @@ export const decodeGrey = async (
     if (blurSigma !== undefined && blurSigma >= 0.3) pipeline = pipeline.blur(blurSigma);
     const { data, info } = await pipeline.raw().toBuffer({ resolveWithObject: true });
     throwIfAborted(signal);
-    const rotated = header.orientation >= 5;
-    const original = {
-      width: rotated ? header.height : header.width,
-      height: rotated ? header.width : header.height,
-    };
+    const original = displayedSize(image);
     if (info.channels === 1) return { data, width: info.width, height: info.height, original };
     // Defensive: keep the first channel if sharp handed back more than one.
     const grey = Buffer.alloc(info.width * info.height);
@@ -68,6 +64,43 @@ export const decodeGrey = async (
     if (signal?.aborted) throw error;
     throw unreadable((error as Error).message.split('\n')[0]!);
   }
+};
+
+/**
+ * Decodes the stored bytes into RGB, three bytes a pixel, oriented as displayed, stretched to exactly
+ * `width` × `height` (what a detector with a fixed square input takes). Transparency is flattened onto
+ * white, and every colour space (CMYK, grey, 16-bit) becomes 8-bit sRGB. Failures as decodeGrey's.
+ */
+export const decodeRgb = async (
+  image: Buffer,
+  { width, height, signal }: { width: number; height: number; signal?: AbortSignal },
+): Promise<Uint8Array> => {
+  throwIfAborted(signal);
+  const header = storedHeader(image);
+  try {
+    const data = await sharp(image, { failOn: 'truncated', limitInputPixels: header.width * header.height })
+      .rotate()
+      .flatten({ background: '#ffffff' })
+      .toColourspace('srgb')
+      .removeAlpha()
+      .resize({ width, height, fit: 'fill' })
+      .raw({ depth: 'uchar' })
+      .toBuffer();
+    throwIfAborted(signal);
+    if (data.length !== width * height * 3) throw new Error(`the decoder gave ${data.length} bytes`);
+    // A copy of its own, so that it can be transferred to a thread whatever memory sharp handed back.
+    return new Uint8Array(data);
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw unreadable((error as Error).message.split('\n')[0]!);
+  }
+};
+
+/** The size of the image as displayed: the header's, turned by its EXIF orientation. */
+export const displayedSize = (image: Buffer): { width: number; height: number } => {
+  const header = storedHeader(image);
+  const rotated = header.orientation >= 5;
+  return { width: rotated ? header.height : header.width, height: rotated ? header.width : header.height };
 };
 
 /** Fails with `media_unreadable` unless the bytes decode completely (what remote models are sent). */

@@ -17,7 +17,7 @@ import { decodeQueue, type DecodeQueue } from '../media/decode-queue.js';
 import { defaultDecodeLimits, overBudget, type DecodeLimits } from '../media/header.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
-import { assertDecodable, storedHeader } from './image.js';
+import { storedHeader } from './image.js';
 import {
   cvJobDecider,
   type CvJob,
@@ -160,14 +160,12 @@ export const cvWorker = (deps: CvWorkerDeps) => {
     // stored before the budget was lowered are refused here rather than decoded.
     const over = overBudget(storedHeader(bytes), decodeLimits);
     if (over) throw new CvModelError('media_unreadable', `The image is not decoded: ${over}`);
+    const status = model.status?.() ?? { available: true };
+    if (!status.available) throw new CvModelError('model_unavailable', status.problem);
     return abortable(signal, async () => {
-      // Built-in models decode the image themselves, in the decode queue; an inference server is only sent
-      // a whole image, checked in the queue, and the wait for its answer holds no decode slot.
-      const builtin = model.kind === 'builtin';
-      if (!builtin) await decodes.job(() => assertDecodable(bytes, signal), signal);
       try {
-        const run = () => model.run(bytes, signal);
-        return checkResult(await (builtin ? decodes.job(run, signal) : run()));
+        const decode = <T>(work: () => Promise<T>) => decodes.job(work, signal);
+        return checkResult(await model.run(bytes, { signal, parameters: job.parameters, decode }));
       } catch (error) {
         if (error instanceof CvModelError || signal.aborted) throw error;
         throw new CvModelError('model_error', `The model ${model.name} failed: ${(error as Error).message}`);

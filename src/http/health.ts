@@ -64,6 +64,8 @@ export interface HealthSources {
   consumers: () => ConsumerHealth[];
   /** True once SIGTERM/SIGINT started the drain. */
   draining: () => boolean;
+  /** What cannot work in this process though the rest does (a CV model): a warning, not a failure. */
+  unavailable?: () => string[];
   /** A small write to the storage; rejects when it cannot take writes. */
   writeProbe?: () => Promise<void>;
   /** Refused writes; createApp makes one when none is given, and feeds it from its problem middleware. */
@@ -85,7 +87,8 @@ export interface HealthDeps {
 }
 
 export interface Check {
-  status: 'pass' | 'fail';
+  /** `warn`: something works only in part; the process still takes traffic. */
+  status: 'pass' | 'warn' | 'fail';
   error?: string;
 }
 
@@ -110,6 +113,9 @@ const probe = async (task: () => Promise<unknown>): Promise<Check> => {
 
 /** Running, or standing by for another process that owns the duty: both are as they should be. */
 const consumerOk = (consumer: ConsumerHealth) => consumer.state === 'running' || consumer.state === 'standby';
+
+const unavailableCheck = (unavailable: string[]): Check =>
+  unavailable.length > 0 ? { status: 'warn', error: unavailable.join('; ') } : { status: 'pass' };
 
 export const readiness = async (deps: HealthDeps) => {
   const { health } = deps;
@@ -158,6 +164,7 @@ export const readiness = async (deps: HealthDeps) => {
           error: stopped.map((consumer) => `${consumer.name} is ${consumer.state}`).join('; '),
         }
       : { status: 'pass' }) as Check,
+    capabilities: unavailableCheck(health.unavailable?.() ?? []),
   };
   const failed = Object.entries(checks).filter(([, check]) => check.status === 'fail');
   return { ready: failed.length === 0, failed, checks, consumers };

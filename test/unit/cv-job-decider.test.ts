@@ -11,7 +11,7 @@ const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, seconds));
 const target = { jobId: 'j_1', observationId: 'o_1', model: 'object-proposals' };
 const requested: CvJobEvent = {
   type: 'CvJobRequested',
-  data: { ...target, mediaId: 'm_1', sha256: 'ab'.repeat(32) },
+  data: { ...target, mediaId: 'm_1', sha256: 'ab'.repeat(32), parameters: { minConfidence: 0.5 } },
 };
 const started = (attempt: number): CvJobEvent => ({
   type: 'CvJobStarted',
@@ -47,11 +47,20 @@ describe('the CV job decider', () => {
       mediaId: 'm_1',
       sha256: 'ab'.repeat(32),
       model: 'object-proposals',
+      parameters: { minConfidence: 0.5 },
     } as const;
     given([]).when(command).then([requested]);
     given([requested])
       .when(command)
       .thenThrows(ConflictError, /already exists/);
+  });
+
+  it('folds a request made before jobs took parameters into a job with none (the defaults)', () => {
+    const { parameters: _parameters, ...older } = (
+      requested as Extract<CvJobEvent, { type: 'CvJobRequested' }>
+    ).data;
+    const state = given([{ type: 'CvJobRequested', data: older }]).state;
+    expect(state.status === 'present' && state.job.parameters).to.deep.equal({});
   });
 
   it('folds a request into a queued job', () => {
@@ -64,6 +73,7 @@ describe('the CV job decider', () => {
         mediaId: 'm_1',
         sha256: 'ab'.repeat(32),
         model: 'object-proposals',
+        parameters: { minConfidence: 0.5 },
         status: 'queued',
         attempts: 0,
         result: null,

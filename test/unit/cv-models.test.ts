@@ -2,13 +2,23 @@ import { expect } from 'chai';
 import { assertDecodable } from '../../src/cv/image.js';
 import { imageQuality, laplacianVariance } from '../../src/cv/models/image-quality.js';
 import { connectedComponents, objectProposals, otsuThreshold } from '../../src/cv/models/object-proposals.js';
-import { CvModelError, isModelName, type BoundingBox, type ModelResult } from '../../src/cv/models/port.js';
+import {
+  CvModelError,
+  isModelName,
+  type BoundingBox,
+  type ModelResult,
+  type ModelRun,
+} from '../../src/cv/models/port.js';
 import { modelRegistry } from '../../src/cv/models/registry.js';
 import { inferRequest, parseInferReply, parseRemoteModelSettings } from '../../src/cv/models/remote.js';
 import { checkResult } from '../../src/cv/models/result.js';
 import { testImage, type TestImageBox } from '../support/images.js';
 
-const signal = () => new AbortController().signal;
+const aRun = (): ModelRun => ({
+  signal: new AbortController().signal,
+  parameters: {},
+  decode: (work) => work(),
+});
 
 /** The box of a rectangle drawn at pixel coordinates, normalized as the models report boxes. */
 const normalized = (box: Omit<TestImageBox, 'value'>, width: number, height: number): BoundingBox => ({
@@ -52,7 +62,7 @@ describe('the built-in CV models', () => {
     for (const format of ['png', 'jpeg', 'webp'] as const) {
       it(`finds two dark 100x80 rectangles on a light 640x480 ${format} where they are`, async () => {
         const image = await testImage({ width: 640, height: 480, format, background: 210, boxes: twoDark });
-        const { detections, summary } = await objectProposals.run(image, signal());
+        const { detections, summary } = await objectProposals.run(image, aRun());
         expectBoxesMatch(
           detections.map((d) => d.bbox),
           twoDark.map((box) => normalized(box, 640, 480)),
@@ -75,7 +85,7 @@ describe('the built-in CV models', () => {
         { x: 500, y: 380, width: 90, height: 70, value: 250 },
       ];
       const image = await testImage({ width: 640, height: 480, format: 'png', background: 25, boxes });
-      const { detections, summary } = await objectProposals.run(image, signal());
+      const { detections, summary } = await objectProposals.run(image, aRun());
       expectBoxesMatch(
         detections.map((d) => d.bbox),
         boxes.map((box) => normalized(box, 640, 480)),
@@ -98,7 +108,7 @@ describe('the built-in CV models', () => {
         boxes: twoDark,
         blur: 3,
       });
-      const { detections } = await objectProposals.run(image, signal());
+      const { detections } = await objectProposals.run(image, aRun());
       expectBoxesMatch(
         detections.map((d) => d.bbox),
         twoDark.map((box) => normalized(box, 640, 480)),
@@ -113,7 +123,7 @@ describe('the built-in CV models', () => {
       ];
       const image = await testImage({ width: 4000, height: 3000, format: 'jpeg', background: 200, boxes });
       const started = Date.now();
-      const { detections, summary } = await objectProposals.run(image, signal());
+      const { detections, summary } = await objectProposals.run(image, aRun());
       const elapsed = Date.now() - started;
       expectBoxesMatch(
         detections.map((d) => d.bbox),
@@ -126,7 +136,7 @@ describe('the built-in CV models', () => {
 
     it('finds nothing in a flat image, and ignores specks below the minimum area', async () => {
       const flat = await testImage({ width: 640, height: 480, format: 'png', background: 128 });
-      expect((await objectProposals.run(flat, signal())).detections).to.deep.equal([]);
+      expect((await objectProposals.run(flat, aRun())).detections).to.deep.equal([]);
       const specks = await testImage({
         width: 640,
         height: 480,
@@ -137,7 +147,7 @@ describe('the built-in CV models', () => {
           { x: 300, y: 200, width: 120, height: 100, value: 0 },
         ],
       });
-      const { detections } = await objectProposals.run(specks, signal());
+      const { detections } = await objectProposals.run(specks, aRun());
       expectBoxesMatch(
         detections.map((d) => d.bbox),
         [normalized({ x: 300, y: 200, width: 120, height: 100 }, 640, 480)],
@@ -151,7 +161,7 @@ describe('the built-in CV models', () => {
         { x: 400, y: 250, width: 100, height: 100, value: 10 },
       ];
       const image = await testImage({ width: 640, height: 480, format: 'png', background: 220, boxes });
-      const { detections } = await objectProposals.run(image, signal());
+      const { detections } = await objectProposals.run(image, aRun());
       expect(detections).to.have.length(2);
       expect(detections[0]!.bbox.x).to.be.closeTo(400 / 640, 0.005);
       expect(detections[0]!.confidence).to.be.above(detections[1]!.confidence);
@@ -161,8 +171,8 @@ describe('the built-in CV models', () => {
   describe('image-quality', () => {
     it('calls a sharp, well exposed image usable and the same image blurred blurry', async () => {
       const options = { width: 640, height: 480, format: 'jpeg', background: 210, boxes: twoDark } as const;
-      const sharp = await imageQuality.run(await testImage(options), signal());
-      const blurred = await imageQuality.run(await testImage({ ...options, blur: 4 }), signal());
+      const sharp = await imageQuality.run(await testImage(options), aRun());
+      const blurred = await imageQuality.run(await testImage({ ...options, blur: 4 }), aRun());
       expect(sharp.detections).to.deep.equal([]);
       expect(sharp.summary).to.deep.include({ usable: true, reasons: [] });
       expect(blurred.summary).to.deep.include({ usable: false, reasons: ['blurry'] });
@@ -177,7 +187,7 @@ describe('the built-in CV models', () => {
 
     it('calls an all-white image clipped, overexposed and unusable', async () => {
       const white = await testImage({ width: 640, height: 480, format: 'png', background: 255 });
-      const { summary } = await imageQuality.run(white, signal());
+      const { summary } = await imageQuality.run(white, aRun());
       expect(summary.usable).to.equal(false);
       expect(summary.reasons).to.include.members(['clipped', 'overexposed']);
       expect(summary.clipping).to.deep.equal({ dark: 0, bright: 1, total: 1 });
@@ -192,7 +202,7 @@ describe('the built-in CV models', () => {
         background: 15,
         boxes: twoDark.map((box) => ({ ...box, value: 60 })),
       });
-      expect((await imageQuality.run(dark, signal())).summary.reasons).to.include('underexposed');
+      expect((await imageQuality.run(dark, aRun())).summary.reasons).to.include('underexposed');
       const small = await testImage({
         width: 200,
         height: 150,
@@ -200,7 +210,7 @@ describe('the built-in CV models', () => {
         background: 200,
         boxes: [{ x: 20, y: 20, width: 50, height: 40, value: 20 }],
       });
-      const { summary } = await imageQuality.run(small, signal());
+      const { summary } = await imageQuality.run(small, aRun());
       expect(summary.reasons).to.deep.equal(['low_resolution']);
       expect(summary.resolution).to.deep.equal({ width: 200, height: 150, megapixels: 0.03 });
     });
@@ -220,7 +230,7 @@ describe('the built-in CV models', () => {
         const whole = await testImage({ width: 640, height: 480, format, background: 200, boxes: twoDark });
         const truncated = whole.subarray(0, Math.floor(whole.length * 0.6));
         for (const model of [imageQuality, objectProposals]) {
-          const error = await expectFailure(model.run(truncated, signal()), 'media_unreadable');
+          const error = await expectFailure(model.run(truncated, aRun()), 'media_unreadable');
           expect(error.message).to.match(/^The image cannot be decoded: /);
         }
         await expectFailure(assertDecodable(truncated), 'media_unreadable');
@@ -229,10 +239,10 @@ describe('the built-in CV models', () => {
 
     it('fail with media_unreadable for bytes that are no image', async () => {
       await expectFailure(
-        objectProposals.run(Buffer.from('not an image at all'), signal()),
+        objectProposals.run(Buffer.from('not an image at all'), aRun()),
         'media_unreadable',
       );
-      await expectFailure(imageQuality.run(Buffer.alloc(0), signal()), 'media_unreadable');
+      await expectFailure(imageQuality.run(Buffer.alloc(0), aRun()), 'media_unreadable');
     });
 
     it('pass the remote check when whole', async () => {
@@ -292,16 +302,19 @@ describe('the built-in CV models', () => {
     });
 
     it('the registry lists the built-in models first, and refuses two models of one name', () => {
-      const registry = modelRegistry([{ name: 'detector', url: 'http://127.0.0.1:9', timeoutMs: 1000 }]);
+      const registry = modelRegistry({
+        remote: [{ name: 'detector', url: 'http://127.0.0.1:9', timeoutMs: 1000 }],
+      });
       expect(registry.list().map((m) => [m.name, m.kind])).to.deep.equal([
         ['image-quality', 'builtin'],
+        ['objects-coco', 'builtin'],
         ['object-proposals', 'builtin'],
         ['detector', 'remote'],
       ]);
       expect(registry.get('detector')!.description).to.match(/127\.0\.0\.1:9/);
-      expect(() => modelRegistry([{ name: 'image-quality', url: 'http://x', timeoutMs: 1 }])).to.throw(
-        /same name/,
-      );
+      expect(() =>
+        modelRegistry({ remote: [{ name: 'image-quality', url: 'http://x', timeoutMs: 1 }] }),
+      ).to.throw(/same name/);
     });
   });
 

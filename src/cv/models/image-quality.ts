@@ -60,8 +60,8 @@ export const imageQuality: CvModel = {
       resolution: '{width, height, megapixels} of the image as displayed',
     },
   },
-  run: async (image, signal): Promise<ModelResult> => {
-    const grey = await decodeGrey(image, { maxSide: analysisSide, signal });
+  run: async (image, { signal, decode }): Promise<ModelResult> => {
+    const grey = await decode(() => decodeGrey(image, { maxSide: analysisSide, signal }));
     const { data, width, height, original } = grey;
     let sum = 0;
     let dark = 0;

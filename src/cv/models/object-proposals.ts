@@ -1,5 +1,5 @@
 import { decodeGrey, round } from '../image.js';
-import type { CvModel, Detection, ModelResult } from './port.js';
+import { effectiveParameters, type CvModel, type Detection, type ModelResult } from './port.js';
 
 /**
  * Where might objects be? A classical pipeline, no learned weights:
@@ -133,8 +133,9 @@ export const connectedComponents = (
 export const objectProposals: CvModel = {
   name: 'object-proposals',
   kind: 'builtin',
+  deprecated: { replacement: 'objects-coco' },
   description:
-    'Regions that stand out from the background (Otsu threshold and connected components over the blurred luminance), as boxes labelled dark-object or bright-object. Classical image analysis: no classes, no learned weights.',
+    'Deprecated: use objects-coco to learn what is in a photograph. This model does not recognize anything: it boxes regions darker or brighter than the background (Otsu threshold and connected components over the blurred luminance), labelled dark-object or bright-object. Classical image analysis with no learned weights; kept for jobs that rely on it (a silhouette on a plain background, a specimen on a tray).',
   returns: {
     detections:
       'one per region: label dark-object or bright-object, confidence = sqrt(contrast) × (0.5 + 0.5 × fill), bbox normalized from the top-left corner, plus areaFraction, contrast (0..1) and fill (area / box area)',
@@ -147,13 +148,15 @@ export const objectProposals: CvModel = {
       analysed: '{width, height} the image was analysed at',
     },
   },
-  run: async (image, signal): Promise<ModelResult> => {
+  run: async (image, { signal, decode, parameters }): Promise<ModelResult> => {
     const settings = objectProposalSettings;
-    const { data, width, height } = await decodeGrey(image, {
-      maxSide: settings.analysisSide,
-      blurSigma: settings.blurSigma,
-      signal,
+    const { minConfidence, maxDetections } = effectiveParameters(parameters, {
+      minConfidence: 0,
+      maxDetections: settings.maxDetections,
     });
+    const { data, width, height } = await decode(() =>
+      decodeGrey(image, { maxSide: settings.analysisSide, blurSigma: settings.blurSigma, signal }),
+    );
     const total = width * height;
     const histogram = new Array<number>(256).fill(0);
     for (let i = 0; i < total; i += 1) histogram[data[i]!]! += 1;
@@ -217,8 +220,9 @@ export const objectProposals: CvModel = {
           fill: round(fill),
         };
       })
+      .filter((detection) => detection.confidence >= minConfidence)
       .sort((a, b) => b.confidence - a.confidence || a.bbox.y - b.bbox.y || a.bbox.x - b.bbox.x)
-      .slice(0, settings.maxDetections);
+      .slice(0, Math.min(maxDetections, settings.maxDetections));
     return summary(detections, components.length);
   },
 };

@@ -35,17 +35,38 @@ export interface ModelReturns {
 
 /**
  * What a job asks of a model that finds objects (POST .../cv-jobs, `parameters`): detections below
- * `minConfidence` are left out, and at most `maxDetections` are kept, the most confident first. Models that
- * find no objects (image-quality) ignore them.
+ * `minConfidence` are left out, and at most `maxDetections` are kept, the most confident first. Either may be
+ * left out for the model's own default (`objects-coco`: 0.3 and 100); models that find no objects
+ * (image-quality) ignore them.
  */
 export interface DetectionParameters {
   /** 0..1 */
-  minConfidence: number;
+  minConfidence?: number;
   /** 1..1000 (resultLimits.maxDetections) */
-  maxDetections: number;
+  maxDetections?: number;
 }
 
-export const defaultDetectionParameters: DetectionParameters = { minConfidence: 0.3, maxDetections: 100 };
+/** The parameters a run applies: the job's, or the model's defaults where the job left one out. */
+export const effectiveParameters = (
+  given: DetectionParameters,
+  defaults: Required<DetectionParameters>,
+): Required<DetectionParameters> => ({
+  minConfidence: given.minConfidence ?? defaults.minConfidence,
+  maxDetections: given.maxDetections ?? defaults.maxDetections,
+});
+
+/** What a run gets besides the image. */
+export interface ModelRun {
+  /** Aborts at the job's time-out, or when the worker stops. */
+  signal: AbortSignal;
+  parameters: DetectionParameters;
+  /**
+   * Runs a decode of the image in the process's decode queue (MEDIA_DECODE_CONCURRENCY), shared with
+   * uploads: every decode of a full image goes through it, so that decodes at once stay within the memory
+   * the operator planned for. The work after the decode (inference, a remote call) holds no slot.
+   */
+  decode: <T>(work: () => Promise<T>) => Promise<T>;
+}
 
 /** Whether a model can run here: a built-in model whose weights are missing or corrupt cannot. */
 export type ModelStatus = { available: true } | { available: false; problem: string };
@@ -60,13 +81,15 @@ export interface CvModel {
   classes?: readonly string[];
   /** What the model is and under which terms its weights are used, for `GET .../cv-models`. */
   about?: { version: string; licence: string; source: string };
+  /** Still runs, but new work should use `replacement` (listed by `GET .../cv-models`). */
+  deprecated?: { replacement: string };
   /** Available unless it says otherwise (checked at start; see src/cv/detection/weights.ts). */
   status?(): ModelStatus;
   /**
    * Analyses the image (the stored bytes: JPEG, PNG or WebP). Rejects with a CvModelError for a failure it
-   * can name; anything else it throws is reported as `model_error`. The signal aborts at the job's time-out.
+   * can name; anything else it throws is reported as `model_error`.
    */
-  run(image: Buffer, signal: AbortSignal, parameters: DetectionParameters): Promise<ModelResult>;
+  run(image: Buffer, job: ModelRun): Promise<ModelResult>;
   /** Releases what the model holds (worker threads); called when the service stops. */
   close?(): Promise<void>;
 }

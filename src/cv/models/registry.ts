@@ -1,23 +1,46 @@
 import { imageQuality } from './image-quality.js';
 import { objectProposals } from './object-proposals.js';
+import { objectsCoco, type ObjectsCocoSettings } from './objects-coco.js';
 import type { CvModel } from './port.js';
 import { remoteModel, type RemoteModelSetting } from './remote.js';
 
-export const builtinModels: readonly CvModel[] = [imageQuality, objectProposals];
+/** The models built into the service, in the order `GET .../cv-models` lists them. */
+export const builtinModels = (detector: ObjectsCocoSettings): readonly CvModel[] => [
+  imageQuality,
+  objectsCoco(detector),
+  objectProposals,
+];
 
 export interface ModelRegistry {
   /** Every model, built-in first, then remote in the order configured. */
   list(): readonly CvModel[];
   get(name: string): CvModel | undefined;
+  /** Releases what the models hold (the detector's threads). */
+  close(): Promise<void>;
 }
 
-/** The built-in models and the configured remote ones; `extra` lets tests add models of their own. */
-export const modelRegistry = (
-  remote: readonly RemoteModelSetting[] = [],
-  extra: readonly CvModel[] = [],
-): ModelRegistry => {
-  const models = [...builtinModels, ...remote.map(remoteModel), ...extra];
+export interface RegistrySettings {
+  remote?: readonly RemoteModelSetting[];
+  /** The built-in detector's threads and weights; one thread and the installed weights by default. */
+  detector?: ObjectsCocoSettings;
+  /** Models of the tests' own. */
+  extra?: readonly CvModel[];
+}
+
+/** The built-in models and the configured remote ones. */
+export const modelRegistry = ({
+  remote = [],
+  detector = { threads: 1 },
+  extra = [],
+}: RegistrySettings = {}): ModelRegistry => {
+  const models = [...builtinModels(detector), ...remote.map(remoteModel), ...extra];
   const byName = new Map(models.map((model) => [model.name, model]));
   if (byName.size !== models.length) throw new Error('Two CV models have the same name');
-  return { list: () => models, get: (name) => byName.get(name) };
+  return {
+    list: () => models,
+    get: (name) => byName.get(name),
+    close: async () => {
+      await Promise.all(models.map((model) => (model.close ? model.close() : Promise.resolve())));
+    },
+  };
 };

@@ -2,6 +2,7 @@ import { request } from 'undici';
 import { parseDuration } from '../../core/durations.js';
 import { CvModelError, isModelName, type CvModel, type ModelResult, type ModelReturns } from './port.js';
 import { checkResult } from './result.js';
+import { assertDecodable } from '../image.js';
 
 /**
  * Models served elsewhere, over the Open Inference Protocol (KServe v2 REST):
@@ -142,7 +143,8 @@ export const remoteModel = (setting: RemoteModelSetting): CvModel => ({
     detections: 'as the inference server reports them: {label, confidence, bbox} and any fields of its own',
     summary: {},
   },
-  run: async (image, signal) => {
+  run: async (image, { signal, decode }) => {
+    await decode(() => assertDecodable(image, signal));
     const timeout = AbortSignal.timeout(setting.timeoutMs);
     const both = AbortSignal.any([signal, timeout]);
     const timedOut = () =>

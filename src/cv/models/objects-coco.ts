@@ -1,0 +1,119 @@
+import { ThreadFailedError, threadPool, type ThreadPool } from '../../core/thread-pool.js';
+import { centerNetCandidates, centerNetInput, type CenterNetTask } from '../detection/centernet.js';
+import { cocoLabels } from '../detection/coco-labels.js';
+import { countByLabel, nonMaxSuppression, toDetections } from '../detection/nms.js';
+import { centerNetFiles, loadCenterNetWeights } from '../detection/weights.js';
+import { decodeRgb, displayedSize } from '../image.js';
+import {
+  CvModelError,
+  effectiveParameters,
+  type CvModel,
+  type ModelResult,
+  type ModelStatus,
+} from './port.js';
+
+export interface ObjectsCocoSettings {
+  /** Inference threads (CV_WORKERS), each with the model loaded once. */
+  threads: number;
+  /** Where centernet.json and centernet.bin are: the installed package's folder unless given (tests). */
+  modelsDir?: string | null;
+  /** The thread's script: the CenterNet thread unless given (tests give one that crashes). */
+  script?: URL;
+}
+
+export const objectsCocoDefaults = { minConfidence: 0.3, maxDetections: 100 } as const;
+
+/** Boxes of one class overlapping more than this are one object: the weaker box is dropped. */
+const iouThreshold = 0.45;
+
+/**
+ * Each thread's V8 heap; the model's tensors live in WebAssembly memory, outside it (about 100 MB a thread
+ * at its peak: docs/operations.md).
+ */
+const threadHeapMb = 128;
+
+/** `.ts` when run from source (tsx), `.js` when built: the thread's script is a sibling of this file. */
+const sourceExtension = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
+
+const modelVersion = `centernet-mobilenetv3 (${centerNetFiles.package} ${centerNetFiles.version}, weights sha256 ${centerNetFiles.weights.sha256.slice(0, 12)})`;
+
+/**
+ * `objects-coco`: what is in the photograph, among the 80 COCO classes (person, dog, horse, bird, car…),
+ * with a box for each. CenterNet (MobileNetV3) runs in worker threads (src/cv/detection/centernet-thread.ts),
+ * so a run holds the event loop only for the decode's hand-off and the suppression of at most 100 boxes.
+ */
+export const objectsCoco = (settings: ObjectsCocoSettings): CvModel & { threads: () => number } => {
+  const weights = loadCenterNetWeights(settings.modelsDir ?? undefined);
+  const status: ModelStatus = weights.ok
+    ? { available: true }
+    : { available: false, problem: weights.problem };
+  let pool: ThreadPool<CenterNetTask, Float32Array> | null = null;
+  const threads = () => {
+    if (!weights.ok) throw new CvModelError('model_unavailable', weights.problem);
+    return (pool ??= threadPool<CenterNetTask, Float32Array>({
+      script: settings.script ?? new URL(`../detection/centernet-thread${sourceExtension}`, import.meta.url),
+      size: settings.threads,
+      workerData: weights.artifacts,
+      resourceLimits: { maxOldGenerationSizeMb: threadHeapMb },
+    }));
+  };
+
+  const infer = async (pixels: Uint8Array, signal: AbortSignal): Promise<Float32Array> => {
+    try {
+      return await threads().run({ pixels }, { signal, transfer: [pixels.buffer as ArrayBuffer] });
+    } catch (error) {
+      if (error instanceof ThreadFailedError)
+        throw new CvModelError('model_error', `The detector's thread failed: ${error.message}`);
+      throw error;
+    }
+  };
+
+  return {
+    name: 'objects-coco',
+    kind: 'builtin',
+    description:
+      'What is in the photograph: people, animals (bird, cat, dog, horse, sheep, cow, elephant, bear, zebra, giraffe), vehicles and everyday objects, the 80 classes of COCO, each with a box. CenterNet with a MobileNetV3 backbone, run in this service on the CPU.',
+    returns: {
+      detections:
+        'one per object found, the most confident first: label (a COCO class), confidence 0..1, bbox normalized from the top-left corner',
+      summary: {
+        counts: 'how many of each label, the most frequent first',
+        image: '{width, height} of the image as displayed',
+        model: '{name, version} of the detector',
+        inferenceMs: 'milliseconds the detector took, decode and suppression included',
+        parameters: '{minConfidence, maxDetections} the run applied',
+      },
+    },
+    classes: cocoLabels,
+    about: {
+      version: modelVersion,
+      licence:
+        'MIT: the weights as converted in @vladmandic/human (github.com/vladmandic/human); trained on COCO (CC BY 4.0 annotations)',
+      source: 'https://github.com/610265158/mobilenetv3_centernet',
+    },
+    status: () => status,
+    threads: () => pool?.threads() ?? 0,
+    run: async (image, { signal, parameters, decode }): Promise<ModelResult> => {
+      const applied = effectiveParameters(parameters, objectsCocoDefaults);
+      const started = performance.now();
+      const { side } = centerNetInput;
+      const image512 = await decode(() => decodeRgb(image, { width: side, height: side, signal }));
+      const rows = await infer(image512, signal);
+      const kept = nonMaxSuppression(centerNetCandidates(rows), { ...applied, iouThreshold });
+      const detections = toDetections(kept, { width: side, height: side, labels: cocoLabels });
+      return {
+        detections,
+        summary: {
+          counts: countByLabel(detections),
+          image: displayedSize(image),
+          model: { name: 'centernet-mobilenetv3-coco', version: modelVersion },
+          inferenceMs: Math.round(performance.now() - started),
+          parameters: applied,
+        },
+      };
+    },
+    close: async () => {
+      await pool?.close();
+    },
+  };
+};
