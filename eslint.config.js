@@ -42,7 +42,7 @@ const belowFeatures = (message) => [
 
 export default tseslint.config(
   // Build output anywhere (the service's dist/, the client's client/dist/) is not source.
-  { ignores: ['**/node_modules', '**/dist', 'data', '**/*.cjs', 'eslint.config.js'] },
+  { ignores: ['**/node_modules', '**/dist', 'data', '.cache', '**/*.cjs', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -5,6 +5,7 @@ import { exampleIds, fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   arrayOf,
+  boolean,
   dateTime,
   enumOf,
   freeObject,
@@ -31,6 +32,21 @@ const modelName = string({
 const fraction = number(0, 1);
 
 export const cvSchemas: Record<string, Schema> = {
+  DetectionParameters: object(
+    {},
+    {
+      minConfidence: number(0, 1, {
+        description: 'Detections less confident than this are left out (objects-coco: 0.3 when not given)',
+      }),
+      maxDetections: integer(1, 1000, {
+        description: 'At most this many detections, the most confident first (objects-coco: 100)',
+      }),
+    },
+    {
+      description:
+        "What the job asks of a model that finds objects; left out, the model's defaults (the result's summary.parameters says what it applied). Models that find no objects ignore them.",
+    },
+  ),
   Detection: {
     type: 'object',
     required: ['label', 'confidence', 'bbox'],
@@ -74,7 +90,12 @@ export const cvSchemas: Record<string, Schema> = {
       updatedAt: dateTime(),
       version: fields.version,
     },
-    {},
+    {
+      parameters: {
+        ...ref('DetectionParameters'),
+        description: 'As requested; absent on jobs read from a list built before jobs took parameters',
+      },
+    },
     { description: 'One model run over one image of one observation' },
   ),
   CvModel: object(
@@ -89,8 +110,26 @@ export const cvSchemas: Record<string, Schema> = {
         },
         {},
       ),
+      available: boolean({
+        description: 'Whether it can run here: false when a built-in model’s weights are missing or corrupt',
+      }),
     },
-    {},
+    {
+      problem: string({ description: 'Why it cannot run (only when available is false)' }),
+      classes: arrayOf(string(), {
+        description: 'The labels its detections may carry, when the list is fixed',
+      }),
+      about: object(
+        { version: string(), licence: string(), source: string() },
+        {},
+        { description: 'What the model is and the terms of its weights' },
+      ),
+      deprecated: object(
+        { replacement: modelName },
+        {},
+        { description: 'It still runs, but new jobs should use the replacement' },
+      ),
+    },
     { description: 'A model a CV job may run' },
   ),
 };
@@ -112,11 +151,16 @@ export const cvOperations = (): BuiltOperation[] => [
     body: {
       codec: CreateCvJobBody,
       name: 'CreateCvJobRequest',
-      example: { observationId: exampleIds.observation, model: 'image-quality' },
+      example: {
+        observationId: exampleIds.observation,
+        model: 'objects-coco',
+        parameters: { minConfidence: 0.4 },
+      },
       properties: {
         observationId: fields.resourceId,
         model: modelName,
         mediaId: fields.resourceId,
+        parameters: ref('DetectionParameters'),
       },
       mediaTypes: ['application/json'],
       json: true,
