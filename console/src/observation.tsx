@@ -1,27 +1,13 @@
 // One observation: attributes, notes, location, its versions, and its media with the CV detections drawn
-// on the image (a toggle per model), and a CV job to run and watch.
+// on the image (a toggle per model) and said in words, and a CV job to run and watch.
 import { useEffect, useState } from 'preact/hooks';
 import { call, getJson, query, sendJson, tenantPath, type Page } from './api.js';
+import { Boxes } from './boxes.js';
+import { huesOf, parametersOf, type CvJob } from './cv.js';
 import { WorldMap } from './map.js';
 import type { Observation } from './observations.js';
+import { WhatWasSeen } from './seen.js';
 import { Json, Loading, ProblemBox, Section, When, useAction, useLoad } from './ui.js';
-
-interface Detection {
-  label: string;
-  confidence: number;
-  bbox: { x: number; y: number; width: number; height: number };
-}
-
-export interface CvJob {
-  id: string;
-  mediaId: string;
-  model: string;
-  status: 'queued' | 'running' | 'completed' | 'failed';
-  result: { detections: Detection[]; summary: unknown } | null;
-  error: { code: string; message: string } | null;
-  createdAt: string;
-  finishedAt: string | null;
-}
 
 interface Version {
   version: number;
@@ -49,88 +35,62 @@ const useImage = (path: string) => {
   return url;
 };
 
-/** The image with each shown job's boxes over it, in the image's own pixels (the boxes are 0..1 of it). */
-const Detections = ({
+/** An image with each shown job's boxes over it, a toggle per model, and what each job saw. */
+const MediaItem = ({
   observationId,
   media,
   jobs,
+  hues,
 }: {
   observationId: string;
   media: Media;
   jobs: CvJob[];
+  hues: Map<string, string>;
 }) => {
   const url = useImage(tenantPath(`/observations/${observationId}/media/${media.id}`));
-  const models = [...new Set(jobs.map((job) => job.model))];
+  // Toggles only for the models that drew something here (image-quality never does).
+  const models = [...new Set(jobs.filter((job) => job.result?.detections.length).map((job) => job.model))];
   const [hidden, setHidden] = useState<string[]>([]);
   const shown = jobs.filter((job) => !hidden.includes(job.model));
   return (
-    <figure class="media" data-media={media.id}>
-      <div class="overlay-frame">
-        {url ? (
-          <img src={url} alt={`Image ${media.id}`} width={media.width} height={media.height} />
-        ) : (
-          <Loading what="the image" />
-        )}
-        <svg
-          class="overlay"
-          viewBox={`0 0 ${media.width} ${media.height}`}
-          preserveAspectRatio="none"
-          aria-hidden="true"
-        >
-          {shown.flatMap((job) =>
-            (job.result?.detections ?? []).map((d, i) => (
-              <g
-                key={`${job.id}-${i}`}
-                class={`detection model-${job.model}`}
-                data-job={job.id}
-                data-index={i}
-              >
-                <rect
-                  x={d.bbox.x * media.width}
-                  y={d.bbox.y * media.height}
-                  width={d.bbox.width * media.width}
-                  height={d.bbox.height * media.height}
-                />
-                <text x={d.bbox.x * media.width} y={d.bbox.y * media.height} dy="-0.3em">
-                  {`${d.label} ${Math.round(d.confidence * 100)}%`}
-                </text>
-              </g>
-            )),
+    <article class="media" data-media={media.id}>
+      <figure>
+        <div class="overlay-frame">
+          {url ? (
+            <img src={url} alt={`Image ${media.id}`} width={media.width} height={media.height} />
+          ) : (
+            <Loading what="the image" />
           )}
-        </svg>
-      </div>
-      <figcaption>
-        {media.width} × {media.height} {media.contentType}, added <When at={media.addedAt} />
-        {models.length ? (
-          <fieldset>
-            <legend>Detections shown</legend>
-            {models.map((model) => (
-              <label key={model}>
-                <input
-                  type="checkbox"
-                  checked={!hidden.includes(model)}
-                  onChange={() =>
-                    setHidden(hidden.includes(model) ? hidden.filter((m) => m !== model) : [...hidden, model])
-                  }
-                />
-                {model}
-              </label>
-            ))}
-          </fieldset>
-        ) : (
-          <p class="muted">No completed CV job on this image yet.</p>
-        )}
-        <ul class="detections">
-          {shown.flatMap((job) =>
-            (job.result?.detections ?? []).map((d, i) => (
-              <li key={`${job.id}-${i}`}>
-                {job.model}: {d.label}, confidence {d.confidence.toFixed(2)}
-              </li>
-            )),
-          )}
-        </ul>
-      </figcaption>
-    </figure>
+          <Boxes width={media.width} height={media.height} jobs={shown} hues={hues} />
+        </div>
+        <figcaption>
+          {media.width} × {media.height} {media.contentType}, added <When at={media.addedAt} />
+        </figcaption>
+      </figure>
+      {models.length ? (
+        <fieldset>
+          <legend>Detections shown</legend>
+          {models.map((model) => (
+            <label key={model}>
+              <input
+                type="checkbox"
+                checked={!hidden.includes(model)}
+                onChange={() =>
+                  setHidden(hidden.includes(model) ? hidden.filter((m) => m !== model) : [...hidden, model])
+                }
+              />
+              <span class={`swatch ${hues.get(model) ?? 'hue-0'}`} aria-hidden="true" />
+              {model}
+            </label>
+          ))}
+        </fieldset>
+      ) : null}
+      {jobs.length ? (
+        <WhatWasSeen jobs={jobs} hues={hues} />
+      ) : (
+        <p class="muted">No completed CV job on this image yet.</p>
+      )}
+    </article>
   );
 };
 
@@ -143,6 +103,8 @@ const RunJob = ({ observation, onDone }: { observation: Observation; onDone: () 
   const [chosen, setMediaId] = useState('');
   // The newest image until one is chosen: the observation may have had none when this was first drawn.
   const mediaId = chosen || (observation.media.at(-1)?.id ?? '');
+  const [minPercent, setMinPercent] = useState('');
+  const [maxDetections, setMaxDetections] = useState('');
   const [job, setJob] = useState<CvJob | null>(null);
   const action = useAction();
   const [pollError, setPollError] = useState<unknown>(null);
@@ -160,15 +122,18 @@ const RunJob = ({ observation, onDone }: { observation: Observation; onDone: () 
   if (observation.media.length === 0) return <p class="muted">Upload an image to run a CV model on it.</p>;
   return (
     <form
+      class="run-job"
       aria-label="Run a CV job"
       onSubmit={(event) => {
         event.preventDefault();
+        const parameters = parametersOf(minPercent, maxDetections);
         void action.run(async () =>
           setJob(
             await sendJson<CvJob>('POST', tenantPath('/cv-jobs'), {
               observationId: observation.id,
               model,
               mediaId,
+              ...(parameters ? { parameters } : {}),
             }),
           ),
         );
@@ -194,6 +159,35 @@ const RunJob = ({ observation, onDone }: { observation: Observation; onDone: () 
           ))}
         </select>
       </label>
+      <label>
+        Minimum confidence (%)
+        <input
+          type="number"
+          min={0}
+          max={100}
+          step="any"
+          inputMode="decimal"
+          value={minPercent}
+          aria-describedby="job-defaults"
+          onInput={(event) => setMinPercent((event.target as HTMLInputElement).value)}
+        />
+      </label>
+      <label>
+        Maximum detections
+        <input
+          type="number"
+          min={1}
+          max={1000}
+          step={1}
+          inputMode="numeric"
+          value={maxDetections}
+          aria-describedby="job-defaults"
+          onInput={(event) => setMaxDetections((event.target as HTMLInputElement).value)}
+        />
+      </label>
+      <p id="job-defaults" class="hint muted">
+        Leave these blank for the model's own defaults.
+      </p>
       <button type="submit" disabled={action.busy}>
         Run
       </button>
@@ -250,6 +244,9 @@ export const ObservationScreen = ({ id, cv }: { id: string; cv: boolean }) => {
         : Promise.resolve({ data: [], nextCursor: null }),
     [id, cv],
   );
+  const completed = jobs.data?.data ?? [];
+  // One colour per model that drew boxes, the same on every image of the page.
+  const hues = huesOf(completed.filter((job) => job.result?.detections.length).map((job) => job.model));
   const o = observation.data;
   if (!o)
     return observation.error ? <ProblemBox error={observation.error} /> : <Loading what="the observation" />;
@@ -287,11 +284,12 @@ export const ObservationScreen = ({ id, cv }: { id: string; cv: boolean }) => {
       </Section>
       <Section title="Media and detections">
         {o.media.map((media) => (
-          <Detections
+          <MediaItem
             key={media.id}
             observationId={o.id}
             media={media}
-            jobs={(jobs.data?.data ?? []).filter((job) => job.mediaId === media.id)}
+            jobs={completed.filter((job) => job.mediaId === media.id)}
+            hues={hues}
           />
         ))}
         <Upload observationId={o.id} onDone={observation.reload} />

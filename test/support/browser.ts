@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** Debian's chromium (`apt-get install -y chromium`, which .ci/run does when it is missing). */
 const executablePath = '/usr/bin/chromium';
@@ -28,3 +29,20 @@ export const launchChromium = (): Promise<Browser> =>
       '--no-first-run',
     ],
   });
+
+/**
+ * axe-core's source, evaluated in the page through the DevTools protocol: page.addScriptTag would add an
+ * inline script, which the console's CSP refuses, as it should.
+ */
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** Serious or critical axe-core violations on the page as it is now: none is allowed on any screen. */
+export const accessibilityViolations = async (page: Page) => {
+  if (!(await page.evaluate('typeof axe !== "undefined"'))) await page.evaluate(axeSource);
+  const violations = await page.evaluate<string[]>(
+    `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`,
+  );
+  return violations;
+};
