@@ -1,3 +1,5 @@
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import { semaphore } from './concurrency.js';
 
@@ -35,14 +37,18 @@ type Reply = { id: number; output: unknown; error?: undefined } | { id: number; 
  * tsx), a small bootstrap that registers tsx's loader in the thread first, since a thread does not inherit
  * the main thread's module hooks.
  */
-const entryOf = (script: URL): { entry: string | URL; eval: boolean } =>
-  script.pathname.endsWith('.ts')
-    ? {
-        entry: `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))})
-          .then((tsx) => { tsx.register(); return import(${JSON.stringify(script.href)}); })`,
-        eval: true,
-      }
-    : { entry: script, eval: false };
+const entryOf = (script: URL): { entry: string | URL; eval: boolean } => {
+  if (!script.pathname.endsWith('.ts')) return { entry: script, eval: false };
+  const tsxApi = new URL(
+    'dist/esm/api/index.mjs',
+    pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json')),
+  );
+  return {
+    entry: `import(${JSON.stringify(tsxApi.href)})
+      .then((tsx) => { tsx.register(); return import(${JSON.stringify(script.href)}); })`,
+    eval: true,
+  };
+};
 
 export const threadPool = <In, Out>({ script, size, workerData, resourceLimits }: ThreadPoolSettings) => {
   const slots = semaphore(size);

@@ -363,6 +363,7 @@ describe('CV jobs over HTTP', () => {
       expect(response.body.nextCursor).to.equal(null);
       expect(response.body.data.map((m: { name: string; kind: string }) => [m.name, m.kind])).to.deep.equal([
         ['image-quality', 'builtin'],
+        ['objects-coco', 'builtin'],
         ['object-proposals', 'builtin'],
       ]);
       const quality = response.body.data[0];

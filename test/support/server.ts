@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config.js';
 import { startService, type Service, type ServiceOptions } from '../../src/service.js';
 import type { Stores } from '../../src/stores.js';
 import { tempDir } from './adapters.js';
@@ -31,7 +31,14 @@ export const startTestServer = async (
     dataDir,
     options,
     logger = pino({ level: 'silent' }),
-  }: { dataDir?: string; options?: ServiceOptions; logger?: Logger } = {},
+    configure = (config) => config,
+  }: {
+    dataDir?: string;
+    options?: ServiceOptions;
+    logger?: Logger;
+    /** Changes what no environment variable sets (a test seam, such as the CV detector's thread script). */
+    configure?: (config: Config) => Config;
+  } = {},
 ): Promise<TestServer> => {
   const { dir, remove } = dataDir ? { dir: dataDir, remove: () => undefined } : tempDir();
   // Timeouts are checked this often: tests of HTTP_HEADERS_TIMEOUT / HTTP_REQUEST_TIMEOUT use short ones.
@@ -39,15 +46,17 @@ export const startTestServer = async (
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
-  const config = loadConfig({
-    DATA_DIR: dir,
-    PORT: String(port),
-    PUBLIC_URL: url,
-    CURSOR_SECRET: testCursorSecret,
-    // The hourly digest would add a digest to a test that runs across the top of an hour.
-    AUDIT_DIGEST_SCHEDULE: 'off',
-    ...env,
-  });
+  const config = configure(
+    loadConfig({
+      DATA_DIR: dir,
+      PORT: String(port),
+      PUBLIC_URL: url,
+      CURSOR_SECRET: testCursorSecret,
+      // The hourly digest would add a digest to a test that runs across the top of an hour.
+      AUDIT_DIGEST_SCHEDULE: 'off',
+      ...env,
+    }),
+  );
   server.headersTimeout = config.http.headersTimeoutMs;
   server.requestTimeout = config.http.requestTimeoutMs;
   server.keepAliveTimeout = config.http.keepAliveTimeoutMs;

@@ -56,9 +56,7 @@ describe('the CV job decider', () => {
   });
 
   it('folds a request made before jobs took parameters into a job with none (the defaults)', () => {
-    const { parameters: _parameters, ...older } = (
-      requested as Extract<CvJobEvent, { type: 'CvJobRequested' }>
-    ).data;
+    const { parameters: _parameters, ...older } = requested.data;
     const state = given([{ type: 'CvJobRequested', data: older }]).state;
     expect(state.status === 'present' && state.job.parameters).to.deep.equal({});
   });
