@@ -113,9 +113,13 @@ export const cvApi = (deps: CvApiDeps): Router => {
   router.get('/cv-models', read, (ctx) => {
     decodeOrThrow(NoParams, ctx.query);
     ctx.body = {
-      data: deps.models
-        .list()
-        .map(({ name, kind, description, returns }) => ({ name, kind, description, returns })),
+      data: deps.models.list().map(({ name, kind, description, returns, classes }) => ({
+        name,
+        kind,
+        description,
+        returns,
+        ...(classes ? { classes } : {}),
+      })),
       nextCursor: null,
     };
   });

@@ -43,7 +43,7 @@ export const cvFeature: Feature<CvWorker & FeatureConsumer> = {
   openapi: { operations: cvOperations, schemas: cvSchemas },
   wire: ({ config, stores, clock, logger, metrics, decodes }) => {
     // One registry for the worker and the routes: the routes list and check the models the worker runs.
-    const models = modelRegistry(config.cv.remoteModels);
+    const models = modelRegistry(config.cv.remoteModels, [], logger);
     const worker = cvWorker({
       decodes,
       decodeLimits: config.mediaDecode,
