@@ -83,6 +83,8 @@ export const exchange = async ({
   const status = response.statusCode;
   if (status < 200 || status > 299) return { status, json: undefined, excerpt };
   if (raw === null) throw invalidReply(`the reply is larger than ${maxReplyBytes} bytes`);
+  // A readiness answer is a bare 200.
+  if (raw.length === 0) return { status, json: undefined, excerpt };
   try {
     return { status, json: JSON.parse(raw.toString('utf8')) as unknown, excerpt };
   } catch {

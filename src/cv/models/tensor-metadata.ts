@@ -65,7 +65,9 @@ export const metadataMismatch = (metadata: unknown, setting: TensorSetting): str
   const matches =
     output.format === 'yolov5'
       ? fits(answer.shape, [1, null, 5 + classes])
-      : fits(answer.shape, [1, 4 + classes, null]) || fits(answer.shape, [1, null, 4 + classes]);
+      : fits(answer.shape, [1, 4 + classes, null]) ||
+        // Transposed only when the server says so: a variable last dimension is the usual N.
+        (answer.shape.at(-1) === 4 + classes && fits(answer.shape, [1, null, 4 + classes]));
   if (!matches)
     return `output ${output.name} has shape ${text(answer.shape)} on the server, not ${output.format === 'yolov5' ? `[1, N, ${5 + classes}]` : `[1, ${4 + classes}, N]`} for ${classes} labels`;
   return undefined;

@@ -21,7 +21,8 @@ const floatTypes = ['FP32', 'FP16', 'FP64'];
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const shown = (value: unknown) => JSON.stringify(value)?.slice(0, 60) ?? String(value);
+const shown = (value: unknown): string =>
+  typeof value === 'number' ? String(value) : (JSON.stringify(value)?.slice(0, 60) ?? String(value));
 
 /** The named output of an infer reply, with a shape that matches its data and data that are finite numbers. */
 export const outputTensor = (body: unknown, name: string): OutputTensor => {
