@@ -94,7 +94,7 @@ export const cvSchemas: Record<string, Schema> = {
       classes: arrayOf(string({ maxLength: 256 }), {
         maxItems: 1000,
         description: "The labels its detections may carry, in the model's class order (detectors only)",
-        example: ['person', 'bicycle', 'car'],
+        examples: [['person', 'bicycle', 'car']],
       }),
     },
     { description: 'A model a CV job may run' },
