@@ -437,9 +437,9 @@ export const settings = {
   CV_REMOTE_MODELS: declare('CV_REMOTE_MODELS')({
     default: null,
     defaultShown: 'none',
-    expected: 'a JSON list of {"name", "url", "timeout"}',
+    expected: 'a JSON list of {"name", "url", "timeout", "protocol": "json" or "tensor", …}',
     description:
-      'models behind inference servers (Open Inference Protocol; docs/api.md); not with CV_MODELS_FILE',
+      'models behind inference servers (Open Inference Protocol: our JSON contract, or YOLO tensors on Triton or KServe; docs/api.md); not with CV_MODELS_FILE',
     echo: 'never',
     parse: remoteModels,
   }),

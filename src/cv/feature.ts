@@ -43,7 +43,7 @@ export const cvFeature: Feature<CvWorker & FeatureConsumer> = {
   openapi: { operations: cvOperations, schemas: cvSchemas },
   wire: ({ config, stores, clock, logger, metrics, decodes }) => {
     // One registry for the worker and the routes: the routes list and check the models the worker runs.
-    const models = modelRegistry({ remote: config.cv.remoteModels, detector: config.cv.detector });
+    const models = modelRegistry({ remote: config.cv.remoteModels, detector: config.cv.detector, logger });
     const unavailable = models.list().flatMap((model) => {
       const status = model.status?.() ?? { available: true };
       return status.available ? [] : [`${model.name}: ${status.problem}`];

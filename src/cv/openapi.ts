@@ -116,8 +116,10 @@ export const cvSchemas: Record<string, Schema> = {
     },
     {
       problem: string({ description: 'Why it cannot run (only when available is false)' }),
-      classes: arrayOf(string(), {
-        description: 'The labels its detections may carry, when the list is fixed',
+      classes: arrayOf(string({ maxLength: 256 }), {
+        maxItems: 1000,
+        description: "The labels its detections may carry, in the model's class order (detectors only)",
+        examples: [['person', 'bicycle', 'car']],
       }),
       about: object(
         { version: string(), licence: string(), source: string() },

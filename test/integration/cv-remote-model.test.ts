@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { expect } from 'chai';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -244,7 +245,12 @@ describe('remote CV models over the Open Inference Protocol', () => {
         remove();
       }
       const defaults = loadConfig({});
-      expect(defaults.cv).to.deep.equal({ jobTimeoutMs: 60_000, concurrency: 4, remoteModels: [] });
+      expect(defaults.cv).to.deep.equal({
+        jobTimeoutMs: 60_000,
+        concurrency: 4,
+        remoteModels: [],
+        detector: { threads: Math.max(1, availableParallelism() - 1), modelsDir: null },
+      });
     });
 
     const bad: [Record<string, string>, RegExp][] = [

@@ -1,11 +1,20 @@
-import { request } from 'undici';
 import { parseDuration } from '../../core/durations.js';
-import { CvModelError, isModelName, type CvModel, type ModelResult, type ModelReturns } from './port.js';
-import { checkResult } from './result.js';
+import { answeredError, exchange, invalidReply, modelPath } from './inference-http.js';
+import {
+  effectiveParameters,
+  isModelName,
+  type CvModel,
+  type ModelResult,
+  type ModelReturns,
+} from './port.js';
+import { checkResult, resultLimits } from './result.js';
 import { assertDecodable } from '../image.js';
+import { parseTensorSetting, tensorFields, type TensorSetting } from './tensor-settings.js';
 
 /**
- * Models served elsewhere, over the Open Inference Protocol (KServe v2 REST):
+ * Models served elsewhere, over the Open Inference Protocol (KServe v2 REST), in one of two modes.
+ *
+ * `"protocol": "json"` (the default), a contract of this service's own:
  *
  *   POST {url}/v2/models/{name}/infer
  *   {"inputs": [{"name": "image", "shape": [1], "datatype": "BYTES", "data": ["<base64 of the image file>"]}]}
@@ -15,27 +24,46 @@ import { assertDecodable } from '../image.js';
  *   {"outputs": [{"name": "detections", "datatype": "BYTES", "shape": [1], "data": ["<JSON list of detections>"]},
  *                {"name": "summary",    "datatype": "BYTES", "shape": [1], "data": ["<JSON object>"]}]}
  *
- * `summary` may be left out (it is then `{}`); other outputs are ignored. See docs/api.md.
+ * `summary` may be left out (it is then `{}`); other outputs are ignored. `"protocol": "tensor"`: a stock
+ * detector that takes an image tensor and answers raw output tensors (src/cv/models/tensor.ts). See
+ * docs/api.md.
  */
-export interface RemoteModelSetting {
+interface RemoteModelCommon {
   name: string;
   /** Base URL of the inference server, without a trailing slash. */
   url: string;
   timeoutMs: number;
   description?: string;
-  returns?: ModelReturns;
+  /** The model's name on the server, when it differs from `name`. */
+  remoteName?: string;
+  /** A version of the model on the server (`/v2/models/{name}/versions/{version}`); the server's choice if unset. */
+  modelVersion?: string;
 }
 
-/** Replies larger than this are refused unread: an image's detections fit in far less. */
-const maxReplyBytes = 16 * 1024 * 1024;
+export type JsonRemoteModelSetting = RemoteModelCommon & { protocol?: 'json'; returns?: ModelReturns };
+export type TensorRemoteModelSetting = RemoteModelCommon & { protocol: 'tensor' } & TensorSetting;
+export type RemoteModelSetting = JsonRemoteModelSetting | TensorRemoteModelSetting;
+
 const defaultTimeout = '30s';
+const commonFields = ['name', 'url', 'timeout', 'description', 'protocol', 'remoteName', 'modelVersion'];
+/** Triton's and KServe's model names and versions: no slash, no `..`. */
+const serverName = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** The optional name or version of the model on the server. */
+const serverPart = (value: unknown, field: string): string | undefined => {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && serverName.test(value) && !value.includes('..')) return value;
+  throw new Error(`${field} must be 1 to 128 letters, digits, "_", "." or "-"`);
+};
+
 /**
  * Parses the models setting (the JSON of CV_REMOTE_MODELS or of the CV_MODELS_FILE file): a list of
- * `{name, url, timeout?, description?, returns?}`. Throws an Error naming the offending entry and field.
+ * `{name, url, timeout?, description?, protocol?, remoteName?, modelVersion?}` plus `returns?` for the json
+ * protocol or `input, output, labels?, iouThreshold?` for the tensor protocol. Throws an Error naming the
+ * offending entry and field.
  */
 export const parseRemoteModelSettings = (
   json: unknown,
@@ -47,27 +75,55 @@ export const parseRemoteModelSettings = (
   return list.map((entry: unknown, index): RemoteModelSetting => {
     const at = `entry ${index}`;
     if (!isObject(entry)) throw new Error(`${at} must be an object {name, url, timeout}`);
-    const unknown = Object.keys(entry).filter(
-      (key) => !['name', 'url', 'timeout', 'description', 'returns'].includes(key),
-    );
-    if (unknown.length > 0) throw new Error(`${at}: unknown field ${unknown.join(', ')}`);
-    const { name, url, timeout = defaultTimeout, description, returns } = entry;
+    const { name, url, timeout = defaultTimeout, description, returns, protocol = 'json' } = entry;
+    if (protocol !== 'json' && protocol !== 'tensor')
+      throw new Error(`${at}: protocol must be "json" or "tensor"`);
+    const known = [...commonFields, ...(protocol === 'json' ? ['returns'] : tensorFields)];
+    const unknown = Object.keys(entry).filter((key) => !known.includes(key));
+    if (unknown.length > 0)
+      throw new Error(
+        `${at}: unknown field ${unknown.join(', ')}${protocol === 'json' && unknown.some((key) => (tensorFields as readonly string[]).includes(key)) ? ' (input, output, labels and iouThreshold need "protocol": "tensor")' : ''}`,
+      );
     if (typeof name !== 'string' || !isModelName(name))
       throw new Error(`${at}: name must be 1 to 64 lower-case letters, digits, ".", "_" or "-"`);
     if (seen.has(name)) throw new Error(`${at}: the model name ${name} is taken`);
     seen.add(name);
+    const named = `${at} (${name})`;
     let parsed: URL;
     try {
       parsed = new URL(String(url));
     } catch {
-      throw new Error(`${at} (${name}): url must be an absolute http or https URL`);
+      throw new Error(`${named}: url must be an absolute http or https URL`);
     }
     if (!['http:', 'https:'].includes(parsed.protocol) || parsed.search || parsed.hash)
-      throw new Error(`${at} (${name}): url must be an http or https URL without query or fragment`);
+      throw new Error(`${named}: url must be an http or https URL without query or fragment`);
     const timeoutMs = typeof timeout === 'string' ? parseDuration(timeout) : undefined;
-    if (!timeoutMs) throw new Error(`${at} (${name}): timeout must be a duration such as 10s`);
+    if (!timeoutMs) throw new Error(`${named}: timeout must be a duration such as 10s`);
     if (description !== undefined && typeof description !== 'string')
-      throw new Error(`${at} (${name}): description must be a string`);
+      throw new Error(`${named}: description must be a string`);
+    let remoteName: string | undefined;
+    let modelVersion: string | undefined;
+    try {
+      remoteName = serverPart(entry.remoteName, 'remoteName');
+      modelVersion = serverPart(entry.modelVersion, 'modelVersion');
+    } catch (error) {
+      throw new Error(`${named}: ${(error as Error).message}`, { cause: error });
+    }
+    const common: RemoteModelCommon = {
+      name,
+      url: parsed.href.replace(/\/+$/, ''),
+      timeoutMs,
+      ...(description !== undefined ? { description } : {}),
+      ...(remoteName !== undefined ? { remoteName } : {}),
+      ...(modelVersion !== undefined ? { modelVersion } : {}),
+    };
+    if (protocol === 'tensor') {
+      try {
+        return { ...common, protocol, ...parseTensorSetting(entry) };
+      } catch (error) {
+        throw new Error(`${named}: ${(error as Error).message}`, { cause: error });
+      }
+    }
     if (
       returns !== undefined &&
       !(
@@ -77,19 +133,13 @@ export const parseRemoteModelSettings = (
         Object.values(returns.summary).every((value) => typeof value === 'string')
       )
     ) {
-      throw new Error(`${at} (${name}): returns must be {detections: string, summary: {field: string}}`);
+      throw new Error(`${named}: returns must be {detections: string, summary: {field: string}}`);
     }
-    return {
-      name,
-      url: parsed.href.replace(/\/+$/, ''),
-      timeoutMs,
-      ...(description !== undefined ? { description } : {}),
-      ...(returns !== undefined ? { returns: returns as unknown as ModelReturns } : {}),
-    };
+    return { ...common, ...(returns !== undefined ? { returns: returns as unknown as ModelReturns } : {}) };
   });
 };
 
-const invalid = (message: string) => new CvModelError('model_reply_invalid', message);
+const invalid = invalidReply;
 
 /** One BYTES output of shape [1] holding a JSON text, parsed; undefined when the reply has no such output. */
 const jsonOutput = (outputs: unknown[], name: string): unknown => {
@@ -123,18 +173,8 @@ export const inferRequest = (image: Buffer) => ({
   inputs: [{ name: 'image', shape: [1], datatype: 'BYTES', data: [image.toString('base64')] }],
 });
 
-const readCapped = async (body: AsyncIterable<Buffer>, limit: number): Promise<Buffer | null> => {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > limit) return null;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-};
-
-export const remoteModel = (setting: RemoteModelSetting): CvModel => ({
+/** The json protocol's model: the server's detections, checked, then the job's parameters applied. */
+export const jsonRemoteModel = (setting: JsonRemoteModelSetting): CvModel => ({
   name: setting.name,
   kind: 'remote',
   description:
@@ -143,57 +183,40 @@ export const remoteModel = (setting: RemoteModelSetting): CvModel => ({
     detections: 'as the inference server reports them: {label, confidence, bbox} and any fields of its own',
     summary: {},
   },
-  run: async (image, { signal, decode }) => {
+  run: async (image, { signal, parameters, decode }) => {
     await decode(() => assertDecodable(image, signal));
-    const timeout = AbortSignal.timeout(setting.timeoutMs);
-    const both = AbortSignal.any([signal, timeout]);
-    const timedOut = () =>
-      new CvModelError('timeout', `The model ${setting.name} did not answer within ${setting.timeoutMs} ms`);
-    const url = `${setting.url}/v2/models/${encodeURIComponent(setting.name)}/infer`;
-    let response;
-    try {
-      response = await request(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(inferRequest(image)),
-        signal: both,
-      });
-    } catch (error) {
-      if (signal.aborted) throw error;
-      if (timeout.aborted) throw timedOut();
-      throw new CvModelError(
-        'model_unreachable',
-        `The model ${setting.name} cannot be reached: ${(error as Error).message}`,
-      );
-    }
-    let raw: Buffer | null;
-    try {
-      raw = await readCapped(response.body, maxReplyBytes);
-    } catch (error) {
-      if (signal.aborted) throw error;
-      if (timeout.aborted) throw timedOut();
-      throw new CvModelError(
-        'model_error',
-        `The model ${setting.name} broke off its reply: ${(error as Error).message}`,
-      );
-    } finally {
-      // An early return leaves the rest unread; let the connection go.
-      response.body.destroy();
-    }
-    if (response.statusCode < 200 || response.statusCode > 299) {
-      const excerpt = (raw ?? Buffer.alloc(0)).toString('utf8', 0, 200).replace(/\s+/g, ' ').trim();
-      throw new CvModelError(
-        'model_error',
-        `The model ${setting.name} answered HTTP ${response.statusCode}${excerpt ? `: ${excerpt}` : ''}`,
-      );
-    }
-    if (raw === null) throw invalid(`the reply is larger than ${maxReplyBytes} bytes`);
-    let body: unknown;
-    try {
-      body = JSON.parse(raw.toString('utf8'));
-    } catch {
-      throw invalid('the reply is not JSON');
-    }
-    return parseInferReply(body);
+    const path = modelPath(setting.url, setting.remoteName ?? setting.name, setting.modelVersion);
+    const reply = await exchange({
+      model: setting.name,
+      url: `${path}/infer`,
+      method: 'POST',
+      body: JSON.stringify(inferRequest(image)),
+      timeoutMs: setting.timeoutMs,
+      signal,
+    });
+    if (reply.status > 299) throw answeredError(setting.name, reply.status, reply.excerpt);
+    // Unless the job asks, the server's detections are kept as it sent them.
+    const applied = effectiveParameters(parameters, {
+      minConfidence: 0,
+      maxDetections: resultLimits.maxDetections,
+    });
+    return applyParameters(parseInferReply(reply.json), applied);
   },
 });
+
+/** Leaves out detections below `minConfidence` and keeps the `maxDetections` most confident, in the server's order. */
+export const applyParameters = (
+  result: ModelResult,
+  { minConfidence, maxDetections }: { minConfidence: number; maxDetections: number },
+): ModelResult => {
+  const confident = result.detections.filter((d) => d.confidence >= minConfidence);
+  if (confident.length <= maxDetections) return { ...result, detections: confident };
+  const kept = new Set(
+    confident
+      .map((d, index) => ({ confidence: d.confidence, index }))
+      .sort((a, b) => b.confidence - a.confidence || a.index - b.index)
+      .slice(0, maxDetections)
+      .map(({ index }) => index),
+  );
+  return { ...result, detections: confident.filter((_, index) => kept.has(index)) };
+};
