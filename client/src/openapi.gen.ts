@@ -1626,6 +1626,13 @@ export interface components {
       /** @description The stream version; the ETag is this number in quotes */
       version: number;
     };
+    /** @description What the job asks of a model that finds objects; left out, the model's defaults (the result's summary.parameters says what it applied). Models that find no objects ignore them. */
+    DetectionParameters: {
+      /** @description Detections less confident than this are left out (objects-coco: 0.3 when not given) */
+      minConfidence?: number;
+      /** @description At most this many detections, the most confident first (objects-coco: 100) */
+      maxDetections?: number;
+    };
     /** @description One thing a model found; models may add fields of their own */
     Detection: {
       label: string;
@@ -1674,6 +1681,7 @@ export interface components {
           | 'model_unreachable'
           | 'model_reply_invalid'
           | 'model_unknown'
+          | 'model_unavailable'
           | 'timeout'
           | 'media_missing'
           | 'media_unreadable'
@@ -1690,6 +1698,8 @@ export interface components {
       updatedAt: string;
       /** @description The stream version; the ETag is this number in quotes */
       version: number;
+      /** @description As requested; absent on jobs read from a list built before jobs took parameters */
+      parameters?: components['schemas']['DetectionParameters'];
     };
     /** @description A model a CV job may run */
     CvModel: {
@@ -1708,6 +1718,33 @@ export interface components {
         summary: {
           [key: string]: string;
         };
+      };
+      /** @description Whether it can run here: false when a built-in model’s weights are missing or corrupt */
+      available: boolean;
+      /** @description Why it cannot run (only when available is false) */
+      problem?: string;
+      /**
+       * @description The labels its detections may carry, in the model's class order (detectors only)
+       * @example [
+       *       "person",
+       *       "bicycle",
+       *       "car"
+       *     ]
+       */
+      classes?: string[];
+      /** @description What the model is and the terms of its weights */
+      about?: {
+        version: string;
+        licence: string;
+        source: string;
+      };
+      /** @description It still runs, but new jobs should use the replacement */
+      deprecated?: {
+        /**
+         * @description A model name (see GET …/cv-models)
+         * @example image-quality
+         */
+        replacement: string;
       };
     };
     /** @description A webhook subscription; its secret is returned only when it is created or rotated */
@@ -2002,6 +2039,7 @@ export interface components {
             | 'model_unreachable'
             | 'model_reply_invalid'
             | 'model_unknown'
+            | 'model_unavailable'
             | 'timeout'
             | 'media_missing'
             | 'media_unreadable'
@@ -2193,6 +2231,7 @@ export interface components {
        */
       model: string;
       mediaId?: string;
+      parameters?: components['schemas']['DetectionParameters'];
     };
     CreateWebhookRequest: {
       /**
@@ -5237,7 +5276,10 @@ export interface operations {
         /**
          * @example {
          *       "observationId": "o_01m7xq3mn18snzhf2p99rppm8q",
-         *       "model": "image-quality"
+         *       "model": "objects-coco",
+         *       "parameters": {
+         *         "minConfidence": 0.4
+         *       }
          *     }
          */
         'application/json': components['schemas']['CreateCvJobRequest'];

@@ -37,20 +37,23 @@ const domainEvents: Record<
     data: {
       jobId: 'j_01m7xq4a2b3c4d5e6f7g8h9j0k',
       observationId,
-      model: 'object-proposals',
+      model: 'objects-coco',
       attempt: 1,
       result: {
         // Boxes are fractions of the image's width and height, from its top left corner.
         detections: [
-          { label: 'object', confidence: 0.82, bbox: { x: 0.31, y: 0.22, width: 0.4, height: 0.35 } },
+          { label: 'horse', confidence: 0.671, bbox: { x: 0.5605, y: 0.4095, width: 0.218, height: 0.2667 } },
+          { label: 'horse', confidence: 0.58, bbox: { x: 0, y: 0.3673, width: 0.4044, height: 0.4386 } },
         ],
         summary: {
-          objects: 1,
-          candidates: 3,
-          threshold: 112,
-          polarity: 'dark',
-          backgroundLuminance: 187.4,
-          analysed: { width: 512, height: 384 },
+          counts: { horse: 2 },
+          image: { width: 773, height: 512 },
+          model: {
+            name: 'centernet-mobilenetv3-coco',
+            version: 'centernet-mobilenetv3 (@vladmandic/human 3.3.6, weights sha256 1b635a150090)',
+          },
+          inferenceMs: 212,
+          parameters: { minConfidence: 0.3, maxDetections: 100 },
         },
       },
     },
@@ -61,7 +64,7 @@ const domainEvents: Record<
     data: {
       jobId: 'j_01m7xq4a2b3c4d5e6f7g8h9j0k',
       observationId,
-      model: 'object-proposals',
+      model: 'objects-coco',
       attempt: 3,
       error: { code: 'media_unreadable', message: 'The stored bytes are not an image that can be decoded' },
     },
