@@ -67,7 +67,7 @@ describe('the README Quickstart, followed as written', function () {
     // A checkout without data: everything of the repository but its data and the Quickstart's files.
     checkout = mkdtempSync(join(tmpdir(), 'quickstart-'));
     for (const entry of readdirSync(root))
-      if (!['.git', 'data', 'tenant.json', 'webhook.json'].includes(entry))
+      if (!['.git', 'data', 'tenant.json', 'webhook.json', 'job.json'].includes(entry))
         symlinkSync(join(root, entry), join(checkout, entry));
     port = await freePort();
     receiverPort = await freePort();
@@ -86,12 +86,13 @@ describe('the README Quickstart, followed as written', function () {
   });
 
   it('has the blocks it is followed by', () => {
-    expect(shellBlocks).to.have.length(3);
+    expect(shellBlocks).to.have.length(4);
     expect([...steps(shellBlocks[1]!).keys()]).to.deep.equal([1, 2, 3]);
     expect([...steps(shellBlocks[2]!).keys()]).to.deep.equal([4, 5, 6]);
+    expect([...steps(shellBlocks[3]!).keys()]).to.deep.equal([7, 8]);
   });
 
-  it('starts with npm start, records and lists an observation, then verifies a webhook on a local receiver', async () => {
+  it('starts with npm start, records and lists an observation, verifies a webhook on a local receiver, and learns what is in a photograph', async () => {
     const service = background('exec npm start', { PORT: String(port) });
     await eventually(
       () =>
@@ -137,5 +138,18 @@ describe('the README Quickstart, followed as written', function () {
     await eventually(() =>
       Promise.resolve(/verified observation\.created evt_(?!test_)/.test(receiver.stdout) || undefined),
     );
+
+    const third = steps(shellBlocks[3]!);
+    sh(localized(third.get(7)!));
+    const job = await eventually(
+      () => {
+        const read = JSON.parse(sh(localized(third.get(8)!)));
+        return Promise.resolve(read.status === 'completed' ? read : undefined);
+      },
+      30_000,
+      'the detector job to complete',
+    );
+    expect(job.model).to.equal('objects-coco');
+    expect(job.result.summary.counts).to.deep.equal({ dog: 1 });
   });
 });
