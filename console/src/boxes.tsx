@@ -73,6 +73,15 @@ const Box = ({ detection, frame }: { detection: Detection; frame: Frame }) => {
 };
 
 /** Over the image: every detection of the jobs given, each model in its colour (`hues`). */
+/**
+ * The least confident first: where boxes overlap (a cup on a table), the most confident one's label is
+ * drawn last, on top, and stays readable. `index` stays the detection's place in the result.
+ */
+const drawOrder = <D extends { confidence: number }>(detections: D[]) =>
+  detections
+    .map((detection, index) => ({ detection, index }))
+    .sort((a, b) => a.detection.confidence - b.detection.confidence || b.index - a.index);
+
 export const Boxes = ({
   width,
   height,
@@ -101,7 +110,7 @@ export const Boxes = ({
       aria-hidden="true"
     >
       {jobs.flatMap((job) =>
-        (job.result?.detections ?? []).map((detection, index) => (
+        drawOrder(job.result?.detections ?? []).map(({ detection, index }) => (
           <g
             key={`${job.id}-${index}`}
             class={`detection ${hues.get(job.model) ?? 'hue-0'}`}

@@ -46,7 +46,7 @@ export const cvFeature: Feature<CvWorker & FeatureConsumer> = {
     const models = modelRegistry({ remote: config.cv.remoteModels, detector: config.cv.detector, logger });
     const unavailable = models.list().flatMap((model) => {
       const status = model.status?.() ?? { available: true };
-      return status.available ? [] : [`${model.name}: ${status.problem}`];
+      return status.available ? [] : [`${model.name}: ${status.detail}`];
     });
     for (const problem of unavailable) logger.error({ problem }, 'A CV model cannot run; the others can');
     const worker = cvWorker({

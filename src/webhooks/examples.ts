@@ -50,7 +50,7 @@ const domainEvents: Record<
           image: { width: 773, height: 512 },
           model: {
             name: 'centernet-mobilenetv3-coco',
-            version: 'centernet-mobilenetv3 (@vladmandic/human 3.3.6, weights sha256 1b635a150090)',
+            version: '@vladmandic/human 3.3.6 (weights sha256 1b635a150090)',
           },
           inferenceMs: 212,
           parameters: { minConfidence: 0.3, maxDetections: 100 },

@@ -149,15 +149,16 @@ describe('the console says what CV jobs saw', function () {
     const jobId = (await status.getAttribute('data-job'))!;
     const groups = page.locator(`g.detection[data-job="${jobId}"]`);
     await groups.first().waitFor();
+    // Drawn least confident first, so that the most confident label is on top where labels overlap.
     expect(await groups.locator('text').allTextContents()).to.deep.equal([
-      'horse 91\u00a0%',
-      'horse 67\u00a0%',
-      'horse 45\u00a0%',
       'person 38\u00a0%',
+      'horse 45\u00a0%',
+      'horse 67\u00a0%',
+      'horse 91\u00a0%',
     ]);
     const img = (await page.locator(`[data-media="${photoId}"] .overlay-frame img`).boundingBox())!;
     for (const [index, { bbox }] of found.entries()) {
-      const group = groups.nth(index);
+      const group = page.locator(`g.detection[data-job="${jobId}"][data-index="${index}"]`);
       const box = (await group.locator('rect.box').boundingBox())!;
       expect(box.x + box.width / 2, `box ${index}`).to.be.closeTo(
         img.x + (bbox.x + bbox.width / 2) * img.width,

@@ -5,6 +5,7 @@ import { accessibilityViolations, launchChromium, skipWithoutChromium } from '..
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createUser, password } from '../support/auth.js';
 import { testImage } from '../support/images.js';
+import { fixturePhoto } from '../support/photos.js';
 import { eventually } from '../support/wait.js';
 import { startReceiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
@@ -202,36 +203,27 @@ describe('the console in a browser', function () {
       await page.getByText('4 observations on this page').waitFor();
     });
 
-    it('uploads an image, runs object-proposals, and draws its boxes where the job says they are', async () => {
+    it('uploads a photograph, runs objects-coco, and draws its boxes where the job says they are', async () => {
       await page.goto(`${server.url}/console#/observations/${observations.turin}`);
       await page.getByRole('heading', { name: `Observation ${observations.turin}` }).waitFor();
-      const image = await testImage({
-        width: 400,
-        height: 300,
-        format: 'png',
-        background: 220,
-        boxes: [
-          { x: 40, y: 50, width: 80, height: 60, value: 20 },
-          { x: 250, y: 150, width: 100, height: 90, value: 30 },
-        ],
-      });
       await page.getByLabel('Add an image (JPEG, PNG or WebP)').setInputFiles({
-        name: 'specimens.png',
-        mimeType: 'image/png',
-        buffer: image,
+        name: 'coffee.jpg',
+        mimeType: 'image/jpeg',
+        buffer: fixturePhoto('coffee'),
       });
       const img = page.locator('.overlay-frame img');
       await img.waitFor();
-      await page.getByLabel('Model').selectOption('object-proposals');
+      await page.getByLabel('Model').selectOption('objects-coco');
       await page.getByRole('button', { name: 'Run' }).click();
       const status = page.locator('.job-status[data-status="completed"]');
-      await status.waitFor({ timeout: 30_000 });
+      await status.waitFor({ timeout: 60_000 });
       const jobId = (await status.getAttribute('data-job'))!;
       const job = await api(`/cv-jobs/${jobId}`);
       const detections = job.body.result.detections as {
+        label: string;
         bbox: { x: number; y: number; width: number; height: number };
       }[];
-      expect(detections.length).to.be.greaterThan(1);
+      expect(detections.map((d) => d.label)).to.include('cup');
       const drawn = page.locator(`g.detection[data-job="${jobId}"] rect.box`);
       await drawn.first().waitFor();
       expect(await drawn.count()).to.equal(detections.length);
@@ -239,7 +231,9 @@ describe('the console in a browser', function () {
       // Each box is drawn where the job puts it on the image as shown: the same centre to a pixel, and the
       // same size give or take its outline (at least 1.5 pixels), which the browser counts in the drawn box.
       for (const [index, { bbox }] of detections.entries()) {
-        const rect = (await drawn.nth(index).boundingBox())!;
+        const rect = (await page
+          .locator(`g.detection[data-job="${jobId}"][data-index="${index}"] rect.box`)
+          .boundingBox())!;
         const expected = {
           x: frame.x + bbox.x * frame.width,
           y: frame.y + bbox.y * frame.height,
@@ -261,9 +255,9 @@ describe('the console in a browser', function () {
       await page.getByText(/Version 1: ObservationMediaAttached/).waitFor();
       await screen(page, 'observation');
       // The toggle hides that model's boxes.
-      await page.getByRole('checkbox', { name: 'object-proposals' }).uncheck();
+      await page.getByRole('checkbox', { name: 'objects-coco' }).uncheck();
       expect(await drawn.count()).to.equal(0);
-      await page.getByRole('checkbox', { name: 'object-proposals' }).check();
+      await page.getByRole('checkbox', { name: 'objects-coco' }).check();
     });
 
     it('shows locations with their boundaries, and submits a visit with its observations', async () => {

@@ -11,7 +11,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { loadGraphModel } from '@tensorflow/tfjs-converter';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import type { ModelArtifacts } from './weights.js';
-import { centerNetInput, type CenterNetTask } from './centernet.js';
+import { centerNetInput, type CenterNetAnswer, type CenterNetTask } from './centernet.js';
 
 /** The one output the service reads: 100 rows of x1, y1, x2, y2 (input pixels), score, class index. */
 const detectionsOutput = 'tower_0/detections';
@@ -30,13 +30,15 @@ const model = load();
 // Keep the failure for the tasks: each answers with it, rather than the thread dying unheard.
 model.catch(() => undefined);
 
-const infer = async ({ pixels }: CenterNetTask): Promise<Float32Array> => {
+const infer = async ({ pixels }: CenterNetTask): Promise<CenterNetAnswer> => {
   const graph = await model;
+  const started = performance.now();
   const { side } = centerNetInput;
   const input = tf.tidy(() => tf.tensor4d(Float32Array.from(pixels), [1, side, side, 3]));
   const output = graph.execute(input, detectionsOutput) as tf.Tensor;
   try {
-    return (await output.data()) as Float32Array;
+    const rows = (await output.data()) as Float32Array;
+    return { rows, inferenceMs: performance.now() - started };
   } finally {
     tf.dispose([input, output]);
   }
@@ -44,7 +46,7 @@ const infer = async ({ pixels }: CenterNetTask): Promise<Float32Array> => {
 
 parentPort!.on('message', ({ id, input }: { id: number; input: CenterNetTask }) => {
   infer(input).then(
-    (output) => parentPort!.postMessage({ id, output }, [output.buffer as ArrayBuffer]),
+    (output) => parentPort!.postMessage({ id, output }, [output.rows.buffer as ArrayBuffer]),
     (error: unknown) => parentPort!.postMessage({ id, error: (error as Error).message }),
   );
 });

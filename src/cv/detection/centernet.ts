@@ -12,6 +12,12 @@ export interface CenterNetTask {
   pixels: Uint8Array;
 }
 
+/** A thread's answer: the model's rows, and how long the model took (its loading left out). */
+export interface CenterNetAnswer {
+  rows: Float32Array;
+  inferenceMs: number;
+}
+
 const rowLength = 6;
 
 /**

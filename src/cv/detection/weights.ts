@@ -31,7 +31,23 @@ export interface ModelArtifacts {
   weightData: ArrayBuffer;
 }
 
-export type LoadedWeights = { ok: true; artifacts: ModelArtifacts } | { ok: false; problem: string };
+/**
+ * Why the weights cannot be used: `problem` names the file and what is wrong with it, for anyone (a tenant
+ * reads it in the model listing and in a failed job); `detail` adds the folder and the digests, for the
+ * operator (the start-up log and readiness's details).
+ */
+export type LoadedWeights =
+  { ok: true; artifacts: ModelArtifacts } | { ok: false; problem: string; detail: string };
+
+class WeightsError extends Error {
+  constructor(
+    message: string,
+    readonly detail: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
 
 /**
  * The folder of the package's models. Its `exports` map hides `models/` and `package.json`, so it is found
@@ -48,14 +64,19 @@ const readChecked = (dir: string, { file, sha256: expected }: { file: string; sh
     bytes = readFileSync(join(dir, file));
   } catch (error) {
     const { code, message } = error as NodeJS.ErrnoException;
-    throw new Error(
-      code === 'ENOENT' ? `${file} is missing from ${dir}` : `${file} cannot be read: ${message}`,
+    const missing = code === 'ENOENT';
+    throw new WeightsError(
+      missing ? `${file} is missing` : `${file} cannot be read`,
+      missing ? `${file} is missing from ${dir}` : `${join(dir, file)} cannot be read: ${message}`,
       { cause: error },
     );
   }
   const actual = sha256(bytes);
   if (actual !== expected)
-    throw new Error(`${file} has SHA-256 ${actual}, not ${expected}: it is corrupt or another version`);
+    throw new WeightsError(
+      `${file} does not have its SHA-256: it is corrupt or another version`,
+      `${join(dir, file)} has SHA-256 ${actual}, not ${expected}: it is corrupt or another version`,
+    );
   return bytes;
 };
 
@@ -77,6 +98,12 @@ export const loadCenterNetWeights = (dir?: string): LoadedWeights => {
       },
     };
   } catch (error) {
-    return { ok: false, problem: `The CenterNet weights cannot be used: ${(error as Error).message}` };
+    const { message } = error as Error;
+    const detail = error instanceof WeightsError ? error.detail : message;
+    return {
+      ok: false,
+      problem: `The CenterNet weights cannot be used: ${message}`,
+      detail: `The CenterNet weights cannot be used: ${detail}`,
+    };
   }
 };

@@ -69,7 +69,10 @@ export interface ModelRun {
 }
 
 /** Whether a model can run here: a built-in model whose weights are missing or corrupt cannot. */
-export type ModelStatus = { available: true } | { available: false; problem: string };
+export type ModelStatus =
+  | { available: true }
+  /** `problem` is for anyone (the listing, a failed job); `detail` adds what only the operator should see. */
+  | { available: false; problem: string; detail: string };
 
 export interface CvModel {
   /** Lower-case letters, digits, `.`, `_` and `-`: it is part of URLs, never a path. */
