@@ -1,6 +1,7 @@
 import { rebuildPhase, type RebuildPhaseResults } from './audit.js';
 import { runAuth, type AuthResults } from './auth.js';
 import { runCv, type CvResults } from './cv.js';
+import { reportCvDetector, runCvDetector } from './cv-detector.js';
 import { runHttp, type HttpResults } from './http.js';
 import { reportImages, runImages } from './images.js';
 import { millionCatchUp, type MillionResults } from './million.js';
@@ -20,9 +21,9 @@ import { runWebhooks, type WebhookResults } from './webhooks.js';
 /**
  * `npm run bench`: every phase in one run, each against its own baseline, then the ratios against their
  * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,scaleout,append,
- * catchup,million,growth,auth,webhooks,cv,images,rebuild,soak (all by default), or the same names as arguments
- * (`npm run bench -- soak`), runs a subset, and only a full run rewrites docs/bench/latest.json and
- * docs/benchmarks.md. The endurance phase (`soak`) writes its own docs/bench/soak.json and its part of
+ * catchup,million,growth,auth,webhooks,cv,cv-detector,images,rebuild,soak (all by default), or the same names
+ * as arguments (`npm run bench -- soak`), runs a subset, and only a full run rewrites docs/bench/latest.json
+ * and docs/benchmarks.md. `cv-detector` and `images` write their own JSON under docs/bench and print. The endurance phase (`soak`) writes its own docs/bench/soak.json and its part of
  * docs/benchmarks.md when it ran for its full length (see bench/soak-report.ts).
  * BENCH_BACKENDS=sqlite,postgres (bench/postgres-db.ts; both by default when a PostgreSQL server answers)
  * says where the http, scaleout, append, catchup, webhooks and rebuild phases run: each runs on PostgreSQL
@@ -74,6 +75,7 @@ const allPhases = [
   'auth',
   'webhooks',
   'cv',
+  'cv-detector',
   'images',
   'rebuild',
   'soak',
@@ -200,6 +202,10 @@ const main = async (): Promise<void> => {
   const cv: CvResults | null = await phase('cv', () =>
     runCv({ jobs: settings.cvJobs, samples: settings.cvLatencySamples, loopRuns: settings.cvLoopRuns }),
   );
+  const detector = await phase('cv-detector', () =>
+    runCvDetector({ jobs: numberFromEnv('BENCH_CV_DETECTOR_JOBS', 100) }),
+  );
+  if (detector) for (const file of reportCvDetector(detector)) log(`wrote ${file}`);
   const images = await phase('images', () => runImages({ durationS: numberFromEnv('BENCH_IMAGES_S', 20) }));
   if (images) for (const file of reportImages(images)) log(`wrote ${file}`);
   const rebuild: RebuildPhaseResults | null = await sqlitePhase('rebuild', () =>
