@@ -1630,7 +1630,10 @@ export interface components {
     DetectionParameters: {
       /** @description Detections less confident than this are left out (objects-coco: 0.3 when not given) */
       minConfidence?: number;
-      /** @description At most this many detections, the most confident first (objects-coco: 100) */
+      /**
+       * Format: int32
+       * @description At most this many detections, the most confident first (objects-coco: 100)
+       */
       maxDetections?: number;
     };
     /** @description One thing a model found; models may add fields of their own */

@@ -39,6 +39,7 @@ export const cvSchemas: Record<string, Schema> = {
         description: 'Detections less confident than this are left out (objects-coco: 0.3 when not given)',
       }),
       maxDetections: integer(1, 1000, {
+        format: 'int32',
         description: 'At most this many detections, the most confident first (objects-coco: 100)',
       }),
     },

@@ -1,7 +1,16 @@
 import { expect } from 'chai';
 import { request, startTestServer, type TestServer } from '../support/server.js';
 
-const checkNames = ['draining', 'eventStore', 'readModels', 'blobs', 'idempotency', 'storage', 'consumers'];
+const checkNames = [
+  'draining',
+  'eventStore',
+  'readModels',
+  'blobs',
+  'idempotency',
+  'storage',
+  'consumers',
+  'capabilities',
+];
 
 describe('the health routes', () => {
   let server: TestServer;
