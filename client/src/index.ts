@@ -37,3 +37,4 @@ export {
   type WebhookHeaders,
 } from './webhooks.js';
 export * from './types.js';
+export { webhookEventTypes, visitStatuses, cvJobStatuses, deliveryStatuses } from './lists.gen.js';

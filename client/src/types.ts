@@ -4,6 +4,7 @@
  * client:types`), so the client follows the server without importing its code. The few written here by
  * hand are the client's own: shapes the document has no schema for, or conveniences it adds on the wire's.
  */
+import { scopes as scopeList } from './lists.gen.js';
 import type { components, operations } from './openapi.gen.js';
 
 type Schemas = components['schemas'];
@@ -26,19 +27,8 @@ type Input<Name extends keyof Schemas> = AcceptUndefined<Schemas[Name]>;
 /** The scopes a credential can carry. `admin` implies every other scope, within its own tenant. */
 export type Scope = Schemas['User']['scopes'][number];
 
-const scopeList = [
-  'observations:read',
-  'observations:write',
-  'cv:read',
-  'cv:write',
-  'locations:read',
-  'locations:write',
-  'webhooks:manage',
-  'admin',
-] as const satisfies readonly Scope[];
-// Fails to compile when the document gains a scope that this list lacks.
-const _everyScopeListed: [Exclude<Scope, (typeof scopeList)[number]>] extends [never] ? true : false = true;
-export const scopes: readonly Scope[] = scopeList;
+/** Every scope, in the document's order (generated from it: client/src/lists.gen.ts). */
+export const scopes: readonly Scope[] = scopeList satisfies readonly Scope[];
 
 /**
  * One page of a list: `nextCursor` is null on the last page. Hand-written: the document describes each

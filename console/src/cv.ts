@@ -1,3 +1,4 @@
+import type { cvJobStatuses } from '../../client/src/lists.gen.js';
 // What the console reads out of a CV job's result, as plain functions: the counts by label, the model
 // and its run, and the image-quality verdict in words. A result's summary is free-form JSON (remote models
 // add their own fields), so each reading checks the shape it needs and gives up quietly without it.
@@ -12,7 +13,7 @@ export interface CvJob {
   id: string;
   mediaId: string;
   model: string;
-  status: 'queued' | 'running' | 'completed' | 'failed';
+  status: (typeof cvJobStatuses)[number];
   result: { detections: Detection[]; summary: unknown } | null;
   error: { code: string; message: string } | null;
   createdAt: string;

@@ -1,6 +1,7 @@
 // Locations on the map with their boundaries, and visits: each with its observations and a submit button.
 import type { Polygon } from 'geojson';
 import { useState } from 'preact/hooks';
+import { visitStatuses } from '../../client/src/lists.gen.js';
 import { getJson, query, sendJson, tenantPath, type Page } from './api.js';
 import { WorldMap } from './map.js';
 import { ObservationTable, type Observation } from './observations.js';
@@ -20,7 +21,7 @@ interface Visit {
   endedAt: string | null;
   participants: string[];
   notes: string | null;
-  status: 'draft' | 'submitted';
+  status: (typeof visitStatuses)[number];
   observationIds: string[];
   submittedAt: string | null;
   version: number;
@@ -80,8 +81,11 @@ export const PlacesScreen = ({ visitsToo }: { visitsToo: boolean }) => {
             Status
             <select value={status} onChange={(event) => setStatus((event.target as HTMLSelectElement).value)}>
               <option value="">Any</option>
-              <option value="draft">Draft</option>
-              <option value="submitted">Submitted</option>
+              {visitStatuses.map((value) => (
+                <option key={value} value={value}>
+                  {value[0]!.toUpperCase() + value.slice(1)}
+                </option>
+              ))}
             </select>
           </label>
           <ProblemBox error={visits.error} />

@@ -1,16 +1,12 @@
 // Webhook subscriptions: create (the secret shown once), test, rotate, enable with replayMissed, delete;
 // and the delivery log, each delivery's attempts as a timeline, with redelivery.
 import { useState } from 'preact/hooks';
+import { webhookEventTypes } from '../../client/src/lists.gen.js';
 import { getJson, query, sendJson, tenantPath, type Page } from './api.js';
 import { Loading, ProblemBox, Section, When, useAction, useLoad } from './ui.js';
 
-export const eventTypes = [
-  'observation.created',
-  'observation.updated',
-  'cv.job.completed',
-  'cv.job.failed',
-  'visit.submitted',
-] as const;
+/** The event types a subscription can name: the document's, generated (npm run client:types). */
+export const eventTypes = webhookEventTypes;
 
 interface Subscription {
   id: string;

@@ -1,7 +1,13 @@
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { clientTypes, clientTypesFile, serviceDocument } from '../../scripts/client-types.js';
+import {
+  clientLists,
+  clientListsFile,
+  clientTypes,
+  clientTypesFile,
+  serviceDocument,
+} from '../../scripts/client-types.js';
 
 const clientSource = fileURLToPath(new URL('../../client/src', import.meta.url));
 
@@ -30,6 +36,25 @@ describe('client types generated from the OpenAPI document', () => {
         `client/src/openapi.gen.ts is stale at ${difference}: run \`npm run client:types\` and commit it`,
       );
     }
+  });
+
+  it('and the lists the client and the console offer (client/src/lists.gen.ts) too', async () => {
+    const committed = readFileSync(clientListsFile, 'utf8');
+    const difference = firstDifference(committed, await clientLists());
+    if (difference !== undefined) {
+      expect.fail(
+        `client/src/lists.gen.ts is stale at ${difference}: run \`npm run client:types\` and commit it`,
+      );
+    }
+  });
+
+  it('lists a new event type, so that a list cannot drift from the document', async () => {
+    const document = serviceDocument();
+    const subscription = document.components.schemas.WebhookSubscription as {
+      properties: { events: { items: { enum: string[] } } };
+    };
+    subscription.properties.events.items.enum.push('location.created');
+    expect(await clientLists(document)).to.include("'location.created'");
   });
 
   it('change when a schema gains a field, so that the check above notices drift', async function () {
