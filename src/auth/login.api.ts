@@ -12,7 +12,7 @@ import { readJsonBody } from '../http/body.js';
 import { commandContext } from '../http/command-context.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { LoginBody, RefreshBody } from './codecs.js';
-import { retryOnConflict } from './conflicts.js';
+import { retryOnConflict } from '../core/conflicts.js';
 import { formatCredential, parseCredential, refreshTokenPrefix } from './credential-strings.js';
 import { decoyHash, verifyPassword } from './passwords.js';
 import type { FailureGuard, LoginAttempt } from './rate-limit.js';

@@ -11,7 +11,7 @@ import type { EventStore } from '../eventstore/port.js';
 import { parseClientId } from './credential-strings.js';
 import type { ClientAttempt, FailureGuard } from './rate-limit.js';
 import type { Revocations } from './revocations.js';
-import { grants, isScope, scopes, type Scope } from './scopes.js';
+import { grants, isScope, scopes, type Scope } from '../core/scopes.js';
 import { sameSecret } from './secrets.js';
 import type { Keyring } from './signing-keys.js';
 import type { TokenSettings } from './tokens.js';

@@ -1,5 +1,5 @@
 import { LoginBody, RefreshBody } from './codecs.js';
-import { scopes } from './scopes.js';
+import { scopes } from '../core/scopes.js';
 import { exampleIds, fields } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { arrayOf, enumOf, integer, object, ref, string, type Schema } from '../openapi/schema.js';

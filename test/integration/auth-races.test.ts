@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { retryOnConflict } from '../../src/auth/conflicts.js';
+import { retryOnConflict } from '../../src/core/conflicts.js';
 import { hashSecret, newSecret } from '../../src/auth/secrets.js';
 import { handleCommand, type CommandContext } from '../../src/core/command-handler.js';
 import { VersionConflictError } from '../../src/core/errors.js';

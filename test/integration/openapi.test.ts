@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { isRight } from 'fp-ts/lib/Either.js';
 import { routeGuardOf } from '../../src/auth/authenticate.js';
-import { scopes } from '../../src/auth/scopes.js';
+import { scopes } from '../../src/core/scopes.js';
 import type { StrictObjectCodec } from '../../src/http/codec.js';
 import { GeoPositionCodec } from '../../src/observations/codecs.js';
 import { operations } from '../../src/openapi/document.js';
