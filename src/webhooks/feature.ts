@@ -6,7 +6,7 @@ import {
 import type { Feature, FeatureConsumer } from '../feature.js';
 import { outboxMailer, smtpMailer } from '../mail/mailer.js';
 import { webhookMetrics } from '../observability/metrics-workers.js';
-import { developmentSecret } from '../secrets.js';
+import { developmentSecret } from '../core/development-secrets.js';
 import { webhooksApi } from './api.js';
 import { webhookEvents, webhookOperations, webhookSchemas } from './openapi.js';
 import { webhookSender } from './sender.js';
