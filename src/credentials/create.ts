@@ -1,4 +1,4 @@
-import { hashSecret, newSecret } from '../auth/secrets.js';
+import { hashSecret, newSecret } from './secrets.js';
 import type { Scope } from '../core/scopes.js';
 import { handleCommand, type CommandContext } from '../core/command-handler.js';
 import type { Decider, DomainEvent } from '../core/decider.js';

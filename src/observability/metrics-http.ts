@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import type { Authenticator } from '../auth/authenticate.js';
+import type { Authenticator } from '../http/guard.js';
 import type { MetricsMode } from '../config.js';
 import { ForbiddenError } from '../core/errors.js';
 import { listen } from '../http/listen.js';

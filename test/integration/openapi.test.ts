@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { isRight } from 'fp-ts/lib/Either.js';
-import { routeGuardOf } from '../../src/auth/authenticate.js';
+import { routeGuardOf } from '../../src/http/guard.js';
 import { scopes } from '../../src/core/scopes.js';
 import type { StrictObjectCodec } from '../../src/http/codec.js';
 import { GeoPositionCodec } from '../../src/observations/codecs.js';

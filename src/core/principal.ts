@@ -1,4 +1,4 @@
-import type { Scope } from '../core/scopes.js';
+import type { Scope } from './scopes.js';
 
 /**
  * Who is calling. `platform` is the operator's PLATFORM_ADMIN_KEY: it may create tenants and nothing
