@@ -5,7 +5,7 @@ import type * as t from 'io-ts';
 import Koa, { type Context } from 'koa';
 import { join } from 'node:path';
 import getRawBody from 'raw-body';
-import { hashSecret } from '../src/auth/secrets.js';
+import { hashSecret } from '../src/credentials/secrets.js';
 import { newId } from '../src/core/ids.js';
 import { fieldErrors } from '../src/http/codec.js';
 import { cursorCodec } from '../src/http/cursor.js';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { pino } from 'pino';
-import type { Authenticator } from '../src/auth/authenticate.js';
-import type { Principal } from '../src/auth/principal.js';
+import type { Authenticator } from '../src/http/guard.js';
+import type { Principal } from '../src/core/principal.js';
 import { loadConfig } from '../src/config.js';
 import { startService } from '../src/service.js';
 

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
-import { idempotencyCaller } from './auth/principal.js';
+import { idempotencyCaller } from './core/principal.js';
 import { tenantIdPattern } from './core/ids.js';
 import type { FeatureConsumer, RouteContext, WiredFeature } from './feature.js';
 import { problemMiddleware } from './http/problem.js';

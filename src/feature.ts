@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
-import type { Authenticator } from './auth/authenticate.js';
+import type { Authenticator } from './http/guard.js';
 import type { ClientAttempt, FailureGuard, LoginAttempt } from './auth/rate-limit.js';
 import type { Revocations } from './auth/revocations.js';
 import type { Keyring } from './auth/signing-keys.js';

@@ -8,6 +8,7 @@ import { historyFeature } from './history/feature.js';
 import { locationsFeature } from './locations/feature.js';
 import { mediaFeature } from './media/feature.js';
 import { observationsFeature } from './observations/feature.js';
+import type { RegisteredProjection } from './readmodels/registered.js';
 import { tenantsFeature } from './tenants/feature.js';
 import { visitsFeature } from './visits/feature.js';
 import { webhooksFeature } from './webhooks/feature.js';
@@ -39,3 +40,20 @@ export const features: readonly Feature[] = [
 export const eventSchemas: UpcasterRegistry = mergeEventSchemas(
   features.map((feature) => feature.eventSchemas),
 );
+
+/**
+ * Every read model the service keeps: the service runs them all, the CLI rebuilds and exports them. Each
+ * feature names its own (src/<feature>/feature.ts); the definitions are in projections/, one file each.
+ */
+export const projections: readonly RegisteredProjection[] = features.flatMap(
+  (feature) => feature.projections,
+);
+
+/** Names as typed on the command line: `cv-jobs` and `cv_jobs` are the same. */
+const normalize = (name: string) => name.replace(/-/g, '_');
+
+export const findProjection = (name: string): RegisteredProjection | undefined =>
+  projections.find((entry) => entry.projection.name === normalize(name));
+
+export const findExport = (name: string): RegisteredProjection | undefined =>
+  projections.find((entry) => entry.export && normalize(entry.export.name) === normalize(name));

@@ -2,15 +2,15 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { projections } from '../projections/index.js';
 import { cvFeature } from './cv/feature.js';
 import type { Feature, FeatureConsumer } from './feature.js';
-import { eventSchemas, features } from './features.js';
+import { eventSchemas, features, projections } from './features.js';
 import { digestJob } from './audit/digest.js';
 import type { CvWorker } from './cv/worker.js';
 import { decodeQueue, type DecodeQueue } from './media/decode-queue.js';
 import { createApp } from './app.js';
-import { authenticator, type Authenticator } from './auth/authenticate.js';
+import { authenticator } from './auth/authenticate.js';
+import type { Authenticator } from './http/guard.js';
 import { openFailureStore } from './auth/failure-store.js';
 import { clientLimits, loginLimits } from './auth/rate-limit.js';
 import { revocations } from './auth/revocations.js';
@@ -174,7 +174,7 @@ export const startService = async (
   const stores = { ...opened, eventStore: measured.eventStore };
   // Failed-authentication counters, shared with every process on the same DATA_DIR or MongoDB.
   const failureStore = await openFailureStore(config);
-  // Every read model the service keeps: the features' (projections/index.ts), which the CLI rebuilds too.
+  // Every read model the service keeps: the features' (src/features.ts), which the CLI rebuilds too.
   const running = projections.map(({ projection }) => ({
     projection,
     runner: projectionRunner(projection, { ...stores, logger }),

@@ -6,6 +6,7 @@ import { builtinModelNames } from './cv/models/port.js';
 import { parseRemoteModelSettings, type RemoteModelSetting } from './cv/models/remote.js';
 import { parseCorsOrigins, type CorsOrigins } from './http/cors.js';
 import { parseRateLimit, type RateLimitPolicy } from './http/rate-limit.js';
+import { metricsModes, type MetricsMode } from './observability/metrics-http.js';
 import { defaultDecodeLimits } from './media/header.js';
 
 /**
@@ -68,8 +69,7 @@ const remoteModels = (json: string): RemoteModelSetting[] =>
 
 export const roles = ['all', 'api', 'worker'] as const;
 export type Role = (typeof roles)[number];
-export const metricsModes = ['platform', 'port', 'off'] as const;
-export type MetricsMode = (typeof metricsModes)[number];
+export { metricsModes, type MetricsMode };
 export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { requireScope, type Authenticator } from '../http/guard.js';
 import { UnavailableError } from '../core/errors.js';
 import type { EventStore } from '../eventstore/port.js';
 import { pathParam } from '../http/resource.js';

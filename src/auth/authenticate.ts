@@ -1,28 +1,18 @@
-import type { Context, Middleware } from 'koa';
+import type { Context } from 'koa';
 import { readAggregate } from '../core/command-handler.js';
-import { ForbiddenError, NotFoundError, UnauthorizedError } from '../core/errors.js';
+import { UnauthorizedError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
 import { apiKeyDecider } from '../credentials/secret-credential.decider.js';
-import { apiKeyPrefix, parseCredential } from './credential-strings.js';
-import type { Principal, TenantPrincipal } from './principal.js';
+import { apiKeyPrefix, parseCredential } from '../credentials/credential-strings.js';
+import type { Principal, TenantPrincipal } from '../core/principal.js';
+import type { Authenticator } from '../http/guard.js';
 import type { Revocations } from './revocations.js';
-import type { Scope } from './scopes.js';
-import { grants } from './scopes.js';
-import { constantTimeEqual, hashSecret, sameSecret } from './secrets.js';
+import { constantTimeEqual, hashSecret, sameSecret } from '../credentials/secrets.js';
 import type { Keyring } from './signing-keys.js';
 import type { TokenSettings } from './tokens.js';
 import { verifyAccessToken } from './tokens.js';
-
-declare module 'koa' {
-  /** Set once a request is authenticated (see `authenticate`). */
-  interface DefaultState {
-    principal?: Principal;
-    /** The principal's actor, e.g. `apikey:k_…`: the actor of the events the request writes. */
-    actor?: string;
-  }
-}
 
 export interface AuthenticatorDeps {
   eventStore: EventStore;
@@ -43,7 +33,7 @@ const invalid = () => new UnauthorizedError('The credentials are not valid', 'in
  * Turns a request's credentials into a principal. Verified keys and tokens are cached in memory by the
  * hash of the credential; the revocation set is consulted on every request, cached or not.
  */
-export const authenticator = (deps: AuthenticatorDeps) => {
+export const authenticator = (deps: AuthenticatorDeps): Authenticator => {
   const verified = new Map<string, TenantPrincipal>();
   // A token verified under one keyring says nothing once a key is retired: a reloaded keyring empties the cache.
   let verifiedWith = deps.keyring();
@@ -149,61 +139,3 @@ export const authenticator = (deps: AuthenticatorDeps) => {
 
   return { authenticate: authenticateOnce };
 };
-
-export type Authenticator = ReturnType<typeof authenticator>;
-
-/**
- * Route guard: authenticates, keeps the credential inside its own tenant, and checks the scope.
- * Another tenant's path answers 404, as an unknown tenant does: a credential learns nothing about
- * tenants it does not belong to. The platform key passes only where `allowPlatform` is set.
- */
-export const requireScope = (
-  auth: Authenticator,
-  scope: Scope,
-  { allowPlatform = false } = {},
-): Middleware & { guard: RouteGuard } => {
-  const guard: Middleware = async (ctx, next) => {
-    const principal = await auth.authenticate(ctx);
-    ctx.state.principal = principal;
-    ctx.state.actor = principal.actor;
-    if (principal.kind === 'platform') {
-      if (!allowPlatform)
-        throw new ForbiddenError('The platform key may only create and read tenants', scope);
-      return next() as Promise<void>;
-    }
-    const tenantId = (ctx.params as Record<string, string | undefined>).tenantId;
-    if (tenantId !== undefined && tenantId !== principal.tenantId) throw new NotFoundError('No such tenant');
-    if (!grants(principal.scopes, scope))
-      throw new ForbiddenError(`This request needs the scope ${scope}`, scope);
-    await next();
-  };
-  return Object.assign(guard, { guard: { scope, allowPlatform } satisfies RouteGuard });
-};
-
-/** Only the platform key: creating and listing tenants. */
-export const requirePlatform = (auth: Authenticator): Middleware & { guard: RouteGuard } => {
-  const guard: Middleware = async (ctx, next) => {
-    const principal = await auth.authenticate(ctx);
-    if (principal.kind !== 'platform')
-      throw new ForbiddenError('Only the platform administrator key may do this');
-    ctx.state.principal = principal;
-    ctx.state.actor = principal.actor;
-    await next();
-  };
-  return Object.assign(guard, { guard: { scope: 'platform', allowPlatform: true } satisfies RouteGuard });
-};
-
-/**
- * What a route's guard demands, readable from the router's stack (the OpenAPI document is checked against
- * it): a scope, or `platform` for the platform key alone; `allowPlatform` when the platform key passes too.
- */
-export interface RouteGuard {
-  scope: Scope | 'platform';
-  allowPlatform: boolean;
-}
-
-/** The guard of a route's middleware stack; undefined for a public route. */
-export const routeGuardOf = (stack: readonly unknown[]): RouteGuard | undefined =>
-  stack
-    .map((middleware) => (middleware as { guard?: RouteGuard }).guard)
-    .find((guard): guard is RouteGuard => guard !== undefined);

@@ -1,5 +1,5 @@
 import { LoginBody, RefreshBody } from './codecs.js';
-import { scopes } from './scopes.js';
+import { scopes } from '../core/scopes.js';
 import { exampleIds, fields } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { arrayOf, enumOf, integer, object, ref, string, type Schema } from '../openapi/schema.js';
@@ -111,7 +111,7 @@ export const authSchemas: Record<string, Schema> = {
 
 const tag = 'Tokens';
 
-/** What src/auth/credential-strings.ts makes: the tenant and id before the secret. */
+/** What src/credentials/credential-strings.ts makes: the tenant and id before the secret. */
 const exampleClientId = `${exampleIds.tenant}.${exampleIds.oauthClient}`;
 const exampleClientSecret = 'q7B2xN0vKc9RzL4mT1wYhE6uP3sA8dFgJ5kVnXoZbQe';
 const exampleRefreshToken = `ort_${exampleIds.tenant}.s_01m7xrc4d6f8g0h2j4k6m8n0p2.Zx8Qm3Lp0Rt5Vw2Yb7Nc4Hd9Kf1Gs6Ja3Ue8Io0Pq2x`;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Keyring } from './signing-keys.js';
-import type { Scope } from './scopes.js';
-import { isScope } from './scopes.js';
+import type { Scope } from '../core/scopes.js';
+import { isScope } from '../core/scopes.js';
 
 /** Access tokens: ES256 JWTs. Verification pins the algorithm, the issuer and the audience. */
 export interface TokenSettings {

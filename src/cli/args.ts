@@ -1,7 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { tenantIdPattern } from '../core/ids.js';
 import { ValidationError } from '../core/errors.js';
-import { findProjection, projections, type RegisteredProjection } from '../../projections/index.js';
+import { findProjection, projections } from '../features.js';
+import type { RegisteredProjection } from '../readmodels/registered.js';
 import { FlagError, UsageError } from './command.js';
 
 /** Checks on flags and names that more than one command takes; a bad one is a UsageError (exit code 2). */

@@ -1,4 +1,4 @@
-import { findExport } from '../../projections/index.js';
+import { findExport } from '../features.js';
 import { exportReadModel } from '../readmodels/export.js';
 import { findSnapshot } from '../readmodels/rebuild.js';
 import { exportNames, flags, requireTenant } from './args.js';

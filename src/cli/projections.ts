@@ -1,4 +1,4 @@
-import { projections } from '../../projections/index.js';
+import { projections } from '../features.js';
 import { buildCheckpoint, listBuilds, projectionStatus, rebuild, untilText } from '../readmodels/rebuild.js';
 import { progressReporter } from '../readmodels/progress.js';
 import { batchSizeOption, flags, knownProjection, projectionNames, requireTenant } from './args.js';

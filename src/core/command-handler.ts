@@ -4,7 +4,7 @@ import { fold } from './decider.js';
 import { PreconditionFailedError, VersionConflictError } from './errors.js';
 import type { NewEvent, NewEventMetadata, RecordedEvent } from './events.js';
 import { NO_STREAM } from './events.js';
-import { activeTraceparent, inSpan, tracingOn } from '../observability/tracing.js';
+import { activeTraceparent, inSpan, tracingOn } from './spans.js';
 
 /** Who and what caused a command: becomes the metadata of every event it produces. */
 export interface CommandContext {

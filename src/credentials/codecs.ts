@@ -1,5 +1,5 @@
 import * as t from 'io-ts';
-import { scopes, type Scope } from '../auth/scopes.js';
+import { scopes, type Scope } from '../core/scopes.js';
 import { boundedString, listOf, refined, strictObject } from '../http/codec.js';
 
 export const Email = refined(

@@ -1,5 +1,5 @@
-import { hashSecret, newSecret } from '../auth/secrets.js';
-import type { Scope } from '../auth/scopes.js';
+import { hashSecret, newSecret } from './secrets.js';
+import type { Scope } from '../core/scopes.js';
 import { handleCommand, type CommandContext } from '../core/command-handler.js';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { streamName } from '../core/streams.js';

@@ -1,6 +1,6 @@
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
-import type { Scope } from '../auth/scopes.js';
+import type { Scope } from '../core/scopes.js';
 
 /**
  * API keys and OAuth clients share one life cycle: created with a name, scopes and the hash of a secret

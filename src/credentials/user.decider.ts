@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
-import type { Scope } from '../auth/scopes.js';
+import type { Scope } from '../core/scopes.js';
 
 export interface User {
   id: string;

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { cvJobsQuery } from '../../projections/cv-jobs.js';
-import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { requireScope, type Authenticator } from '../http/guard.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';

@@ -1,7 +1,7 @@
 import { cvJobsProjection, pendingCvJobsProjection } from '../../projections/cv-jobs.js';
 import type { Feature, FeatureConsumer } from '../feature.js';
 import { pendingCvJobs } from '../observability/metrics-service.js';
-import { cvMetrics } from '../observability/metrics-workers.js';
+import { cvMetrics } from './metrics.js';
 import { columns } from '../readmodels/registered.js';
 import { cvApi } from './api.js';
 import type { CvJob } from './decider.js';

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../core/events.js';
 import type { BatchHandler, CatchUpOptions, ReadAllOptions, ReadAllPage, Subscription } from './port.js';
 import { stopLatch, type AppendSignal } from './append-signal.js';
-import { skipReportMs, yieldToEventLoop } from './sqlite-catch-up.js';
+import { skipReportMs, yieldToEventLoop } from './catch-up-pacing.js';
 import { canSkipCommit } from './postgres-listener.js';
 
 /**

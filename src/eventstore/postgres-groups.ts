@@ -5,7 +5,7 @@ import { inTransaction, orUnavailable } from '../postgres/client.js';
 import type { EventFilter, EventStore, ParkedEvent, PersistentHandler, Subscription } from './port.js';
 import { stopLatch, type AppendSignal, type StopLatch } from './append-signal.js';
 import { allOrFirstFailure, handlerOutcome } from './handler-outcomes.js';
-import { yieldToEventLoop } from './sqlite-catch-up.js';
+import { yieldToEventLoop } from './catch-up-pacing.js';
 import { appendedChannel, somethingAppended } from './postgres-listener.js';
 import { eventColumns, orderedPage, horizonCtes, toRecordedEvent, type EventRow } from './postgres-schema.js';
 

@@ -1,5 +1,6 @@
 import type { BatchHandler, CatchUpOptions, ReadAllOptions, ReadAllPage, Subscription } from './port.js';
 import { canSkip, stopLatch, type AppendSignal } from './append-signal.js';
+import { skipReportMs, yieldToEventLoop } from './catch-up-pacing.js';
 
 export interface LocalSource {
   readAll: (options: ReadAllOptions) => ReadAllPage;
@@ -8,16 +9,6 @@ export interface LocalSource {
   /** The longest an idle subscriber sleeps before it reads again, whatever the signal says. */
   pollMs: number;
 }
-
-/** Yields to the event loop: a subscriber far behind must not starve timers and HTTP while it catches up. */
-export const yieldToEventLoop = () => new Promise((resolve) => setImmediate(resolve));
-
-/**
- * How often a subscriber is told at most that its position moved past events it does not read. Each such
- * report is a commit of its checkpoint (a projection's), and a busy store moves every subscriber's position
- * on every commit: unthrottled, the other subscribers commit more often than the writers do.
- */
-export const skipReportMs = 20;
 
 /**
  * Reads pages from the caller's checkpoint on. At the end of the store it sleeps until an append in this

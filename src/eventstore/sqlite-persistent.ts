@@ -9,7 +9,8 @@ import type {
   Subscription,
 } from './port.js';
 import { canSkip, stopLatch, type StopLatch } from './append-signal.js';
-import { yieldToEventLoop, type LocalSource } from './sqlite-catch-up.js';
+import { yieldToEventLoop } from './catch-up-pacing.js';
+import type { LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
 import { allOrFirstFailure, handlerOutcome } from './handler-outcomes.js';
 import { whenFree } from '../core/sqlite-busy.js';

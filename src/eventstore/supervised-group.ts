@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { isStoreFailure } from '../core/store-failures.js';
 import { supervise, type Supervised } from '../core/supervisor.js';
-import { tracedHandler } from '../observability/tracing.js';
+import { tracedHandler } from './traced-handler.js';
 import type { EventStore, PersistentHandler, PersistentSubscriptionSettings } from './port.js';
 
 /**
@@ -44,7 +44,7 @@ export const superviseGroup = (
     group,
     async () => {
       await eventStore.ensurePersistentSubscription(group, settings);
-      // Each delivery continues the trace of the event delivered (src/observability/tracing.ts).
+      // Each delivery continues the trace of the event delivered (src/eventstore/traced-handler.ts).
       return eventStore.subscribePersistent(
         group,
         tracedHandler(group, loggingParked(group, settings.maxRetryCount, handler, logger)),

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Keyring } from '../auth/signing-keys.js';
 import type { Config } from '../config.js';
-import { developmentSecret, existingDevelopmentSecret } from '../secrets.js';
+import { developmentSecret, existingDevelopmentSecret } from '../core/development-secrets.js';
 import { ConfigError } from '../settings.js';
 import {
   joined,

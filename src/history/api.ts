@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { requireScope, type Authenticator } from '../http/guard.js';
 import { toEnvelope } from '../core/command-handler.js';
 import { fold } from '../core/decider.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';

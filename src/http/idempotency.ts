@@ -55,7 +55,7 @@ export interface IdempotencyOptions {
   renderErrors: Middleware;
   /**
    * The caller the route's guard admitted, or undefined when it admitted none: the guards are the
-   * authentication's (src/auth/principal.ts, idempotencyCaller), which http/ does not import.
+   * authentication's (src/core/principal.ts, idempotencyCaller), which http/ does not import.
    */
   callerOf: (ctx: Context) => IdempotencyCaller | undefined;
 }

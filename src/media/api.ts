@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { requireScope, type Authenticator } from '../http/guard.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, UnsupportedMediaTypeError, VersionConflictError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';

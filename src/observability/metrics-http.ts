@@ -2,8 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import type { Authenticator } from '../auth/authenticate.js';
-import type { MetricsMode } from '../config.js';
+import type { Authenticator } from '../http/guard.js';
 import { ForbiddenError } from '../core/errors.js';
 import { listen } from '../http/listen.js';
 import { problemContentType } from '../http/problem.js';
@@ -17,6 +16,10 @@ declare module 'koa' {
     metricsRoute?: boolean;
   }
 }
+
+/** METRICS: where /metrics is served (docs/operations.md). */
+export const metricsModes = ['platform', 'port', 'off'] as const;
+export type MetricsMode = (typeof metricsModes)[number];
 
 /**
  * Times every request into `obs_http_request_duration_seconds`. Mounted right inside the request context,

@@ -1,8 +1,16 @@
-import type { Revocations } from '../auth/revocations.js';
+import type { ConsumerStatus } from '../core/supervisor.js';
+import type { EventFilter } from '../eventstore/port.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import type { ConsumerProbe } from './metrics-consumers.js';
+
+/** A catch-up consumer outside the projections (the revocations): what its lag is computed from. */
+export interface CatchUpConsumer {
+  status(): ConsumerStatus;
+  readonly filter: EventFilter;
+  checkpoint(): number;
+}
 
 /**
  * Where the catch-up consumers are: each projection runner and the revocations. The consumer groups have
@@ -10,7 +18,7 @@ import type { ConsumerProbe } from './metrics-consumers.js';
  */
 export const serviceProbes = (
   running: readonly ProjectionHandle<unknown>[],
-  revoked: Revocations,
+  revoked: CatchUpConsumer,
 ): ConsumerProbe[] => [
   ...running.map(({ projection, runner }): ConsumerProbe => ({
     name: runner.name,

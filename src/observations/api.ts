@@ -13,7 +13,7 @@ import { sendProjectedPage } from '../http/paging.js';
 
 import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/resource.js';
 import type { CursorCodec } from '../http/cursor.js';
-import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { requireScope, type Authenticator } from '../http/guard.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import {

@@ -1,6 +1,5 @@
 import { tenantIdPattern } from '../core/ids.js';
-import { scopes } from '../auth/scopes.js';
-import { externalEventTypes } from '../webhooks/external.js';
+import { scopes } from '../core/scopes.js';
 import { arrayOf, enumOf, integer, object, ref, string, type Schema } from './schema.js';
 
 /**
@@ -43,7 +42,6 @@ export const fields = {
   /** Email (src/credentials/codecs.ts). */
   email: string({ maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$', examples: ['ops@acme.test'] }),
   version: integer(0, undefined, { description: 'The stream version; the ETag is this number in quotes' }),
-  eventType: enumOf(externalEventTypes),
   cursor: string({
     minLength: 1,
     maxLength: 1024,

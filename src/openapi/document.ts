@@ -1,4 +1,4 @@
-import { scopes, type Scope } from '../auth/scopes.js';
+import { scopes, type Scope } from '../core/scopes.js';
 import { features } from '../features.js';
 import { headers, parameters, responseComponents, sharedSchemas } from './components.js';
 import type { BuiltOperation } from './operation.js';

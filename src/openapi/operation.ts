@@ -1,4 +1,4 @@
-import type { Scope } from '../auth/scopes.js';
+import type { Scope } from '../core/scopes.js';
 import type { StrictObjectCodec } from '../http/codec.js';
 import {
   headerNames,

@@ -12,7 +12,7 @@ import {
 } from '../core/supervisor.js';
 import { errorText, failureVerdict, parkAndRecord, parkedRecord, storeAnswers } from './parking.js';
 import { isStoreFailure } from '../core/store-failures.js';
-import { inEventSpans } from '../observability/tracing.js';
+import { inEventSpans } from '../core/spans.js';
 import { CollectionSwappedError, type DocumentChange, type ReadModelStore } from './port.js';
 import type { Projection } from './projection.js';
 import { collectionIndexes } from './deferred-indexes.js';

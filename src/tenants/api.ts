@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { tenantsProjection } from '../../projections/tenants.js';
-import type { Authenticator } from '../auth/authenticate.js';
-import { requirePlatform, requireScope } from '../auth/authenticate.js';
+import type { Authenticator } from '../http/guard.js';
+import { requirePlatform, requireScope } from '../http/guard.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';

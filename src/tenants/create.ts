@@ -1,4 +1,4 @@
-import { apiKeyPrefix, formatCredential } from '../auth/credential-strings.js';
+import { apiKeyPrefix, formatCredential } from '../credentials/credential-strings.js';
 import type { CommandContext, CommandResult } from '../core/command-handler.js';
 import { handleCommand } from '../core/command-handler.js';
 import { createSecretCredential } from '../credentials/create.js';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { visitsQuery } from '../../projections/visits.js';
-import { requireScope, type Authenticator } from '../auth/authenticate.js';
+import { requireScope, type Authenticator } from '../http/guard.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, UnavailableError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';

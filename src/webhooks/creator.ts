@@ -1,4 +1,4 @@
-import { grants, type Scope } from '../auth/scopes.js';
+import { grants, type Scope } from '../core/scopes.js';
 import { readAggregate } from '../core/command-handler.js';
 import { ForbiddenError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { retryOnConflict } from '../auth/conflicts.js';
+import { retryOnConflict } from '../core/conflicts.js';
 import { handleCommand, handleCommandOn, type KnownState } from '../core/command-handler.js';
 import { ConflictError, UnavailableError, VersionConflictError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';

@@ -1,6 +1,6 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { retryOnConflict } from '../auth/conflicts.js';
+import { retryOnConflict } from '../core/conflicts.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { systemContextOf } from '../core/system-context.js';
 import type { RecordedEvent } from '../core/events.js';

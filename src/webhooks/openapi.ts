@@ -21,7 +21,10 @@ import { observationFieldSchemas } from '../observations/openapi.js';
 
 /** Webhook subscriptions and their deliveries, and what receivers get (the document's `webhooks`). */
 
-const eventTypes = arrayOf(fields.eventType, {
+/** An external event type (src/webhooks/external.ts): the webhooks' own vocabulary. */
+const eventType = enumOf(externalEventTypes);
+
+const eventTypes = arrayOf(eventType, {
   minItems: 1,
   maxItems: externalEventTypes.length,
   uniqueItems: true,
@@ -151,7 +154,7 @@ export const webhookSchemas: Record<string, Schema> = {
     {
       deliveryId: string({ pattern: '^d_[0-9a-f]{26}$' }),
       eventId: string({ pattern: '^evt_test_' }),
-      eventType: fields.eventType,
+      eventType: eventType,
       ok: boolean({ description: 'The receiver answered 2xx' }),
       statusCode: { type: ['integer', 'null'], description: 'null when nothing answered' },
       durationMs: { type: 'number', minimum: 0 },
@@ -176,7 +179,7 @@ export const webhookSchemas: Record<string, Schema> = {
       tenantId: fields.tenantId,
       webhookId: fields.id('w'),
       eventId: string({ pattern: '^evt_' }),
-      eventType: fields.eventType,
+      eventType: eventType,
       status: enumOf(['scheduled', 'claimed', 'succeeded', 'failed', 'cancelled']),
       attempts: integer(0),
       dueAt: nullable(dateTime()),
@@ -194,7 +197,7 @@ export const webhookSchemas: Record<string, Schema> = {
       deliveryId: string({ pattern: '^d_[0-9a-f]{26}$' }),
       webhookId: fields.id('w'),
       eventId: string({ pattern: '^evt_' }),
-      eventType: fields.eventType,
+      eventType: eventType,
       attempt: integer(1),
       attemptedAt: dateTime(),
       status: enumOf(['succeeded', 'failed']),
@@ -391,7 +394,7 @@ export const webhookOperations = (): BuiltOperation[] => [
       codec: TestEventBody,
       name: 'WebhookTestRequest',
       example: { type: 'observation.created' },
-      properties: { type: fields.eventType },
+      properties: { type: eventType },
       mediaTypes: ['application/json'],
       required: false,
       json: true,
@@ -417,7 +420,7 @@ export const webhookOperations = (): BuiltOperation[] => [
       parameters: {
         ...pagingQuery.parameters,
         status: { schema: enumOf(['succeeded', 'failed']), description: 'Only attempts with this outcome' },
-        eventType: { schema: fields.eventType, description: 'Only this event type' },
+        eventType: { schema: eventType, description: 'Only this event type' },
       },
     },
     responses: {

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { expect } from 'chai';
-import { scopes } from '../../src/auth/scopes.js';
+import { scopes } from '../../src/core/scopes.js';
 import {
   basicAuth,
   bearer,

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { retryOnConflict } from '../../src/auth/conflicts.js';
-import { hashSecret, newSecret } from '../../src/auth/secrets.js';
+import { retryOnConflict } from '../../src/core/conflicts.js';
+import { hashSecret, newSecret } from '../../src/credentials/secrets.js';
 import { handleCommand, type CommandContext } from '../../src/core/command-handler.js';
 import { VersionConflictError } from '../../src/core/errors.js';
 import { streamName } from '../../src/core/streams.js';

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { projections, type RegisteredProjection } from '../../projections/index.js';
+import { projections } from '../../src/features.js';
+import type { RegisteredProjection } from '../../src/readmodels/registered.js';
 import { observationsProjection } from '../../projections/observations.js';
 import { platformPartition } from '../../src/readmodels/aggregate-projection.js';
 import type { Projection } from '../../src/readmodels/projection.js';

@@ -9,7 +9,7 @@ import type { EventStore } from '../../src/eventstore/port.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
 import { eventSchemas } from '../../src/features.js';
 import { withUpcasting } from '../../src/eventstore/upcasting.js';
-import { developmentSecret } from '../../src/secrets.js';
+import { developmentSecret } from '../../src/core/development-secrets.js';
 import { deliveriesProjection } from '../../projections/webhooks.js';
 import { deliverer } from '../../src/webhooks/deliverer.js';
 import { deliveryDecider, deliveryIdFor } from '../../src/webhooks/delivery.decider.js';

@@ -1,6 +1,5 @@
-import type { CvObserver } from '../cv/worker.js';
-import type { WebhookObserver } from '../webhooks/worker.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { WebhookObserver } from './worker.js';
 
 /**
  * An attempt as a bounded label: `succeeded`; `retrying` (failed, another attempt is scheduled);
@@ -22,11 +21,4 @@ export const webhookMetrics = (
     }
   },
   disabled: (reason) => metrics.webhookDisabled.inc({ reason }),
-});
-
-export const cvMetrics = (metrics: Pick<Metrics, 'cvDuration' | 'cvOutcomes'>): CvObserver => ({
-  finished: ({ model, outcome, seconds }) => {
-    metrics.cvDuration.observe({ model }, seconds);
-    metrics.cvOutcomes.inc({ model, outcome });
-  },
 });

@@ -1,4 +1,4 @@
-import { VersionConflictError } from '../core/errors.js';
+import { VersionConflictError } from './errors.js';
 
 /**
  * Runs a command again when another request appended to its stream between the read and the append.
