@@ -91,7 +91,6 @@ export const createApp = (deps: AppDeps): Koa => {
       rateLimit({
         policy: deps.http.rateLimit,
         auth: deps.auth,
-        clock: deps.clock,
         windows: deps.requestWindows,
       }),
     );

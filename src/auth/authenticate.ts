@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { LRUCache } from 'lru-cache';
 import { readAggregate } from '../core/command-handler.js';
 import { UnauthorizedError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
@@ -34,7 +35,7 @@ const invalid = () => new UnauthorizedError('The credentials are not valid', 'in
  * hash of the credential; the revocation set is consulted on every request, cached or not.
  */
 export const authenticator = (deps: AuthenticatorDeps): Authenticator => {
-  const verified = new Map<string, TenantPrincipal>();
+  const verified = new LRUCache<string, TenantPrincipal>({ max: cacheSize });
   // A token verified under one keyring says nothing once a key is retired: a reloaded keyring empties the cache.
   let verifiedWith = deps.keyring();
   const cachedUnderCurrentKeys = () => {
@@ -46,7 +47,6 @@ export const authenticator = (deps: AuthenticatorDeps): Authenticator => {
     return verified;
   };
   const remember = (key: string, principal: TenantPrincipal) => {
-    if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!);
     verified.set(key, principal);
   };
 

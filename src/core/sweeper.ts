@@ -1,15 +1,13 @@
-import { schedule as cronSchedule, type ScheduledTask } from 'node-cron';
-
 /**
- * A sweep that node-cron runs every second: never two at once, none started while `paused()` says so (a
- * stop has begun), a failure reported and the next second tried again. `stop` waits for the sweep in
- * flight, which node-cron's destroy() does not.
+ * A sweep run every second by a plain timer: never two at once (a tick while one runs is skipped), none
+ * started while `paused()` says so (a stop has begun), a failure reported and the next second tried again.
+ * `stop` waits for the sweep in flight.
  */
 export const everySecond = (
   sweep: () => Promise<void>,
   { paused, onError }: { paused: () => boolean; onError: (error: unknown) => void },
 ) => {
-  let task: ScheduledTask | null = null;
+  let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
   const runOnce = async () => {
     if (running || paused()) return;
@@ -22,11 +20,11 @@ export const everySecond = (
     /** Runs a sweep now, unless one is in flight or the sweeper is paused. */
     runOnce,
     start: () => {
-      task = cronSchedule('* * * * * *', runOnce);
+      timer ??= setInterval(() => void runOnce(), 1000);
     },
     stop: async () => {
-      await task?.destroy();
-      task = null;
+      if (timer) clearInterval(timer);
+      timer = null;
       await running;
     },
   };

@@ -93,7 +93,7 @@ interface Claimed {
  * - A run reads the image from the blob store, runs the model under the time-out, checks the result, and
  *   appends CvJobCompleted or CvJobFailed at the version right after its own start. If its start was taken
  *   over in the meantime, that append fails and the outcome is dropped: a job never completes twice.
- * - A node-cron sweep every second looks for jobs still `running` past the time-out plus a margin (their
+ * - A sweep every second looks for jobs still `running` past the time-out plus a margin (their
  *   worker died, or was stopped) and runs them again as a new attempt, up to `maxAttempts` starts; after
  *   that they fail with `worker_lost`. It also picks up jobs still `queued` that long (a request that was
  *   parked), so no job is lost.

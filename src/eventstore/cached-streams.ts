@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { RecordedEvent } from '../core/events.js';
 import type { EventStore, WholeStreamReader } from './port.js';
 
@@ -13,7 +14,7 @@ export const cachedViews = <View>(
   view: { empty: View; extend: (view: View, newer: readonly RecordedEvent[]) => View },
   { maxStreams = 1000 }: { maxStreams?: number } = {},
 ) => {
-  const kept = new Map<string, { version: number; view: View }>();
+  const kept = new LRUCache<string, { version: number; view: View }>({ max: maxStreams });
 
   return async (streamName: string): Promise<View> => {
     const before = kept.get(streamName);
@@ -25,9 +26,7 @@ export const cachedViews = <View>(
       added.length === 0
         ? current
         : { version: added.at(-1)!.streamVersion, view: view.extend(current.view, added) };
-    kept.delete(streamName);
     kept.set(streamName, next);
-    if (kept.size > maxStreams) kept.delete(kept.keys().next().value!);
     return next.view;
   };
 };

@@ -1,4 +1,5 @@
 import type { DatabaseError, Pool, QueryResultRow } from 'pg';
+import { LRUCache } from 'lru-cache';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM, satisfiesExpected } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
@@ -108,11 +109,9 @@ export const openPostgresEventStore = async (
    * an append expecting exactly that version can chain to that hash without reading the head again;
    * append_events still refuses it when the stream moved on.
    */
-  const knownHeads = new Map<string, { version: number; hash: string }>();
+  const knownHeads = new LRUCache<string, { version: number; hash: string }>({ max: knownHeadsKept });
   const know = (streamName: string, version: number, hash: string) => {
-    knownHeads.delete(streamName);
     knownHeads.set(streamName, { version, hash });
-    if (knownHeads.size > knownHeadsKept) knownHeads.delete(knownHeads.keys().next().value!);
   };
 
   const headOf = async (

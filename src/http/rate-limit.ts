@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { parseDuration } from '../core/durations.js';
+import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TooManyRequestsError } from '../core/errors.js';
-import type { Clock } from '../core/ids.js';
 
 /** At most `limit` requests per `windowMs` per credential (RATE_LIMIT, e.g. `600/1m`). */
 export interface RateLimitPolicy {
@@ -22,44 +22,54 @@ export const parseRateLimit = (text: string): RateLimitPolicy | null | undefined
   return { limit: Number(match[1]), windowMs };
 };
 
-/** Windows kept at most in memory; beyond this the oldest are dropped (a dropped key starts a fresh window). */
-const maxKeys = 100_000;
+/** Where one caller stands after a request: what is left of its window, and when the window ends. */
+export interface RequestCount {
+  remaining: number;
+  msBeforeReset: number;
+  /** Over the limit: the request is refused. */
+  refused: boolean;
+}
 
-/** Where the request counts live: in this process, or in a store every instance shares. */
+/** Counts requests under one policy: each `hit` counts one, atomically, in the key's fixed window. */
+export interface RequestLimiter {
+  hit(key: string): Promise<RequestCount>;
+}
+
+/**
+ * Where the request counts live: in this process, or in a store every instance shares. Kept by
+ * rate-limiter-flexible: a fixed window per key that starts at its first request.
+ */
 export interface RequestWindows {
-  /**
-   * Counts one request for the key, atomically: in its current fixed window, or in a new one of `windowMs`
-   * from `now` when the last one ended. Answers the count so far and when the window ends (epoch ms).
-   */
-  hit(key: string, now: number, windowMs: number): Promise<{ count: number; resetAt: number }>;
+  limiter(policy: RateLimitPolicy): RequestLimiter;
   close(): Promise<void>;
 }
 
+/** consume rejects with the RateLimiterRes once the points are spent, and with an Error when the store fails. */
+export const fromLibrary = (limiter: RateLimiterAbstract): RequestLimiter => ({
+  hit: async (key) => {
+    try {
+      const res = await limiter.consume(key);
+      return { remaining: res.remainingPoints, msBeforeReset: res.msBeforeNext, refused: false };
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes)
+        return { remaining: 0, msBeforeReset: rejection.msBeforeNext, refused: true };
+      throw rejection;
+    }
+  },
+});
+
+/** RATE_LIMIT's windows are whole seconds (parseRateLimit), the library's unit. */
+export const libraryOptions = (policy: RateLimitPolicy) => ({
+  keyPrefix: 'requests',
+  points: policy.limit,
+  duration: policy.windowMs / 1000,
+});
+
 /** Counts in this process: N instances behind a balancer allow up to N times the limit. */
-export const memoryWindows = (): RequestWindows => {
-  const windows = new Map<string, { count: number; resetAt: number }>();
-  let sweptAt = 0;
-  const sweep = (now: number, windowMs: number) => {
-    if (now - sweptAt < windowMs) return;
-    sweptAt = now;
-    for (const [key, window] of windows) if (window.resetAt <= now) windows.delete(key);
-  };
-  return {
-    hit: (key, now, windowMs) => {
-      sweep(now, windowMs);
-      let window = windows.get(key);
-      if (!window || window.resetAt <= now) {
-        windows.delete(key);
-        window = { count: 0, resetAt: now + windowMs };
-        windows.set(key, window);
-        if (windows.size > maxKeys) windows.delete(windows.keys().next().value!);
-      }
-      window.count += 1;
-      return Promise.resolve({ ...window });
-    },
-    close: () => Promise.resolve(),
-  };
-};
+export const memoryWindows = (): RequestWindows => ({
+  limiter: (policy) => fromLibrary(new RateLimiterMemory(libraryOptions(policy))),
+  close: () => Promise.resolve(),
+});
 
 /** Paths never limited: load balancers poll health. */
 const unlimited = new Set(['/health', '/health/live', '/health/ready']);
@@ -79,22 +89,22 @@ export interface CallerIdentity {
  * draft-ietf-httpapi-ratelimit-headers: `RateLimit-Policy: "default";q=600;w=60` and
  * `RateLimit: "default";r=<remaining>;t=<seconds to reset>`. Past the limit: 429 with Retry-After.
  *
- * The counts live in `windows`: in memory by default, where each instance counts on its own; in the
- * database every instance shares when there is one (src/http/rate-limit-postgres.ts).
+ * The counts live in `windows` (rate-limiter-flexible): in memory by default, where each instance counts
+ * on its own; in the database every instance shares when there is one (src/http/rate-limit-postgres.ts).
+ * The windows follow the process's clock (Date.now), not the injected one.
  */
 export const rateLimit = ({
   policy,
   auth,
-  clock,
   windows = memoryWindows(),
 }: {
   policy: RateLimitPolicy;
   auth: CallerIdentity;
-  clock: Clock;
   windows?: RequestWindows | undefined;
 }): Middleware => {
   const windowSeconds = Math.round(policy.windowMs / 1000);
   const policyHeader = `"default";q=${policy.limit};w=${windowSeconds}`;
+  const limiter = windows.limiter(policy);
 
   const keyOf = async (ctx: Context): Promise<string> => {
     try {
@@ -110,12 +120,11 @@ export const rateLimit = ({
       return;
     }
     const key = await keyOf(ctx);
-    const now = clock().getTime();
-    const window = await windows.hit(key, now, policy.windowMs);
-    const resetSeconds = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
+    const count = await limiter.hit(key);
+    const resetSeconds = Math.max(1, Math.ceil(count.msBeforeReset / 1000));
     ctx.set('RateLimit-Policy', policyHeader);
-    ctx.set('RateLimit', `"default";r=${Math.max(0, policy.limit - window.count)};t=${resetSeconds}`);
-    if (window.count > policy.limit) {
+    ctx.set('RateLimit', `"default";r=${count.remaining};t=${resetSeconds}`);
+    if (count.refused) {
       throw new TooManyRequestsError(
         `More than ${policy.limit} requests in ${windowSeconds} s; retry in ${resetSeconds} s`,
         resetSeconds,

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
+import { LRUCache } from 'lru-cache';
 import { requireScope, type Authenticator } from '../http/guard.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, UnsupportedMediaTypeError, VersionConflictError } from '../core/errors.js';
@@ -101,11 +102,9 @@ export const mediaApi = (deps: MediaApiDeps): Router => {
     `/v1/tenants/${pathParam(ctx, 'tenantId')}/observations/${pathParam(ctx, 'id')}/media/${mediaId}`;
 
   // Keyed by tenant and SHA-256: another tenant's uploads must not make this one's faster (an oracle).
-  const measured = new Map<string, MeasuredImage>();
+  const measured = new LRUCache<string, MeasuredImage>({ max: rememberedImages });
   const remember = (key: string, image: MeasuredImage) => {
-    measured.delete(key);
     measured.set(key, image);
-    if (measured.size > rememberedImages) measured.delete(measured.keys().next().value!);
   };
 
   router.post('/', write, async (ctx) => {

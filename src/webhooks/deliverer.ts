@@ -110,7 +110,7 @@ const systemContext = systemContextOf('system:webhooks');
  * - The slot is given back as soon as the receiver has answered with success. The outcome is written after
  *   that, so the next attempt's claim and this one's outcome go into one commit; the delivery stays queued
  *   in this instance until its outcome is recorded.
- * - A node-cron sweep every second attempts what is due (retries, and anything a crash left behind) and
+ * - A sweep every second attempts what is due (retries, and anything a crash left behind) and
  *   sets a timer for what falls due within the next two seconds.
  */
 export const deliverer = (deps: DelivererDeps) => {

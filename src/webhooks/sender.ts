@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
+import { LRUCache } from 'lru-cache';
 import { activeSpan, activeTraceparent, SpanStatusCode } from '../observability/tracing.js';
 import { hostNotAllowed, isAllowedAddress, isLoopbackAddress, type AddressRules } from './ssrf.js';
 import type { Outcome } from './delivery.decider.js';
@@ -88,7 +89,13 @@ const maxPools = 256;
  * tenant's slow or many attempts cannot take the connections another tenant needs on a shared origin.
  */
 export const webhookSender = (settings: SenderSettings) => {
-  const pools = new Map<string, Agent>();
+  const pools = new LRUCache<string, Agent>({
+    max: maxPools,
+    // Its requests in flight finish first; a pool that fails to close has nothing left to lose.
+    dispose: (agent, _tenantId, reason) => {
+      if (reason === 'evict') agent.close().catch(() => undefined);
+    },
+  });
   const newPool = () =>
     new Agent({
       connect: { lookup: guardedLookup(settings), timeout: settings.timeoutMs },
@@ -96,17 +103,12 @@ export const webhookSender = (settings: SenderSettings) => {
       bodyTimeout: settings.timeoutMs,
       connections: connectionsPerOrigin,
     });
-  /** The tenant's pool, as the most recently used (a Map keeps insertion order). */
+  /** The tenant's pool, now the most recently used. */
   const poolOf = (tenantId: string): Agent => {
     let pool = pools.get(tenantId);
-    if (pool) pools.delete(tenantId);
-    else pool = newPool();
-    pools.set(tenantId, pool);
-    if (pools.size > maxPools) {
-      const [oldest, agent] = pools.entries().next().value!;
-      pools.delete(oldest);
-      // Its requests in flight finish first; a pool that fails to close has nothing left to lose.
-      agent.close().catch(() => undefined);
+    if (!pool) {
+      pool = newPool();
+      pools.set(tenantId, pool);
     }
     return pool;
   };

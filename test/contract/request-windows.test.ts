@@ -1,14 +1,18 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { openPostgresRequestWindows } from '../../src/http/rate-limit-postgres.js';
 import { memoryWindows, type RequestWindows } from '../../src/http/rate-limit.js';
 import { describePostgres } from '../support/postgres.js';
 
-/** What every store of the request rate limit's windows does; keys are fresh per test. */
+/**
+ * What every store of the request rate limit's windows does; keys are fresh per test. The windows follow
+ * the process's clock (rate-limiter-flexible's), so the tests that watch one end use a window of 1 s.
+ */
 const requestWindowsContract = (open: () => Promise<RequestWindows>) => {
   let windows: RequestWindows;
   let key: string;
-  const now = Date.UTC(2026, 4, 1, 12);
+  const second = 1000;
   const minute = 60_000;
   beforeEach(async () => {
     windows = await open();
@@ -17,28 +21,48 @@ const requestWindowsContract = (open: () => Promise<RequestWindows>) => {
   afterEach(async () => windows.close());
 
   it('counts the requests of a key in a window that starts at its first request', async () => {
-    expect(await windows.hit(key, now, minute)).to.deep.equal({ count: 1, resetAt: now + minute });
-    expect(await windows.hit(key, now + 10_000, minute)).to.deep.equal({ count: 2, resetAt: now + minute });
-    expect(await windows.hit(`${key}-other`, now + 10_000, minute)).to.deep.equal({
-      count: 1,
-      resetAt: now + 10_000 + minute,
-    });
+    const limiter = windows.limiter({ limit: 3, windowMs: minute });
+    const first = await limiter.hit(key);
+    expect(first).to.include({ remaining: 2, refused: false });
+    expect(first.msBeforeReset).to.be.within(minute - 1000, minute);
+    await sleep(20);
+    const again = await limiter.hit(key);
+    expect(again).to.include({ remaining: 1, refused: false });
+    // The same window: it ends no later than it did.
+    expect(again.msBeforeReset).to.be.at.most(first.msBeforeReset);
+    expect(await limiter.hit(`${key}-other`)).to.include({ remaining: 2, refused: false });
+  });
+
+  it('refuses the requests past the limit until the window ends', async () => {
+    const limiter = windows.limiter({ limit: 2, windowMs: minute });
+    await limiter.hit(key);
+    expect(await limiter.hit(key)).to.include({ remaining: 0, refused: false });
+    for (let i = 0; i < 3; i++) {
+      const refused = await limiter.hit(key);
+      expect(refused).to.include({ remaining: 0, refused: true });
+      expect(refused.msBeforeReset).to.be.within(1, minute);
+    }
   });
 
   it('starts a new window once the last one ended', async () => {
-    await windows.hit(key, now, minute);
-    await windows.hit(key, now + 1, minute);
-    expect(await windows.hit(key, now + minute, minute)).to.deep.equal({
-      count: 1,
-      resetAt: now + 2 * minute,
-    });
+    const limiter = windows.limiter({ limit: 2, windowMs: second });
+    await limiter.hit(key);
+    await limiter.hit(key);
+    expect(await limiter.hit(key)).to.include({ refused: true });
+    await sleep(second + 100);
+    const fresh = await limiter.hit(key);
+    expect(fresh).to.include({ remaining: 1, refused: false });
+    expect(fresh.msBeforeReset).to.be.within(second - 200, second);
   });
 
   it('counts requests made at once exactly', async () => {
-    const counts = await Promise.all(Array.from({ length: 20 }, () => windows.hit(key, now, minute)));
-    expect(counts.map((window) => window.count).sort((a, b) => a - b)).to.deep.equal(
-      Array.from({ length: 20 }, (_, i) => i + 1),
-    );
+    const limiter = windows.limiter({ limit: 20, windowMs: minute });
+    const counts = await Promise.all(Array.from({ length: 25 }, () => limiter.hit(key)));
+    expect(counts.filter((count) => count.refused)).to.have.length(5);
+    expect(counts.map((count) => count.remaining).sort((a, b) => a - b)).to.deep.equal([
+      ...Array<number>(6).fill(0),
+      ...Array.from({ length: 19 }, (_, i) => i + 1),
+    ]);
   });
 };
 
@@ -52,14 +76,15 @@ describe('RequestWindows contract', () => {
 
     it('shares the counts with every instance on the database', async () => {
       const key = `principal:${randomUUID()}`;
-      const now = Date.UTC(2026, 4, 1, 12);
+      const policy = { limit: 2, windowMs: 60_000 };
       const [one, other] = await Promise.all([
         openPostgresRequestWindows(url),
         openPostgresRequestWindows(url),
       ]);
       try {
-        await one.hit(key, now, 60_000);
-        expect((await other.hit(key, now + 1, 60_000)).count).to.equal(2);
+        expect(await one.limiter(policy).hit(key)).to.include({ remaining: 1 });
+        expect(await other.limiter(policy).hit(key)).to.include({ remaining: 0, refused: false });
+        expect(await one.limiter(policy).hit(key)).to.include({ refused: true });
       } finally {
         await Promise.all([one.close(), other.close()]);
       }
