@@ -1,16 +1,11 @@
-import type { DatabaseError, Pool, QueryResultRow } from 'pg';
+import type { DatabaseError, QueryResultRow } from 'pg';
 import { LRUCache } from 'lru-cache';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM, satisfiesExpected } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
-import {
-  acquirePostgres,
-  inTransaction,
-  newPool,
-  orUnavailable,
-  type PoolOptions,
-} from '../postgres/client.js';
+import { acquirePostgres, newPool, orUnavailable, type PoolOptions } from '../postgres/client.js';
 import { migrate } from '../postgres/migrate.js';
+import { adoptRestoredEvents } from './postgres-restore.js';
 import type { AppendResult, EventStore, ReadAllOptions } from './port.js';
 import { AppendSignal, defaultPollMs, type Appended } from './append-signal.js';
 import { chainEvent, genesisHash } from './hash-chain.js';
@@ -47,31 +42,6 @@ export interface PostgresEventStoreOptions extends PoolOptions {
 
 const uniqueViolation = (error: unknown, constraint: string): boolean =>
   (error as DatabaseError).code === '23505' && (error as DatabaseError).constraint === constraint;
-
-/**
- * Events restored from a logical dump (pg_dump) into another cluster keep the transaction ids of the old
- * one, which may lie ahead of this cluster's: readers would not see them until its counter passed them,
- * years later. No event written here can have an id at or past the next one to be assigned, so such ids
- * mark restored history: it is all committed, and goes below any horizon (0). Checked on the newest event
- * only, so a start costs one row; the first start after a restore, before any append, repairs them all.
- */
-export const adoptRestoredEvents = async (pool: Pool): Promise<number> => {
-  const { rows } = await pool.query<{ ahead: boolean }>(
-    `SELECT transaction_id >= pg_snapshot_xmax(pg_current_snapshot()) AS ahead
-     FROM events ORDER BY position DESC LIMIT 1`,
-  );
-  if (!rows[0]?.ahead) return 0;
-  // Once per restore, over as many events as it holds: no statement time-out for it.
-  const { rowCount } = await inTransaction(
-    pool,
-    (client) =>
-      client.query(
-        `UPDATE events SET transaction_id = '0'::xid8 WHERE transaction_id >= pg_snapshot_xmax(pg_current_snapshot())`,
-      ),
-    { unbounded: true },
-  );
-  return rowCount ?? 0;
-};
 
 /** How many streams' last known version and hash are kept to chain appends without reading the head. */
 const knownHeadsKept = 1000;

@@ -5,13 +5,14 @@ import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM, satisfiesExpected } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
 import { ownerOnlyDatabase } from '../core/private-files.js';
-import type { AppendResult, EventFilter, EventStore, ReadAllOptions, ReadAllPage } from './port.js';
+import type { AppendResult, EventStore, ReadAllOptions, ReadAllPage } from './port.js';
 import { catchUpSubscription } from './sqlite-catch-up.js';
 import { persistentSubscriptions } from './sqlite-persistent.js';
 import { AppendSignal, defaultPollMs } from './append-signal.js';
 import { sqliteLeases } from './sqlite-leases.js';
 import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
-import { chainEvent, eventHash, genesisHash } from './hash-chain.js';
+import { chainUnhashedEvents, filterClause, schema } from './sqlite-schema.js';
+import { chainEvent, genesisHash } from './hash-chain.js';
 import {
   busyBudgetMs,
   sqliteBusyTimeoutMs,
@@ -19,77 +20,7 @@ import {
   whenFree,
 } from '../core/sqlite-busy.js';
 
-/**
- * The embedded event store: one SQLite file in WAL mode. The `position` column is the global commit
- * order; (stream_name, stream_version) is unique, which is what makes the expected-version check safe even
- * against another process writing the same file.
- */
-const schema = `
-  CREATE TABLE IF NOT EXISTS events (
-    position       INTEGER PRIMARY KEY AUTOINCREMENT,
-    event_id       TEXT    NOT NULL UNIQUE,
-    stream_name    TEXT    NOT NULL,
-    stream_version INTEGER NOT NULL,
-    event_type     TEXT    NOT NULL,
-    tenant_id      TEXT    NOT NULL,
-    data           TEXT    NOT NULL,
-    metadata       TEXT    NOT NULL,
-    hash           TEXT,
-    UNIQUE (stream_name, stream_version)
-  );
-  CREATE INDEX IF NOT EXISTS events_by_type ON events (event_type, position);
-  CREATE INDEX IF NOT EXISTS events_by_tenant ON events (tenant_id, position);
-`;
-
 const describeExpected = (expected: ExpectedVersion): string => String(expected);
-
-/** SQL for an event filter, with its parameters; the text is stable per filter shape, so statements cache. */
-export const filterClause = (filter: EventFilter = {}): { sql: string; params: unknown[] } => {
-  const parts: string[] = [];
-  const params: unknown[] = [];
-  if (filter.eventTypes) {
-    // Several types: the unary plus keeps SQLite off events_by_type, which cannot give them in position
-    // order (it sorted every matching event after the checkpoint for each page); the rowid range scan
-    // reads a page in order. One type reads that index in order, which is best for a rare type.
-    const typeColumn = filter.eventTypes.length > 1 ? '+event_type' : 'event_type';
-    parts.push(`${typeColumn} IN (${filter.eventTypes.map(() => '?').join(', ') || 'NULL'})`);
-    params.push(...filter.eventTypes);
-  }
-  if (filter.streamPrefixes) {
-    parts.push(`(${filter.streamPrefixes.map(() => 'substr(stream_name, 1, ?) = ?').join(' OR ') || '0'})`);
-    for (const prefix of filter.streamPrefixes) params.push(prefix.length, prefix);
-  }
-  if (filter.tenantId !== undefined) {
-    parts.push('tenant_id = ?');
-    params.push(filter.tenantId);
-  }
-  return { sql: parts.map((part) => ` AND ${part}`).join(''), params };
-};
-
-/**
- * Stores written before events were chained get their hashes once, in commit order, on open: from then on
- * every event is covered. Adds the column first when the file predates it.
- */
-const chainUnhashedEvents = (db: Database.Database): void => {
-  const columns = db.prepare('PRAGMA table_info(events)').all() as { name: string }[];
-  if (!columns.some((column) => column.name === 'hash')) db.exec('ALTER TABLE events ADD COLUMN hash TEXT');
-  const unhashed = db
-    .prepare('SELECT * FROM events WHERE hash IS NULL ORDER BY position')
-    .all() as EventRow[];
-  if (unhashed.length === 0) return;
-  const previous = db.prepare('SELECT hash FROM events WHERE stream_name = ? AND stream_version = ?');
-  const update = db.prepare('UPDATE events SET hash = ? WHERE position = ?');
-  db.transaction(() => {
-    for (const row of unhashed) {
-      const before =
-        row.stream_version === 0
-          ? undefined
-          : (previous.get(row.stream_name, row.stream_version - 1) as { hash: string | null } | undefined);
-      const event = toRecordedEvent(row);
-      update.run(eventHash(before?.hash ?? genesisHash, event), row.position);
-    }
-  })();
-};
 
 /**
  * Appends by another process on the same file (the CLI beside a running service) change the WAL file;
@@ -119,6 +50,11 @@ export interface SqliteEventStoreOptions {
   pollMs?: number;
 }
 
+/**
+ * The embedded event store: one SQLite file in WAL mode. The `position` column is the global commit
+ * order; (stream_name, stream_version) is unique, which is what makes the expected-version check safe even
+ * against another process writing the same file.
+ */
 export const openSqliteEventStore = (
   file: string,
   { pollMs = defaultPollMs }: SqliteEventStoreOptions = {},

@@ -11,11 +11,11 @@ import type {
   ParkedProjectionEvent,
   ProjectionState,
   ReadModelStore,
-  StoredDocument,
   SwapRequest,
 } from './port.js';
 import { describeTable, dropTable, ensureTable } from './postgres-ddl.js';
-import { fromStored, jsonFromStored, toStored } from './postgres-nul.js';
+import { jsonFromStored, toStored } from './postgres-nul.js';
+import { schema, stored, upsertSql, type DocumentRow } from './postgres-rows.js';
 import {
   addFilter,
   addKeyset,
@@ -44,27 +44,6 @@ import {
  * the command line beside a running service.)
  */
 
-const schema = [
-  `CREATE EXTENSION IF NOT EXISTS btree_gist;
-   CREATE TABLE readmodel_checkpoints (
-     projection text PRIMARY KEY,
-     position bigint NOT NULL DEFAULT 0,
-     epoch bigint NOT NULL DEFAULT 0,
-     last_error text,
-     last_error_at text
-   );
-   CREATE TABLE readmodel_parked_events (
-     projection text NOT NULL,
-     position bigint NOT NULL,
-     tenant_id text NOT NULL,
-     event_id text NOT NULL,
-     event_type text NOT NULL,
-     error text NOT NULL,
-     parked_at text NOT NULL,
-     PRIMARY KEY (projection, position)
-   );`,
-];
-
 /** SQLSTATEs of a transaction that lost a race and may simply run again: serialization failure, deadlock. */
 const retryable = new Set(['40001', '40P01']);
 
@@ -82,26 +61,6 @@ const latestByCollection = (changes: readonly DocumentChange[]): Map<string, Doc
   }
   return new Map([...latest].map(([collection, documents]) => [collection, [...documents.values()]]));
 };
-
-const upsertSql = (collection: string): string =>
-  `INSERT INTO ${table(collection)} AS t (tenant_id, id, position, doc, escaped)
-   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::jsonb[], $5::boolean[])
-   ON CONFLICT (tenant_id, id) DO UPDATE
-     SET position = excluded.position, doc = excluded.doc, escaped = excluded.escaped
-   WHERE excluded.position > t.position`;
-
-interface DocumentRow {
-  tenant_id: string;
-  id: string;
-  position: string;
-  doc: unknown;
-  escaped: boolean;
-}
-
-const stored = <D>(row: DocumentRow | undefined): StoredDocument<D> | null =>
-  row && row.doc !== null
-    ? { doc: fromStored<D>(row.doc, row.escaped), position: Number(row.position) }
-    : null;
 
 export const openPostgresReadModels = async (
   url: string,

@@ -1,0 +1,173 @@
+import { handleCommand } from '../core/command-handler.js';
+import { streamName } from '../core/streams.js';
+import { lostRace } from '../core/system-context.js';
+import type { cachedStreams } from '../eventstore/cached-streams.js';
+import { canonicalJson } from '../eventstore/hash-chain.js';
+import { ownerLacksScope } from './creator.js';
+import type { DelivererDeps, DelivererState, DisableReason } from './deliverer-types.js';
+import { isClaimed, systemContext, type Claimed, type DeliveryClaims } from './delivery-claims.js';
+import { deliveryDecider, type Delivery, type DeliveryEvent, type Outcome } from './delivery.decider.js';
+import type { SecretCache } from './secret-cache.js';
+import { AttemptAbortedError } from './sender.js';
+import { signatureHeaders } from './signing.js';
+import { entryOf, webhooksStream } from './subscription.decider.js';
+
+/** What an attempt uses besides the deliverer's dependencies: the other parts of the same deliverer. */
+export interface AttemptParts {
+  state: DelivererState;
+  claims: DeliveryClaims;
+  secrets: SecretCache;
+  credentials: ReturnType<typeof cachedStreams>;
+  disable: (delivery: Delivery, cause: DisableReason, reason?: string) => Promise<void>;
+  /** Schedules the next attempt of a delivery left scheduled (due-timers.ts). */
+  kickWhenDue: (delivery: Pick<Delivery, 'tenantId' | 'deliveryId' | 'webhookId' | 'dueAt'>) => void;
+}
+
+/** One attempt of a delivery: the claim, the signed POST, and the outcome recorded and reported. */
+export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
+  const { eventStore, settings, logger } = deps;
+  const { state, credentials, disable, kickWhenDue } = parts;
+  const { newClaim, onClaimed, settle } = parts.claims;
+  const { secretOf, previousSecretOf } = parts.secrets;
+
+  /** Every failed attempt is a warn line with stable fields (docs/operations.md#logs); all are counted. */
+  const reportAttempt = (
+    delivery: Delivery,
+    outcome: Outcome,
+    recorded: readonly DeliveryEvent[],
+    exhausted: boolean,
+  ) => {
+    const attempted = recorded.find((event) => event.type === 'DeliveryAttempted')?.data;
+    const nextAttemptAt = attempted?.nextAttemptAt ?? null;
+    if (!outcome.ok) {
+      logger.warn(
+        {
+          subscriptionId: delivery.webhookId,
+          deliveryId: delivery.deliveryId,
+          eventType: delivery.eventType,
+          attempt: attempted?.attempt ?? delivery.attempts + 1,
+          status: outcome.statusCode,
+          error: outcome.error,
+          nextAttemptAt,
+        },
+        'webhook attempt failed',
+      );
+    }
+    deps.observer?.attempted({
+      ok: outcome.ok,
+      retrying: nextAttemptAt !== null,
+      exhausted,
+      manual: delivery.manual,
+      occurredAt: delivery.payload.timestamp,
+    });
+  };
+
+  /**
+   * The attempt of a delivery this instance has claimed, in a slot it holds until the receiver answered.
+   * The receiver gets only what the subscription's owner may still read (creator.ts); when it may not, the
+   * subscription is disabled with the reason, as after failed deliveries, and the e-mail follows.
+   */
+  const attemptClaimed = async (
+    tenantId: string,
+    claimed: Claimed,
+    release: () => void,
+  ): Promise<Outcome | null> => {
+    const delivery = claimed.state.delivery;
+    const entry = entryOf((await deps.subscriptions(webhooksStream(tenantId))).state, delivery.webhookId);
+    if (!entry || (entry.subscription.status !== 'active' && !delivery.manual)) {
+      release();
+      await onClaimed(tenantId, claimed, {
+        type: 'Cancel',
+        reason: entry ? 'subscription disabled' : 'subscription deleted',
+      });
+      return null;
+    }
+    const lacking = await ownerLacksScope(credentials, tenantId, entry.owner, delivery.eventType);
+    if (lacking) {
+      release();
+      // A test event never disables the subscription: its type may be one the subscription does not list.
+      if (delivery.test) {
+        await onClaimed(tenantId, claimed, { type: 'Cancel', reason: 'owner lacks scope' });
+        return null;
+      }
+      await disable(delivery, 'owner_lacks_scope', lacking);
+      await onClaimed(tenantId, claimed, { type: 'Cancel', reason: 'subscription disabled' });
+      return null;
+    }
+    // Canonical JSON: every attempt sends the same bytes, whether its payload came from the store (which
+    // keeps it canonical) or from the append that scheduled it.
+    const body = canonicalJson(delivery.payload);
+    const headers = signatureHeaders(
+      delivery.payload.id,
+      body,
+      secretOf(entry.sealedSecret),
+      deps.clock(),
+      previousSecretOf(entry),
+    );
+    let outcome: Outcome;
+    try {
+      outcome = await deps.sender.send(
+        tenantId,
+        entry.subscription.url,
+        body,
+        headers,
+        state.interrupting.signal,
+      );
+    } catch (error) {
+      release();
+      if (!(error instanceof AttemptAbortedError)) throw error;
+      // Cut by a shutdown: released, due again at once, for the next start or another instance.
+      const released = await settle(tenantId, claimed, {
+        type: 'Release',
+        claimId: claimed.state.delivery.claimId,
+        reason: error.message,
+      });
+      if (!released) return null;
+      logger.warn(
+        { deliveryId: delivery.deliveryId },
+        'webhook attempt cut by the shutdown deadline; released for a retry',
+      );
+      return null;
+    }
+    // A success gives its slot back now. A failure keeps it until recorded (and the subscription disabled
+    // if that was the last retry), so that a failing receiver's next delivery never slips in before that.
+    if (outcome.ok) release();
+    const recorded = await settle(tenantId, claimed, {
+      type: 'RecordOutcome',
+      claimId: claimed.state.delivery.claimId,
+      outcome,
+      now: deps.clock(),
+      retryDelaysMs: settings.retryDelaysMs,
+    });
+    if (!recorded) return outcome;
+    const exhausted = recorded.events.some((event) => event.type === 'DeliveryRetriesExhausted');
+    reportAttempt(delivery, outcome, recorded.events, exhausted);
+    if (exhausted) await disable(delivery, 'retries_exhausted');
+    if (recorded.state.status === 'present' && recorded.state.delivery.status === 'scheduled') {
+      kickWhenDue(recorded.state.delivery);
+    }
+    return outcome;
+  };
+
+  /** Claims the delivery, then attempts it; a lost claim means another instance is on it. */
+  const claimAndAttempt = async (tenantId: string, deliveryId: string, release: () => void) => {
+    let claimed;
+    try {
+      claimed = await handleCommand(
+        eventStore,
+        deliveryDecider,
+        streamName('delivery', tenantId, deliveryId),
+        { type: 'Claim', now: deps.clock(), claimTimeoutMs: settings.claimTimeoutMs, ...newClaim() },
+        systemContext(tenantId, deps.clock(), deliveryId),
+      );
+    } catch (error) {
+      if (lostRace(error)) return;
+      throw error;
+    }
+    if (isClaimed(claimed)) await attemptClaimed(tenantId, claimed, release);
+  };
+
+  return { attemptClaimed, claimAndAttempt };
+};
+
+export type DeliveryAttempts = ReturnType<typeof deliveryAttempts>;

@@ -1,0 +1,240 @@
+import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
+import { exampleIds, page } from '../openapi/components.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
+import { boolean, enumOf, ref, string } from '../openapi/schema.js';
+import { pagingQuery } from '../openapi/resource.js';
+import { eventType, eventTypes } from './events.openapi.js';
+
+// The routes of webhook subscriptions and their deliveries (schemas: openapi.ts).
+
+const webhookId = { id: { description: "The subscription's id", example: exampleIds.webhook } };
+const base = '/v1/tenants/:tenantId/webhooks';
+const tag = 'Webhook subscriptions';
+const access = { scope: 'webhooks:manage' } as const;
+
+export const webhookOperations = (): BuiltOperation[] => [
+  operation({
+    method: 'post',
+    path: base,
+    operationId: 'createWebhook',
+    summary: 'Subscribe a receiver',
+    description:
+      'The URL must be `https` (`http` only with WEBHOOK_ALLOW_HTTP) and must not be or resolve to a ' +
+      'loopback, private, link-local or otherwise reserved address (400, in the same words whatever the ' +
+      'reason). Each listed type needs the read scope of its data besides `webhooks:manage`: ' +
+      '`observations:read` for `observation.*` and `visit.submitted`, `cv:read` for `cv.job.*` (403 naming ' +
+      'it); the subscription is disabled when its owner loses it. At most WEBHOOK_MAX_SUBSCRIPTIONS (50) per ' +
+      'tenant: one more gets 409.',
+    tag,
+    access,
+    body: {
+      codec: CreateWebhookBody,
+      name: 'CreateWebhookRequest',
+      example: { url: 'https://example.com/hooks', events: ['observation.created', 'visit.submitted'] },
+      properties: {
+        url: string({
+          minLength: 1,
+          maxLength: 2048,
+          format: 'uri',
+          examples: ['https://example.com/hooks'],
+        }),
+        events: eventTypes,
+        secret: string({
+          minLength: 16,
+          maxLength: 256,
+          format: 'password',
+          description:
+            'Optional: the service generates one when it is left out (recommended). Either the Standard ' +
+            'Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain ' +
+            'secret of 16 to 256 characters (the key is its UTF-8 bytes). Either must look random: at least 8 ' +
+            'different characters (or byte values), and no control characters. The answer shows it once, in ' +
+            'the standard form.',
+          examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+        }),
+      },
+      mediaTypes: ['application/json'],
+      json: true,
+    },
+    responses: {
+      '201': {
+        description: 'Subscribed; the only answer with the secret',
+        headers: ['Location', 'ETag', 'X-Position'],
+        content: { 'application/json': ref('CreatedWebhookSubscription') },
+      },
+    },
+  }),
+  operation({
+    method: 'get',
+    path: base,
+    operationId: 'listWebhooks',
+    summary: 'List subscriptions',
+    tag,
+    access,
+    query: pagingQuery,
+    responses: {
+      '200': {
+        description: 'A page',
+        content: { 'application/json': page(ref('WebhookSubscription'), 'A page of subscriptions') },
+      },
+    },
+  }),
+  operation({
+    method: 'get',
+    path: `${base}/:id`,
+    operationId: 'getWebhook',
+    summary: 'Read a subscription',
+    tag,
+    access,
+    pathParameters: webhookId,
+    responses: {
+      '200': { description: 'The subscription', content: { 'application/json': ref('WebhookSubscription') } },
+    },
+  }),
+  operation({
+    method: 'delete',
+    path: `${base}/:id`,
+    operationId: 'deleteWebhook',
+    summary: 'Delete a subscription',
+    tag,
+    access,
+    pathParameters: webhookId,
+    responses: { '204': { description: 'Deleted' } },
+  }),
+  operation({
+    method: 'post',
+    path: `${base}/:id/enable`,
+    operationId: 'enableWebhook',
+    summary: 'Enable a disabled subscription',
+    description:
+      'With `replayMissed: true`, the events it missed while disabled are delivered too. The body is optional.',
+    tag,
+    access,
+    pathParameters: webhookId,
+    body: {
+      codec: EnableBody,
+      name: 'EnableWebhookRequest',
+      example: { replayMissed: true },
+      properties: { replayMissed: boolean({ default: false }) },
+      mediaTypes: ['application/json'],
+      required: false,
+      json: true,
+    },
+    responses: {
+      '200': {
+        description: 'Active again',
+        headers: ['ETag', 'X-Position'],
+        content: { 'application/json': ref('EnabledWebhookSubscription') },
+      },
+    },
+  }),
+  operation({
+    method: 'post',
+    path: `${base}/:id/secret/rotate`,
+    operationId: 'rotateWebhookSecret',
+    summary: 'Rotate the secret',
+    description:
+      'Replaces the secret with a new one, generated unless given, shown in this answer only. For 24 hours the ' +
+      'previous secret signs too: `webhook-signature` then carries both signatures, so receivers can switch ' +
+      'without losing a delivery. `X-Service-Signature` uses the new secret at once. The body is optional.',
+    tag,
+    access,
+    pathParameters: webhookId,
+    body: {
+      codec: RotateSecretBody,
+      name: 'RotateWebhookSecretRequest',
+      // The secret left out: the service generates one, as is best.
+      example: {},
+      properties: {
+        secret: string({
+          minLength: 16,
+          maxLength: 256,
+          format: 'password',
+          description: 'As at creation; generated when left out',
+        }),
+      },
+      mediaTypes: ['application/json'],
+      required: false,
+      json: true,
+    },
+    responses: {
+      '200': {
+        description: 'Rotated',
+        headers: ['ETag', 'X-Position'],
+        content: { 'application/json': ref('RotatedWebhookSubscription') },
+      },
+    },
+  }),
+  operation({
+    method: 'post',
+    path: `${base}/:id/test`,
+    operationId: 'sendWebhookTest',
+    summary: 'Send a test event',
+    description:
+      'Sends a signed example event of the chosen type (the first the subscription lists by default) to the ' +
+      'receiver as soon as the subscription has a slot (test events count towards the same concurrency limits ' +
+      "as deliveries, ahead of the subscription's waiting deliveries), and answers with the attempt's outcome, " +
+      "whatever the receiver answered. The event's " +
+      'id starts `evt_test_` and its data name no real resource; it has the shape of a real delivery of its ' +
+      'type. The attempt is in the delivery log. It is never retried, does not count towards disabling the ' +
+      'subscription, and is sent to a disabled subscription too. A type that the owner of the subscription ' +
+      'may not read is refused with 409, and nothing is sent. The body is optional.',
+    tag,
+    access,
+    pathParameters: webhookId,
+    body: {
+      codec: TestEventBody,
+      name: 'WebhookTestRequest',
+      example: { type: 'observation.created' },
+      properties: { type: eventType },
+      mediaTypes: ['application/json'],
+      required: false,
+      json: true,
+    },
+    responses: {
+      '200': {
+        description: "The attempt's outcome",
+        content: { 'application/json': ref('WebhookTestResult') },
+      },
+    },
+  }),
+  operation({
+    method: 'get',
+    path: `${base}/:id/deliveries`,
+    operationId: 'listDeliveryAttempts',
+    summary: 'The delivery log',
+    description: 'Every attempt, newest first.',
+    tag,
+    access,
+    pathParameters: webhookId,
+    query: {
+      codec: DeliveriesQuery,
+      parameters: {
+        ...pagingQuery.parameters,
+        status: { schema: enumOf(['succeeded', 'failed']), description: 'Only attempts with this outcome' },
+        eventType: { schema: eventType, description: 'Only this event type' },
+      },
+    },
+    responses: {
+      '200': {
+        description: 'A page',
+        content: { 'application/json': page(ref('DeliveryAttempt'), 'A page of attempts') },
+      },
+    },
+  }),
+  operation({
+    method: 'post',
+    path: `${base}/:id/deliveries/:deliveryId/redeliver`,
+    operationId: 'redeliver',
+    summary: 'Send a delivery again',
+    description: 'One more attempt, with the same envelope id.',
+    tag,
+    access,
+    pathParameters: {
+      ...webhookId,
+      deliveryId: { description: "The delivery's id", example: exampleIds.delivery },
+    },
+    responses: {
+      '202': { description: 'Scheduled', content: { 'application/json': ref('Delivery') } },
+    },
+  }),
+];
