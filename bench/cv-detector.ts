@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { darknetPhotos } from '../test/support/photos.js';
-import { json, observationBody, startServer, waitProjected } from './http.js';
+import { json, observationBody, startServer, tenantCaller, waitProjected } from './http.js';
 import { projectRoot, removeTempDir, startChild, stopChild, waitExit, type Child } from './processes.js';
 import { benchService, provision } from './provision.js';
 import { latencyFigures, type LatencyFigures } from './stats.js';
@@ -147,15 +147,7 @@ export const runCvDetector = async ({
     const principal = await provision(service.base, adminKey);
     const key = principal.tenantAdminKey;
     const tenant = `${service.base}/v1/tenants/${principal.tenantId}`;
-    const call = async (path: string, init: RequestInit = {}) => {
-      const response = await fetch(`${tenant}${path}`, {
-        ...init,
-        headers: { 'x-api-key': key, ...init.headers },
-      });
-      const text = await response.text();
-      if (response.status >= 300) throw new Error(`${path} answered ${response.status}: ${text}`);
-      return JSON.parse(text) as Record<string, unknown>;
-    };
+    const call = tenantCaller(tenant, key);
     await call('/webhooks', {
       method: 'POST',
       headers: json,

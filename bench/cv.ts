@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { builtinModels } from '../src/cv/models/registry.js';
 import { testImage } from '../test/support/images.js';
-import { json, startServer } from './http.js';
+import { json, startServer, tenantCaller } from './http.js';
 import { removeTempDir, stopChild, type Child } from './processes.js';
 import { benchService, provision } from './provision.js';
 import { latencyFigures, type LatencyFigures } from './stats.js';
@@ -98,15 +98,7 @@ export const runCv = async ({
     const principal = await provision(service.base, adminKey);
     const key = principal.tenantAdminKey;
     const tenant = `${service.base}/v1/tenants/${principal.tenantId}`;
-    const call = async (path: string, init: RequestInit = {}) => {
-      const response = await fetch(`${tenant}${path}`, {
-        ...init,
-        headers: { 'x-api-key': key, ...init.headers },
-      });
-      const text = await response.text();
-      if (response.status >= 300) throw new Error(`${path} answered ${response.status}: ${text}`);
-      return JSON.parse(text) as Record<string, unknown>;
-    };
+    const call = tenantCaller(tenant, key);
 
     const width = 1024;
     const height = 768;

@@ -76,6 +76,22 @@ export const observationBody = JSON.stringify({
 });
 export const json = { 'content-type': 'application/json' };
 
+/**
+ * Calls one tenant's routes with its key: `call('/observations', init)` answers the parsed JSON body, and
+ * throws with the status and body for anything but 2xx.
+ */
+export const tenantCaller =
+  (tenant: string, key: string) =>
+  async (path: string, init: RequestInit = {}): Promise<Record<string, unknown>> => {
+    const response = await fetch(`${tenant}${path}`, {
+      ...init,
+      headers: { 'x-api-key': key, ...init.headers },
+    });
+    const text = await response.text();
+    if (response.status >= 300) throw new Error(`${path} answered ${response.status}: ${text}`);
+    return JSON.parse(text) as Record<string, unknown>;
+  };
+
 /** A warm-up (JIT, SQLite caches) that is not measured, then the measured run. */
 export const measure = async (options: Options, warmupS: number, durationS: number): Promise<Result> => {
   if (warmupS > 0) await cannon({ ...options, duration: warmupS });
