@@ -18,7 +18,7 @@ import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
 import { cvJobDecider, type CvJob, type CvJobState } from './decider.js';
 import type { ModelRegistry } from './models/registry.js';
-import type { CvModel } from './models/port.js';
+import { statusOf, type CvModel } from './models/port.js';
 
 export interface CvApiDeps {
   eventStore: EventStore;
@@ -37,7 +37,7 @@ export interface CvApiDeps {
 /** A model as `GET .../cv-models` lists it: whether it can run here, and what it finds. */
 const modelListing = (model: CvModel) => {
   const { name, kind, description, returns, classes, about, deprecated } = model;
-  const status = model.status?.() ?? { available: true };
+  const status = statusOf(model);
   return {
     name,
     kind,

@@ -6,6 +6,7 @@ import { columns } from '../readmodels/registered.js';
 import { cvApi } from './api.js';
 import type { CvJob } from './decider.js';
 import { modelRegistry } from './models/registry.js';
+import { statusOf } from './models/port.js';
 import { cvOperations, cvSchemas } from './openapi.js';
 import { cvWorker, defaultCvWorkerSettings, type CvWorker } from './worker.js';
 
@@ -45,7 +46,7 @@ export const cvFeature: Feature<CvWorker & FeatureConsumer> = {
     // One registry for the worker and the routes: the routes list and check the models the worker runs.
     const models = modelRegistry({ remote: config.cv.remoteModels, detector: config.cv.detector, logger });
     const unavailable = models.list().flatMap((model) => {
-      const status = model.status?.() ?? { available: true };
+      const status = statusOf(model);
       return status.available ? [] : [`${model.name}: ${status.detail}`];
     });
     for (const problem of unavailable) logger.error({ problem }, 'A CV model cannot run; the others can');

@@ -54,7 +54,7 @@ export const decodeGrey = async (
     if (blurSigma !== undefined && blurSigma >= 0.3) pipeline = pipeline.blur(blurSigma);
     const { data, info } = await pipeline.raw().toBuffer({ resolveWithObject: true });
     throwIfAborted(signal);
-    const original = displayedSize(image);
+    const original = displayedSize(header);
     if (info.channels === 1) return { data, width: info.width, height: info.height, original };
     // Defensive: keep the first channel if sharp handed back more than one.
     const grey = Buffer.alloc(info.width * info.height);
@@ -97,11 +97,10 @@ export const decodeRgb = async (
 };
 
 /** The size of the image as displayed: the header's, turned by its EXIF orientation. */
-export const displayedSize = (image: Buffer): { width: number; height: number } => {
-  const header = storedHeader(image);
-  const rotated = header.orientation >= 5;
-  return { width: rotated ? header.height : header.width, height: rotated ? header.width : header.height };
-};
+export const displayedSize = (header: ImageHeader): { width: number; height: number } =>
+  header.orientation >= 5
+    ? { width: header.height, height: header.width }
+    : { width: header.width, height: header.height };
 
 /** Fails with `media_unreadable` unless the bytes decode completely (what remote models are sent). */
 export const assertDecodable = async (image: Buffer, signal?: AbortSignal): Promise<void> => {

@@ -25,7 +25,7 @@ import {
   type CvJobRequested,
   type CvJobState,
 } from './decider.js';
-import { CvModelError, type ModelResult } from './models/port.js';
+import { CvModelError, statusOf, type ModelResult } from './models/port.js';
 import type { ModelRegistry } from './models/registry.js';
 import { checkResult } from './models/result.js';
 
@@ -160,7 +160,7 @@ export const cvWorker = (deps: CvWorkerDeps) => {
     // stored before the budget was lowered are refused here rather than decoded.
     const over = overBudget(storedHeader(bytes), decodeLimits);
     if (over) throw new CvModelError('media_unreadable', `The image is not decoded: ${over}`);
-    const status = model.status?.() ?? { available: true };
+    const status = statusOf(model);
     if (!status.available) throw new CvModelError('model_unavailable', status.problem);
     return abortable(signal, async () => {
       try {

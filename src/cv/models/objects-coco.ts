@@ -8,7 +8,7 @@ import {
 import { cocoLabels } from '../detection/coco-labels.js';
 import { countByLabel, nonMaxSuppression, toDetections } from '../detection/nms.js';
 import { centerNetFiles, loadCenterNetWeights } from '../detection/weights.js';
-import { decodeRgb, displayedSize } from '../image.js';
+import { decodeRgb, displayedSize, storedHeader } from '../image.js';
 import {
   CvModelError,
   effectiveParameters,
@@ -119,7 +119,7 @@ export const objectsCoco = (settings: ObjectsCocoSettings): CvModel & { threads:
         detections,
         summary: {
           counts: countByLabel(detections),
-          image: displayedSize(image),
+          image: displayedSize(storedHeader(image)),
           model: { name: 'centernet-mobilenetv3-coco', version: modelVersion },
           inferenceMs: Math.round(inferenceMs),
           parameters: applied,

@@ -74,6 +74,10 @@ export type ModelStatus =
   /** `problem` is for anyone (the listing, a failed job); `detail` adds what only the operator should see. */
   | { available: false; problem: string; detail: string };
 
+/** A model's status: available unless it says otherwise. */
+export const statusOf = (model: Pick<CvModel, 'status'>): ModelStatus =>
+  model.status?.() ?? { available: true };
+
 export interface CvModel {
   /** Lower-case letters, digits, `.`, `_` and `-`: it is part of URLs, never a path. */
   name: string;

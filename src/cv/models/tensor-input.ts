@@ -64,7 +64,7 @@ export const prepareInput = async (
   signal?: AbortSignal,
 ): Promise<PreparedInput> => {
   const header = storedHeader(image);
-  const shown = displayedSize(image);
+  const shown = displayedSize(header);
   const fit =
     input.resize === 'letterbox'
       ? letterbox(shown.width, shown.height, input)
