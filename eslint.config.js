@@ -1,45 +1,10 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** The feature folders of src/ (docs/architecture.md#feature-modules). */
-const features = [
-  'audit',
-  'auth',
-  'credentials',
-  'cv',
-  'history',
-  'locations',
-  'media',
-  'observations',
-  'tenants',
-  'visits',
-  'webhooks',
-];
-
 /**
- * Layering (docs/architecture.md#layering): core/ and http/ are below every feature. They import no
- * feature folder, no read model definition and not the feature list; features register what these layers
- * need of them (upcasters, guards), and app.ts and service.ts wire the rest.
+ * Import layering is dependency-cruiser's (.dependency-cruiser.cjs, run by `npm run lint`), for every folder;
+ * eslint checks the code itself.
  */
-const belowFeatures = (message) => [
-  'error',
-  {
-    patterns: [
-      {
-        group: [
-          ...features.map((feature) => `../${feature}/*`),
-          '../../projections/*',
-          '../feature.js',
-          '../features.js',
-          '../app.js',
-          '../service.js',
-        ],
-        message,
-      },
-    ],
-  },
-];
-
 export default tseslint.config(
   // Build output anywhere (the service's dist/, the client's client/dist/) is not source.
   { ignores: ['**/node_modules', '**/dist', 'data', '.cache', '**/*.cjs', 'eslint.config.js'] },
@@ -54,22 +19,6 @@ export default tseslint.config(
       ],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-floating-promises': 'error',
-    },
-  },
-  {
-    files: ['src/core/**/*.ts'],
-    rules: {
-      'no-restricted-imports': belowFeatures(
-        'core/ imports no feature: a feature registers what core needs of it (see src/features.ts).',
-      ),
-    },
-  },
-  {
-    files: ['src/http/**/*.ts'],
-    rules: {
-      'no-restricted-imports': belowFeatures(
-        'http/ imports no feature, auth/ included: app.ts passes the guards and the caller in (see src/app.ts).',
-      ),
     },
   },
   {
