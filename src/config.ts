@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { RemoteModelSetting } from './cv/models/remote.js';
+import type { RemoteModelSetting } from './cv/models/remote-settings.js';
 import type { CorsOrigins } from './http/cors.js';
 import type { RateLimitPolicy } from './http/rate-limit.js';
 import type { DecodeQueueSettings } from './media/decode-queue.js';

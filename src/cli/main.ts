@@ -1,36 +1,30 @@
-import { loadConfig } from '../config.js';
-import { auditCommands } from './audit.js';
-import { ExitError, failure, FlagError, type Commands } from './command.js';
-import { exportCommands } from './export.js';
-import { keyCommands } from './keys.js';
-import { printer } from './output.js';
-import { parkedCommands } from './parked.js';
-import { projectionCommands } from './projections.js';
-import { secretCommands } from './secrets.js';
-import { snapshotCommands } from './snapshots.js';
-import { tenantCommands } from './tenants.js';
+import type { Commands } from './command.js';
 import { groupHelp, usage } from './usage.js';
 
 /**
  * `obs`, the operator's command line: the same stores and the same commands as the API, offline. This file
- * only finds the command the words name and runs it; each group of commands has its own file beside it.
+ * only finds the command the words name and runs it; each group of commands has its own file beside it,
+ * loaded only when its first word is given, so that `obs help` loads none of them and `obs tenant list`
+ * loads the stores it reads and not the HTTP service's modules.
  */
-const commands: Commands = {
-  ...tenantCommands,
-  ...keyCommands,
-  ...secretCommands,
-  ...auditCommands,
-  ...projectionCommands,
-  ...parkedCommands,
-  ...snapshotCommands,
-  ...exportCommands,
+const groups: Record<string, () => Promise<Commands>> = {
+  tenant: async () => (await import('./tenants.js')).tenantCommands,
+  keys: async () => (await import('./keys.js')).keyCommands,
+  secrets: async () => (await import('./secrets.js')).secretCommands,
+  audit: async () => (await import('./audit.js')).auditCommands,
+  projections: async () => ({
+    ...(await import('./projections.js')).projectionCommands,
+    ...(await import('./parked.js')).parkedCommands,
+    ...(await import('./snapshots.js')).snapshotCommands,
+  }),
+  export: async () => (await import('./export.js')).exportCommands,
 };
 
 /** Flags every command takes, wherever they stand. */
 const globalFlags = new Set(['--json', '--help', '-h', '--create']);
 
-/** The words' meaning: a command and its arguments, a group of commands, or nothing known. */
-const resolve = (words: string[]) => {
+/** The words' meaning among the commands of their group: a command and its arguments, a group, or nothing known. */
+const resolve = (commands: Commands, words: string[]) => {
   // The longest command the words name: `projections parked retry`, `tenant create`, `export`.
   // Own properties only: `obs constructor` names no command of Object.prototype.
   const named = (name: string) => (Object.hasOwn(commands, name) ? commands[name] : undefined);
@@ -58,7 +52,14 @@ const main = async (argv: string[]): Promise<number> => {
     else console.error(usage);
     return help ? 0 : 2;
   }
-  const found = resolve(words);
+  // Own properties only: `obs constructor` names no group of Object.prototype.
+  const load = Object.hasOwn(groups, words[0]!) ? groups[words[0]!] : undefined;
+  if (!load) {
+    console.error(`obs: unknown command "${words.join(' ')}"\n\n${usage}`);
+    return 2;
+  }
+  const commands = await load();
+  const found = resolve(commands, words);
   if (found.kind === 'other') {
     const exact = found.group === words.join(' ');
     if (exact && help) {
@@ -77,6 +78,11 @@ const main = async (argv: string[]): Promise<number> => {
     console.log(`Usage: obs ${command.help}`);
     return 0;
   }
+  const [{ loadConfig }, { ExitError, failure, FlagError }, { printer }] = await Promise.all([
+    import('../config.js'),
+    import('./command.js'),
+    import('./output.js'),
+  ]);
   try {
     await command.run(found.rest, { config: loadConfig(), print: printer(json), json, create });
     return 0;

@@ -7,6 +7,7 @@ import { ForbiddenError } from '../core/errors.js';
 import { listen } from '../http/listen.js';
 import { problemContentType } from '../http/problem.js';
 import { statusClass, type Metrics } from './metrics.js';
+import type { MetricsMode } from './metrics-modes.js';
 
 export const metricsPath = '/metrics';
 
@@ -16,10 +17,6 @@ declare module 'koa' {
     metricsRoute?: boolean;
   }
 }
-
-/** METRICS: where /metrics is served (docs/operations.md). */
-export const metricsModes = ['platform', 'port', 'off'] as const;
-export type MetricsMode = (typeof metricsModes)[number];
 
 /**
  * Times every request into `obs_http_request_duration_seconds`. Mounted right inside the request context,

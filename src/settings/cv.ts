@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { builtinModelNames } from '../cv/models/port.js';
-import { parseRemoteModelSettings, type RemoteModelSetting } from '../cv/models/remote.js';
+import { parseRemoteModelSettings, type RemoteModelSetting } from '../cv/models/remote-settings.js';
 import { declare, positiveCount, positiveDuration } from './declare.js';
 
 const remoteModels = (json: string): RemoteModelSetting[] =>

@@ -1,8 +1,8 @@
 import { declare, tcpPort, oneOf, text, url, urlForm } from './declare.js';
 
-import { metricsModes } from '../observability/metrics-http.js';
+import { metricsModes } from '../observability/metrics-modes.js';
 
-export { metricsModes, type MetricsMode } from '../observability/metrics-http.js';
+export { metricsModes, type MetricsMode } from '../observability/metrics-modes.js';
 
 /** Observability: metrics and traces. */
 export const observabilitySettings = {

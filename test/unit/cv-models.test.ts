@@ -10,7 +10,8 @@ import {
   type ModelRun,
 } from '../../src/cv/models/port.js';
 import { modelRegistry } from '../../src/cv/models/registry.js';
-import { inferRequest, parseInferReply, parseRemoteModelSettings } from '../../src/cv/models/remote.js';
+import { inferRequest, parseInferReply } from '../../src/cv/models/remote.js';
+import { parseRemoteModelSettings } from '../../src/cv/models/remote-settings.js';
 import { checkResult } from '../../src/cv/models/result.js';
 import { testImage, type TestImageBox } from '../support/images.js';
 

@@ -3,7 +3,8 @@ import sharp from 'sharp';
 import { cocoLabels } from '../../src/cv/detection/coco-labels.js';
 import { maxCandidates, nonMaxSuppression, type Candidate } from '../../src/cv/detection/nms.js';
 import { CvModelError } from '../../src/cv/models/port.js';
-import { applyParameters, parseRemoteModelSettings } from '../../src/cv/models/remote.js';
+import { applyParameters } from '../../src/cv/models/remote.js';
+import { parseRemoteModelSettings } from '../../src/cv/models/remote-settings.js';
 import {
   float32Text,
   inferBody,

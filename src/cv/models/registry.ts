@@ -3,7 +3,8 @@ import { objectProposals } from './object-proposals.js';
 import { objectsCoco, type ObjectsCocoSettings } from './objects-coco.js';
 import type { CvModel } from './port.js';
 import type { Logger } from 'pino';
-import { jsonRemoteModel, type RemoteModelSetting } from './remote.js';
+import { jsonRemoteModel } from './remote.js';
+import type { RemoteModelSetting } from './remote-settings.js';
 import { tensorModel } from './tensor.js';
 
 /** The models built into the service, in the order `GET .../cv-models` lists them. */

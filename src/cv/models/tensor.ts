@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { countByLabel, nonMaxSuppression, toDetections } from '../detection/nms.js';
 import { answeredError, exchange, modelPath } from './inference-http.js';
 import { CvModelError, effectiveParameters, type CvModel, type ModelReturns } from './port.js';
-import type { TensorRemoteModelSetting } from './remote.js';
+import type { TensorRemoteModelSetting } from './remote-settings.js';
 import { inferBody, prepareInput } from './tensor-input.js';
 import { metadataMismatch } from './tensor-metadata.js';
 import { outputTensor, yoloCandidates } from './tensor-output.js';
