@@ -167,7 +167,7 @@ export interface paths {
     put?: never;
     /**
      * Log a user in
-     * @description Checks the e-mail and password of a user of the tenant `tenantId` and starts a session: a 15-minute access token and a single-use refresh token. An unknown tenant or e-mail, a wrong password and a disabled user all get the same 401. Failed logins are limited per e-mail and client address (5), per e-mail (20, and 100 a day) and per client address (200), in 15 minutes; over a limit, 429 with `Retry-After`.
+     * @description Checks the e-mail and password and starts a session: a 15-minute access token and a single-use refresh token. Without `tenantId` the login is for the account of the e-mail that the password opens, in whichever tenant it is; with it, for the account in that tenant only. An unknown tenant or e-mail, a wrong password and a disabled user all get the same 401, in the same time, whether or not the e-mail has an account in another tenant. A password that opens accounts in several tenants gets 400 asking for `tenantId`. Failed logins are limited per e-mail and client address (5), per e-mail (20, and 100 a day) and per client address (200), in 15 minutes; over a limit, 429 with `Retry-After`.
      *
      *     Needs no credential.
      */
@@ -2111,10 +2111,10 @@ export interface components {
       /** Format: password */
       password: string;
       /**
-       * @description The tenant of the user
+       * @description The tenant of the account, needed only when the password opens accounts in several
        * @example t_01m7xr44nde6cpe35md841agpz
        */
-      tenantId: string;
+      tenantId?: string;
     };
     RefreshRequest: {
       /** Format: password */
@@ -3174,8 +3174,7 @@ export interface operations {
         /**
          * @example {
          *       "email": "ada@acme.test",
-         *       "password": "correct horse battery staple",
-         *       "tenantId": "t_01m7xr44nde6cpe35md841agpz"
+         *       "password": "correct horse battery staple"
          *     }
          */
         'application/json': components['schemas']['LoginRequest'];

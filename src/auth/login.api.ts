@@ -1,13 +1,16 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
-import { UnauthorizedError } from '../core/errors.js';
+import { UnauthorizedError, ValidationError } from '../core/errors.js';
 import { tenantIdPattern, type Clock, type IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import { sessionDecider } from '../credentials/session.decider.js';
 import type { User, UserState } from '../credentials/user.decider.js';
 import { normalizeEmail, userDecider, userIdFor } from '../credentials/user.decider.js';
 import type { EventStore } from '../eventstore/port.js';
+import type { ReadModelStore } from '../readmodels/port.js';
+import { platformPartition } from '../readmodels/aggregate-projection.js';
+import { usersProjection } from '../../projections/users.js';
 import { readJsonBody } from '../http/body.js';
 import { commandContext } from '../http/command-context.js';
 import { decodeOrThrow } from '../http/codec.js';
@@ -24,6 +27,7 @@ import { signAccessToken } from './tokens.js';
 
 export interface LoginApiDeps {
   eventStore: EventStore;
+  readModels: ReadModelStore;
   keyring: () => Keyring;
   tokens: TokenSettings;
   refreshTokenTtlSeconds: number;
@@ -34,11 +38,22 @@ export interface LoginApiDeps {
 }
 
 const loginFailed = () => new UnauthorizedError('The e-mail or the password is wrong');
-const refreshRefused = () => new UnauthorizedError('The refresh token is not valid', 'invalid_token');
 
 /**
- * User login and refresh. Login reads the user of the named tenant and e-mail, checks the password with
- * scrypt, and starts a session: a refresh-token family.
+ * A login without a tenant checks the password against every account of the e-mail, up to this many: one
+ * scrypt each, all at once on libuv's four threads, so that an e-mail with accounts in several tenants
+ * takes as long as one with a single account or none (docs/api.md#logging-in).
+ */
+export const maxAccountsPerLogin = 4;
+const refreshRefused = () => new UnauthorizedError('The refresh token is not valid', 'invalid_token');
+
+/** A tenant id that names no tenant: what a login without a tenant reads when the e-mail has no account. */
+const noTenant = 't_none';
+
+/**
+ * User login and refresh. Login reads the user of the e-mail in the named tenant (or, without one, in
+ * every tenant it has an account in), checks the password with scrypt, and starts a session: a
+ * refresh-token family.
  */
 export const loginApi = (deps: LoginApiDeps): Router => {
   const router = new Router({ prefix: '/v1/auth' });
@@ -72,21 +87,54 @@ export const loginApi = (deps: LoginApiDeps): Router => {
         ).state
       : { status: 'absent' };
 
+  /**
+   * The accounts a login may be for: the named tenant's, or without a tenant those the users read model
+   * lists for the e-mail across tenants, each read again from its stream (the read model has no password
+   * hash). With none, one absent tenant's is read, so the work is the same.
+   */
+  const accountsOf = async (tenantId: string | undefined, email: string): Promise<UserState[]> => {
+    if (tenantId !== undefined) return [await userOf(tenantId, email)];
+    const listed = await deps.readModels.list<User>(usersProjection.collection.name, {
+      tenantId: platformPartition,
+      filters: [{ op: 'eq', field: 'email', value: email }],
+      sort: { field: 'createdAt', direction: 'asc' },
+      limit: maxAccountsPerLogin,
+    });
+    const tenants = listed.length > 0 ? listed.map((user) => user.tenantId) : [noTenant];
+    return Promise.all(tenants.map((tenant) => userOf(tenant, email)));
+  };
+
   router.post('/token', async (ctx) => {
     const body = decodeOrThrow(LoginBody, await readJsonBody(ctx, { limit: 16 * 1024 }));
-    const attempt = { tenantId: body.tenantId, email: normalizeEmail(body.email), address: ctx.ip };
+    const email = normalizeEmail(body.email);
+    const attempt = { tenantId: body.tenantId ?? platformPartition, email, address: ctx.ip };
     await deps.failures.logins.begin(attempt);
 
-    const state = await userOf(attempt.tenantId, attempt.email);
-    // Unknown e-mail, unknown tenant, wrong password, disabled user: one answer, after one scrypt each (the
-    // decoy when there is no user), so neither the answer nor its timing tells which e-mails exist.
-    const matches = await verifyPassword(
-      body.password,
-      state.status === 'present' ? state.passwordHash : await decoyHash(),
+    const accounts = await accountsOf(body.tenantId, email);
+    // Unknown e-mail, unknown tenant, wrong password, disabled user: one answer, after one scrypt per
+    // account (the decoy when there is none), run together, so neither the answer nor its timing tells which
+    // e-mails exist, in this tenant or another.
+    const decoy = await decoyHash();
+    const verified = await Promise.all(
+      accounts.map((account) =>
+        verifyPassword(body.password, account.status === 'present' ? account.passwordHash : decoy),
+      ),
     );
-    if (state.status !== 'present' || !matches || state.user.status !== 'active') {
-      throw loginFailed();
+    const opened = accounts.filter(
+      (account, index): account is Extract<UserState, { status: 'present' }> =>
+        account.status === 'present' && verified[index] === true && account.user.status === 'active',
+    );
+    if (opened.length === 0) throw loginFailed();
+    // Told only to whoever knows the password of several of the e-mail's accounts.
+    if (opened.length > 1) {
+      throw new ValidationError([
+        {
+          path: 'tenantId',
+          message: 'is required: this e-mail and password open accounts in several tenants',
+        },
+      ]);
     }
+    const state = opened[0]!;
     await deps.failures.logins.succeeded(attempt);
 
     const sessionId = deps.ids('s');

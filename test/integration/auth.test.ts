@@ -31,6 +31,21 @@ describe('authentication and credentials', () => {
     headers: { 'X-API-Key': server.platformAdminKey, ...init.headers },
   });
 
+  /**
+   * A login without a tenant finds accounts through the users read model: wait until it lists the user,
+   * rather than by logging in, since each failed login counts against the e-mail's limit.
+   */
+  const listed = (owner: Tenant, email: string) =>
+    eventually(
+      async () => {
+        const users = await request(`${server.url}/v1/tenants/${owner.tenantId}/users`, {
+          headers: { 'X-API-Key': owner.adminKey },
+        });
+        expect(users.body.data.map((user: { email: string }) => user.email)).to.include(email);
+      },
+      { timeoutMs: 10_000 },
+    );
+
   beforeEach(async () => {
     server = await startTestServer();
     tenant = await withTenant(server, 'acme');
@@ -234,11 +249,79 @@ describe('authentication and credentials', () => {
   });
 
   describe('logging in', () => {
-    it('refuses a login that names no tenant with 400 naming tenantId, before looking at the e-mail', async () => {
+    it('logs in with the e-mail and password alone, as the specification has it', async () => {
+      const user = await createUser(server, tenant, {
+        email: 'ada@example.test',
+        scopes: ['observations:read'],
+      });
+      await listed(tenant, 'ada@example.test');
+      const answer = await login(server, { email: 'ADA@example.test', password });
+      expect(answer.status).to.equal(200);
+      const payload = JSON.parse(Buffer.from(answer.body.accessToken.split('.')[1], 'base64url').toString());
+      expect(payload).to.include({ sub: `user:${user.id}`, tenantId: tenant.tenantId });
+    });
+
+    it('without a tenant, logs in to the account the password opens, and asks for the tenant when it opens several', async () => {
+      const other = await withTenant(server, 'globex');
+      const third = await withTenant(server, 'initech');
       await createUser(server, tenant, { email: 'ada@example.test', scopes: ['observations:read'] });
-      const answer = await login(server, { email: 'ada@example.test', password });
-      expect(answer.status).to.equal(400);
-      expect(answer.body.errors.map((e: { path: string }) => e.path)).to.deep.equal(['tenantId']);
+      const theirs = await createUser(server, other, {
+        email: 'ada@example.test',
+        scopes: ['observations:read'],
+        secret: 'another long password',
+      });
+      await createUser(server, third, { email: 'ada@example.test', scopes: ['observations:read'] });
+      await listed(third, 'ada@example.test');
+      const opened = await login(server, { email: 'ada@example.test', password: 'another long password' });
+      expect(opened.status).to.equal(200);
+      const payload = JSON.parse(Buffer.from(opened.body.accessToken.split('.')[1], 'base64url').toString());
+      expect(payload).to.include({ sub: `user:${theirs.id}`, tenantId: other.tenantId });
+      // The same password opens two accounts: only someone who knows it learns that, and must name one.
+      const both = await login(server, { email: 'ada@example.test', password });
+      expect(both.status).to.equal(400);
+      expect(both.body.errors.map((e: { path: string }) => e.path)).to.deep.equal(['tenantId']);
+      const named = await login(server, { email: 'ada@example.test', password, tenantId: third.tenantId });
+      expect(named.status).to.equal(200);
+    });
+
+    it('answers an e-mail of another tenant and an unknown e-mail alike, in the same time', async () => {
+      const other = await withTenant(server, 'globex');
+      const count = 6;
+      const elsewhere = Array.from({ length: count }, (_, index) => `elsewhere-${index}@example.test`);
+      for (const email of elsewhere)
+        await createUser(server, other, { email, scopes: ['observations:read'] });
+      await listed(other, elsewhere.at(-1)!);
+      // Each e-mail once, wrong password, alternating, so that load changes hit both kinds alike.
+      const timed = async (email: string, body: Record<string, unknown>) => {
+        const started = performance.now();
+        const answer = await login(server, { email, ...body });
+        return { answer, ms: performance.now() - started };
+      };
+      const known: Awaited<ReturnType<typeof timed>>[] = [];
+      const unknown: Awaited<ReturnType<typeof timed>>[] = [];
+      for (let index = 0; index < count - 1; index++) {
+        known.push(await timed(elsewhere[index]!, { password: 'not the password at all' }));
+        unknown.push(await timed(`nobody-${index}@example.test`, { password: 'not the password at all' }));
+      }
+      // And with the tenant named: the e-mail exists, but not in this tenant.
+      const inThisTenant = await login(server, {
+        email: elsewhere[0]!,
+        password,
+        tenantId: tenant.tenantId,
+      });
+      for (const { answer } of [...known, ...unknown]) {
+        expectUnauthorized(answer);
+        expect(problemShape(answer)).to.deep.equal(problemShape(unknown[0]!.answer));
+      }
+      expect(problemShape(inThisTenant)).to.deep.equal(problemShape(unknown[0]!.answer));
+      // Both check one scrypt hash (the account's or the decoy): a login that skipped it for an unknown
+      // e-mail would answer in a fraction of the time.
+      const median = (runs: { ms: number }[]) =>
+        runs.map((run) => run.ms).sort((a, b) => a - b)[runs.length >> 1]!;
+      const [a, b] = [median(known), median(unknown)];
+      expect(Math.min(a, b) / Math.max(a, b), `medians ${a.toFixed(0)} and ${b.toFixed(0)} ms`).to.be.above(
+        0.5,
+      );
     });
 
     it('logs in to the tenant named when the e-mail belongs to users of several tenants', async () => {
