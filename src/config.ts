@@ -194,6 +194,17 @@ const mediaDecode = (env: Environment): DecodeLimits & DecodeQueueSettings => {
   };
 };
 
+/**
+ * PUBLIC_URL when unset: the address the service listens on, so that the README's `http://127.0.0.1:3000`
+ * is the tokens' issuer and OAuth discovery works there as it is. A wildcard address (`0.0.0.0`, `::`) is
+ * no address a client can use: this machine's loopback stands for it.
+ */
+export const listenUrl = (host: string, port: number): string => {
+  const wildcard = host === '0.0.0.0' || host === '::' || host === '[::]';
+  const address = wildcard ? '127.0.0.1' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return `http://${address}:${port}`;
+};
+
 /** METRICS=port opens a second listener on HOST: it cannot share the API's port. */
 const metricsSettings = (env: Environment, apiPort: number): Config['metrics'] => {
   const mode = readSetting(env, S.METRICS);
@@ -233,7 +244,7 @@ export const loadConfig = (env: Environment = process.env): Config => {
     cursorSecret: readOptionalSetting(env, S.CURSOR_SECRET),
     idempotencySecretKey: readOptionalSetting(env, S.IDEMPOTENCY_SECRET_KEY),
     platformAdminKey: readOptionalSetting(env, S.PLATFORM_ADMIN_KEY),
-    publicUrl: readOptionalSetting(env, S.PUBLIC_URL) ?? `http://localhost:${port}`,
+    publicUrl: readOptionalSetting(env, S.PUBLIC_URL) ?? listenUrl(readSetting(env, S.HOST), port),
     tokenAudience: readSetting(env, S.TOKEN_AUDIENCE),
     accessTokenTtlSeconds: Math.round(readSetting(env, S.ACCESS_TOKEN_TTL) / 1000),
     refreshTokenTtlSeconds: Math.round(readSetting(env, S.REFRESH_TOKEN_TTL) / 1000),

@@ -35,7 +35,7 @@ export const processSettings = {
   }),
   PUBLIC_URL: declare('PUBLIC_URL')({
     default: null,
-    defaultShown: '`http://localhost:PORT`',
+    defaultShown: '`http://HOST:PORT` (`http://127.0.0.1:3000`; loopback for a wildcard HOST)',
     expected: urlForm(['http', 'https'], 'https://obs.example.com'),
     description: 'the address clients use: the `iss` of the tokens and the base of the OAuth metadata',
     parse: (s) => (url(['http', 'https'])(s) && URL.canParse(s) ? s.replace(/\/+$/, '') : undefined),
