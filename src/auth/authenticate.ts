@@ -29,6 +29,11 @@ const maxCredentialLength = 4096;
 const cacheSize = 10_000;
 
 const invalid = () => new UnauthorizedError('The credentials are not valid', 'invalid_token');
+const apiKeyAsBearer = () =>
+  new UnauthorizedError(
+    'That is an API key sent as a bearer token: send it in the X-API-Key header instead (X-API-Key: obs_…)',
+    'invalid_token',
+  );
 
 /**
  * Turns a request's credentials into a principal. Verified keys and tokens are cached in memory by the
@@ -113,6 +118,8 @@ export const authenticator = (deps: AuthenticatorDeps): Authenticator => {
 
     const bearer = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization)?.[1];
     if (!sentKey && !bearer) throw invalid();
+    // A common first mistake, told as such: the key's own prefix says what it is, whoever sent it.
+    if (!sentKey && bearer!.startsWith(apiKeyPrefix)) throw apiKeyAsBearer();
     const credential = sentKey ? apiKey : bearer!;
     // The scheme is part of the key: a credential verified as an API key is no bearer token, nor the reverse.
     const cacheKey = `${sentKey ? 'key' : 'bearer'}:${hashSecret(credential)}`;

@@ -459,6 +459,21 @@ describe('authentication and credentials', () => {
       expectUnauthorized(await request(tenantUrl('/observations'), { headers: { 'X-API-Key': changed } }));
     });
 
+    it('answers a key sent as a bearer token with a 401 that says where keys go', async () => {
+      const key = await tenant.key(['observations:read']);
+      const asBearer = await request(tenantUrl('/observations'), {
+        headers: { Authorization: `Bearer ${key}` },
+      });
+      expectUnauthorized(asBearer);
+      expect(asBearer.body.detail).to.include('X-API-Key');
+      expect(asBearer.headers.get('www-authenticate')).to.include('error="invalid_token"');
+      // Any other refused bearer token gets no such hint.
+      const other = await request(tenantUrl('/observations'), {
+        headers: { Authorization: 'Bearer abc.def.ghi' },
+      });
+      expect(other.body.detail).not.to.include('X-API-Key');
+    });
+
     it('revokes a key with DELETE: 204, status revoked, and 401 for the key within a second', async () => {
       const key = await tenant.key(['observations:read']);
       const id = key.split('.')[1]!;
