@@ -1,6 +1,8 @@
 import { createServer, type ServerResponse } from 'node:http';
 import { constants } from 'node:os';
 import { pino, type Logger } from 'pino';
+import { PinoPretty } from 'pino-pretty';
+import type { Writable } from 'node:stream';
 import { ConfigError, loadConfig } from './config.js';
 import { listen, ListenError, listenExitCode } from './http/listen.js';
 import { startService } from './service.js';
@@ -24,12 +26,7 @@ const logDrainMs = 2000;
  * included: at the deadline the destination is destroyed, so pino's exit hook has nothing left to write.
  */
 const ending = new WeakSet<object>();
-const exitAfterLogs = (
-  logger: Logger,
-  destination: ReturnType<typeof pino.destination>,
-  code: number,
-  ms = logDrainMs,
-) => {
+const exitAfterLogs = (logger: Logger, { destination, stream }: LogOutput, code: number, ms = logDrainMs) => {
   // A line logged after the end (a timer, a file watch) would throw on the ended destination.
   logger.level = 'silent';
   const exit = () => {
@@ -42,13 +39,38 @@ const exitAfterLogs = (
   setTimeout(exit, ms);
   destination.once('close', exit);
   destination.once('error', exit);
-  destination.end();
+  // Ending the stream the logger writes to ends the destination behind it once its lines are through.
+  stream.end();
+};
+
+interface LogOutput {
+  /** stdout, written asynchronously. */
+  destination: ReturnType<typeof pino.destination>;
+  /** What the logger writes to: the destination itself, or the pretty-printer in front of it. */
+  stream: Writable;
+}
+
+/**
+ * JSON lines for machines; readable lines for people when stdout is a terminal outside production
+ * (pino-pretty, in this thread, so that an exit still waits for the last line). NO_COLOR turns colours off.
+ */
+const logOutput = (production: boolean): LogOutput => {
+  const destination = pino.destination({ dest: 1, sync: false });
+  if (production || !process.stdout.isTTY) return { destination, stream: destination as unknown as Writable };
+  const stream = PinoPretty({
+    destination,
+    colorize: !process.env.NO_COLOR,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    singleLine: false,
+  });
+  return { destination, stream };
 };
 
 const main = async (): Promise<void> => {
   const config = loadConfig();
-  const destination = pino.destination({ dest: 1, sync: false });
-  const logger = pino({ level: config.logLevel }, destination);
+  const output = logOutput(config.production);
+  const logger = pino({ level: config.logLevel }, output.stream);
   // Before any store opens: the names this process ignores, and the settings it runs with.
   for (const warning of settingWarnings(process.env)) logger.warn(warning);
   logger.info({ settings: configurationForLog(process.env, config) }, 'configuration');
@@ -57,7 +79,7 @@ const main = async (): Promise<void> => {
   const cannotListen = (error: unknown): Promise<never> => {
     if (!(error instanceof ListenError)) throw error;
     logger.fatal(error.message);
-    exitAfterLogs(logger, destination, listenExitCode);
+    exitAfterLogs(logger, output, listenExitCode);
     return new Promise<never>(() => undefined);
   };
   const service = await startService(config, logger).catch(cannotListen);
@@ -123,7 +145,7 @@ const main = async (): Promise<void> => {
     logger.info({ ms: Date.now() - started }, 'requests drained; stopping the consumers');
     await service.stop({ deadlineMs: Math.max(0, deadline - Date.now()) });
     logger.info({ ms: Date.now() - started }, 'stopped');
-    exitAfterLogs(logger, destination, 0);
+    exitAfterLogs(logger, output, 0);
   };
   let firstSignalAt = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -132,13 +154,13 @@ const main = async (): Promise<void> => {
     if (draining && Date.now() - firstSignalAt < 1000) return;
     if (draining) {
       logger.warn({ signal }, 'second signal: exiting now');
-      exitAfterLogs(logger, destination, 128 + constants.signals[signal], 100);
+      exitAfterLogs(logger, output, 128 + constants.signals[signal], 100);
       return;
     }
     firstSignalAt = Date.now();
     shutdown(signal).catch((error: unknown) => {
       logger.error({ err: error }, 'shutdown failed');
-      exitAfterLogs(logger, destination, 1);
+      exitAfterLogs(logger, output, 1);
     });
   };
   process.on('SIGINT', onSignal);

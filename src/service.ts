@@ -157,7 +157,11 @@ export const startService = async (
   // the store, or it would fail later one request (or one webhook delivery) at a time.
   const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
   const shared = sharedValues(config, keyring.current(), (key) =>
-    logger.warn(`PLATFORM_ADMIN_KEY is not set: generated a development platform admin key: ${key}`),
+    // A field of its own: the line a person reads on a terminal (src/main.ts) sets it apart from the message.
+    logger.warn(
+      { platformAdminKey: key },
+      'PLATFORM_ADMIN_KEY is not set: generated a development platform admin key (kept in DATA_DIR/secrets.json; send it as X-API-Key to create a tenant)',
+    ),
   );
   try {
     await checkSharedValues(config, shared, logger);
