@@ -1,6 +1,5 @@
-import Database from 'better-sqlite3';
-import { ownerOnlyDatabase } from '../core/private-files.js';
-import { sqliteBusyTimeoutMs, sqliteOpeningBusyTimeoutMs } from '../core/sqlite-busy.js';
+import { openSqliteFile } from '../core/sqlite-file.js';
+import { sqliteBusyTimeoutMs } from '../core/sqlite-busy.js';
 import { join } from 'node:path';
 import {
   RateLimiterMongo,
@@ -43,12 +42,8 @@ const libraryOptions = (policy: FailurePolicy) => ({
 const table = 'auth_failures';
 
 export const openSqliteFailureStore = (file: string): FailureLimiterStore => {
-  // Owner-only before SQLite opens it: the keys name e-mails and client addresses.
-  ownerOnlyDatabase(file);
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma(`busy_timeout = ${sqliteOpeningBusyTimeoutMs}`);
+  // Owner-only (openSqliteFile): the keys name e-mails and client addresses.
+  const db = openSqliteFile(file);
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY, points INTEGER NOT NULL DEFAULT 0, expire INTEGER)`,
   );
