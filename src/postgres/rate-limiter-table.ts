@@ -1,6 +1,6 @@
 import { RateLimiterPostgres } from 'rate-limiter-flexible';
-import { acquirePostgres, type PoolOptions } from './client.js';
-import { migrate } from './migrate.js';
+import type { PoolOptions } from './client.js';
+import { acquireMigrated } from './migrate.js';
 
 /**
  * A table of rate-limiter-flexible's counters (RateLimiterPostgres) that every instance on the database
@@ -36,13 +36,7 @@ export const openRateLimiterTable = async (
   options: PoolOptions,
   { component, table, schema }: { component: string; table: string; schema: readonly string[] },
 ): Promise<RateLimiterTable> => {
-  const handle = acquirePostgres(url, options);
-  try {
-    await migrate(handle.pool, component, schema);
-  } catch (error) {
-    await handle.release();
-    throw error;
-  }
+  const handle = await acquireMigrated(url, options, component, schema);
   // Our own timer (the library's would outlive close), cleared on close.
   const sweep = () =>
     handle.pool.query(`DELETE FROM ${table} WHERE expire <= $1`, [Date.now()]).catch(() => undefined);
