@@ -1,5 +1,6 @@
 import { MongoClient, MongoNetworkError, MongoServerSelectionError, type Db } from 'mongodb';
 import { UnavailableError } from '../core/errors.js';
+import { unavailableWhen } from '../core/store-failures.js';
 
 /**
  * The MongoDB side of the process in one place: the client the adapters share (read models, blobs,
@@ -22,13 +23,7 @@ export const unreachable = (error: MongoNetworkError | MongoServerSelectionError
   new UnavailableError(`MongoDB is unreachable: ${error.message}`);
 
 /** Connection failures on the request path become 503s; anything else is a bug to report as such. */
-export const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
-  try {
-    return await work;
-  } catch (error) {
-    throw isConnectionFailure(error) ? unreachable(error) : error;
-  }
-};
+export const orUnavailable = unavailableWhen(isConnectionFailure, unreachable);
 
 export interface MongoHandle {
   client: MongoClient;

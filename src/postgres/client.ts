@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { UnavailableError } from '../core/errors.js';
+import { unavailableWhen } from '../core/store-failures.js';
 
 /**
  * The PostgreSQL side of the process in one place: the pool every adapter of the process shares (event
@@ -70,13 +71,7 @@ export const unreachable = (error: Error): UnavailableError => {
  * consumers (src/core/store-failures.ts), which then restart rather than count the event; anything else is
  * a bug to report as such.
  */
-export const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
-  try {
-    return await work;
-  } catch (error) {
-    throw isConnectionFailure(error) ? unreachable(error) : error;
-  }
-};
+export const orUnavailable = unavailableWhen(isConnectionFailure, unreachable);
 
 export interface PostgresHandle {
   pool: pg.Pool;
