@@ -3,7 +3,18 @@
 import { useState } from 'preact/hooks';
 import { webhookEventTypes } from '../../client/src/lists.gen.js';
 import { getJson, query, sendJson, tenantPath, type Page } from './api.js';
-import { Loading, ProblemBox, Section, When, useAction, useLoad } from './ui.js';
+import {
+  FilterSelect,
+  LoadState,
+  Loading,
+  ProblemBox,
+  Section,
+  Table,
+  When,
+  toggled,
+  useAction,
+  useLoad,
+} from './ui.js';
 
 /** The event types a subscription can name: the document's, generated (npm run client:types). */
 export const eventTypes = webhookEventTypes;
@@ -104,9 +115,7 @@ const CreateForm = ({ onCreated }: { onCreated: (secret: string) => void }) => {
               name="events"
               value={type}
               checked={events.includes(type)}
-              onChange={() =>
-                setEvents(events.includes(type) ? events.filter((t) => t !== type) : [...events, type])
-              }
+              onChange={() => setEvents(toggled(events, type))}
             />
             {type}
           </label>
@@ -128,33 +137,24 @@ export const WebhooksScreen = () => {
       <h1>Webhooks</h1>
       {secret ? <SecretOnce secret={secret} onDone={() => setSecret(null)} /> : null}
       <Section title="Subscriptions">
-        <ProblemBox error={list.error} />
-        {list.loading && !list.data ? <Loading what="subscriptions" /> : null}
-        <table>
-          <caption class="visually-hidden">Subscriptions</caption>
-          <thead>
-            <tr>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">Status</th>
-              <th scope="col">Created</th>
+        <LoadState loaded={list} what="subscriptions" />
+        <Table
+          caption="Subscriptions"
+          columns={['URL', 'Events', 'Status', 'Created']}
+          rows={list.data?.data ?? []}
+          row={(s) => (
+            <tr key={s.id}>
+              <td>
+                <a href={`#/webhooks/${s.id}`}>{s.url}</a>
+              </td>
+              <td>{s.events.join(', ')}</td>
+              <td>{s.status === 'disabled' ? `disabled: ${s.disabledReason ?? ''}` : 'active'}</td>
+              <td>
+                <When at={s.createdAt} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {(list.data?.data ?? []).map((s) => (
-              <tr key={s.id}>
-                <td>
-                  <a href={`#/webhooks/${s.id}`}>{s.url}</a>
-                </td>
-                <td>{s.events.join(', ')}</td>
-                <td>{s.status === 'disabled' ? `disabled: ${s.disabledReason ?? ''}` : 'active'}</td>
-                <td>
-                  <When at={s.createdAt} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        />
       </Section>
       <Section title="New subscription">
         <CreateForm
@@ -319,25 +319,21 @@ export const WebhookScreen = ({ id }: { id: string }) => {
       <ProblemBox error={action.error} />
       <Section title="Delivery log">
         <div class="filters">
-          <label>
-            Status
-            <select value={status} onChange={(e) => setStatus((e.target as HTMLSelectElement).value)}>
-              <option value="">Any</option>
-              <option value="succeeded">Succeeded</option>
-              <option value="failed">Failed</option>
-            </select>
-          </label>
-          <label>
-            Event type
-            <select value={eventType} onChange={(e) => setEventType((e.target as HTMLSelectElement).value)}>
-              <option value="">Any</option>
-              {eventTypes.map((t) => (
-                <option key={t} value={t}>
-                  {t}
-                </option>
-              ))}
-            </select>
-          </label>
+          <FilterSelect
+            label="Status"
+            value={status}
+            onChange={setStatus}
+            choices={[
+              ['succeeded', 'Succeeded'],
+              ['failed', 'Failed'],
+            ]}
+          />
+          <FilterSelect
+            label="Event type"
+            value={eventType}
+            onChange={setEventType}
+            choices={eventTypes.map((t) => [t, t])}
+          />
         </div>
         <ProblemBox error={log.error} />
         {(log.data?.data.length ?? 0) === 0 && !log.loading ? <p class="muted">No attempts yet.</p> : null}
