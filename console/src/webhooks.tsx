@@ -2,6 +2,7 @@
 // and the delivery log, each delivery's attempts as a timeline, with redelivery.
 import { useState } from 'preact/hooks';
 import { webhookEventTypes } from '../../client/src/lists.gen.js';
+import type { DeliveryAttempt, WebhookSubscription, WebhookTestResult } from '../../client/src/types.js';
 import { getJson, query, sendJson, tenantPath, type Page } from './api.js';
 import {
   FilterSelect,
@@ -18,41 +19,6 @@ import {
 
 /** The event types a subscription can name: the document's, generated (npm run client:types). */
 export const eventTypes = webhookEventTypes;
-
-interface Subscription {
-  id: string;
-  url: string;
-  events: string[];
-  status: 'active' | 'disabled';
-  disabledReason: string | null;
-  disabledAt: string | null;
-  createdAt: string;
-}
-
-interface Attempt {
-  id: string;
-  deliveryId: string;
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  attemptedAt: string;
-  status: 'succeeded' | 'failed';
-  statusCode: number | null;
-  durationMs: number;
-  error: string | null;
-  nextAttemptAt: string | null;
-  responseBody?: string;
-}
-
-interface TestResult {
-  deliveryId: string;
-  eventType: string;
-  ok: boolean;
-  statusCode: number | null;
-  durationMs: number;
-  error: string | null;
-  responseBody: string | null;
-}
 
 /** A secret is shown in the one answer that made it, and never again: say so next to it. */
 const SecretOnce = ({ secret, onDone }: { secret: string; onDone: () => void }) => (
@@ -130,7 +96,7 @@ const CreateForm = ({ onCreated }: { onCreated: (secret: string) => void }) => {
 };
 
 export const WebhooksScreen = () => {
-  const list = useLoad(() => getJson<Page<Subscription>>(tenantPath('/webhooks?limit=200')), []);
+  const list = useLoad(() => getJson<Page<WebhookSubscription>>(tenantPath('/webhooks?limit=200')), []);
   const [secret, setSecret] = useState<string | null>(null);
   return (
     <>
@@ -169,8 +135,8 @@ export const WebhooksScreen = () => {
 };
 
 /** Attempts of one delivery, oldest first, as the log lists them newest first. */
-const byDelivery = (attempts: readonly Attempt[]) => {
-  const groups = new Map<string, Attempt[]>();
+const byDelivery = (attempts: readonly DeliveryAttempt[]) => {
+  const groups = new Map<string, DeliveryAttempt[]>();
   for (const attempt of attempts)
     groups.set(attempt.deliveryId, [attempt, ...(groups.get(attempt.deliveryId) ?? [])]);
   return [...groups.entries()];
@@ -178,7 +144,7 @@ const byDelivery = (attempts: readonly Attempt[]) => {
 
 const truncate = (text: string, max = 200) => (text.length > max ? `${text.slice(0, max)}…` : text);
 
-const Timeline = ({ attempts }: { attempts: Attempt[] }) => (
+const Timeline = ({ attempts }: { attempts: DeliveryAttempt[] }) => (
   <ol class="timeline">
     {attempts.map((a) => (
       <li key={a.id} class={a.status} data-attempt={a.attempt}>
@@ -201,18 +167,18 @@ const Timeline = ({ attempts }: { attempts: Attempt[] }) => (
 );
 
 export const WebhookScreen = ({ id }: { id: string }) => {
-  const subscription = useLoad(() => getJson<Subscription>(tenantPath(`/webhooks/${id}`)), [id]);
+  const subscription = useLoad(() => getJson<WebhookSubscription>(tenantPath(`/webhooks/${id}`)), [id]);
   const [status, setStatus] = useState('');
   const [eventType, setEventType] = useState('');
   const log = useLoad(
     () =>
-      getJson<Page<Attempt>>(
+      getJson<Page<DeliveryAttempt>>(
         tenantPath(`/webhooks/${id}/deliveries${query({ status, eventType, limit: 200 })}`),
       ),
     [id, status, eventType],
   );
   const [secret, setSecret] = useState<string | null>(null);
-  const [tested, setTested] = useState<TestResult | null>(null);
+  const [tested, setTested] = useState<WebhookTestResult | null>(null);
   const [replayMissed, setReplayMissed] = useState(true);
   const [replayed, setReplayed] = useState<number | null>(null);
   const action = useAction();
@@ -256,7 +222,7 @@ export const WebhookScreen = ({ id }: { id: string }) => {
           disabled={action.busy}
           onClick={() =>
             void action.run(async () => {
-              setTested(await sendJson<TestResult>('POST', tenantPath(`/webhooks/${id}/test`), {}));
+              setTested(await sendJson<WebhookTestResult>('POST', tenantPath(`/webhooks/${id}/test`), {}));
               log.reload();
             })
           }
