@@ -1,5 +1,6 @@
 import { MongoClient, MongoNetworkError, MongoServerSelectionError, type Db } from 'mongodb';
 import { UnavailableError } from '../core/errors.js';
+import { releaseOfShared } from '../core/shared-clients.js';
 import { unavailableWhen } from '../core/store-failures.js';
 
 /**
@@ -56,18 +57,9 @@ export const acquireMongo = async (url: string): Promise<MongoHandle> => {
     mine.users -= 1;
     throw error;
   }
-  let released = false;
   return {
     client,
     db: client.db(databaseName(url)),
-    release: async () => {
-      if (released) return;
-      released = true;
-      mine.users -= 1;
-      if (mine.users > 0) return;
-      // A later acquire gets a new client rather than this closing one.
-      if (shared.get(url) === mine) shared.delete(url);
-      await client.close();
-    },
+    release: releaseOfShared(shared, url, mine, () => client.close()),
   };
 };
