@@ -2,6 +2,7 @@ import type { CvJob, CvJobState } from '../src/cv/decider.js';
 import { cvJobDecider, cvJobEventTypes } from '../src/cv/decider.js';
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
 import type { Filter, ListQuery } from '../src/readmodels/port.js';
+import { textFields } from '../src/readmodels/fields.js';
 
 const toState = (doc: CvJob | null): CvJobState =>
   doc ? { status: 'present', job: doc } : { status: 'absent' };
@@ -11,12 +12,7 @@ export const cvJobsProjection = aggregateProjection({
   name: 'cv_jobs',
   collection: {
     name: 'cv_jobs',
-    fields: {
-      createdAt: { path: 'createdAt', type: 'text' },
-      status: { path: 'status', type: 'text' },
-      model: { path: 'model', type: 'text' },
-      observationId: { path: 'observationId', type: 'text' },
-    },
+    fields: textFields('createdAt', 'status', 'model', 'observationId'),
     indexes: [['createdAt'], ['status', 'createdAt'], ['model', 'createdAt'], ['observationId', 'createdAt']],
   },
   decider: cvJobDecider,
@@ -43,11 +39,7 @@ export const pendingCvJobsProjection = aggregateProjection({
   name: 'cv_jobs_pending',
   collection: {
     name: 'cv_jobs_pending',
-    fields: {
-      status: { path: 'status', type: 'text' },
-      createdAt: { path: 'createdAt', type: 'text' },
-      startedAt: { path: 'startedAt', type: 'text' },
-    },
+    fields: textFields('status', 'createdAt', 'startedAt'),
     indexes: [
       ['status', 'createdAt'],
       ['status', 'startedAt'],

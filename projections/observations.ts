@@ -4,6 +4,7 @@ import { observationEventTypes } from '../src/observations/observation.js';
 import type { BoundingBox, Filter, ListQuery } from '../src/readmodels/port.js';
 import type { Projection } from '../src/readmodels/projection.js';
 import { aggregateProjection } from '../src/readmodels/aggregate-projection.js';
+import { positionFields, sortBy, textFields } from '../src/readmodels/fields.js';
 
 /**
  * The observations list. Each document is the observation resource itself, folded with the aggregate's own
@@ -14,13 +15,8 @@ export const observationsProjection: Projection<Observation> = aggregateProjecti
   collection: {
     name: 'observations',
     fields: {
-      observedAt: { path: 'observedAt', type: 'text' },
-      updatedAt: { path: 'updatedAt', type: 'text' },
-      createdAt: { path: 'createdAt', type: 'text' },
-      locationId: { path: 'locationId', type: 'text' },
-      visitId: { path: 'visitId', type: 'text' },
-      lat: { path: 'position.lat', type: 'number' },
-      lon: { path: 'position.lon', type: 'number' },
+      ...textFields('observedAt', 'updatedAt', 'createdAt', 'locationId', 'visitId'),
+      ...positionFields,
     },
     indexes: [
       ['observedAt'],
@@ -61,7 +57,5 @@ export const observationsQuery = (
   if (params.locationId) filters.push({ op: 'eq', field: 'locationId', value: params.locationId });
   if (params.visitId) filters.push({ op: 'eq', field: 'visitId', value: params.visitId });
   if (params.bbox) filters.push({ op: 'bbox', latField: 'lat', lonField: 'lon', box: params.bbox });
-  const sort = params.sort ?? '-observedAt';
-  const field = sort.replace(/^-/, '');
-  return { tenantId, filters, sort: { field, direction: sort.startsWith('-') ? 'desc' : 'asc' } };
+  return { tenantId, filters, sort: sortBy(params.sort ?? '-observedAt') };
 };

@@ -5,6 +5,7 @@ import {
   secretCredentialDecider,
 } from '../src/credentials/secret-credential.decider.js';
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
+import { textFields } from '../src/readmodels/fields.js';
 
 /** API keys and OAuth clients, listed per tenant, without their secret hashes. */
 const credentialsProjection = <C extends string, R extends string>(
@@ -15,10 +16,7 @@ const credentialsProjection = <C extends string, R extends string>(
     name,
     collection: {
       name,
-      fields: {
-        tenantId: { path: 'tenantId', type: 'text' },
-        createdAt: { path: 'createdAt', type: 'text' },
-      },
+      fields: textFields('tenantId', 'createdAt'),
       indexes: [['tenantId', 'createdAt']],
     },
     decider,

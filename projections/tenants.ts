@@ -1,13 +1,14 @@
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
 import type { Tenant, TenantState } from '../src/tenants/decider.js';
 import { tenantDecider, tenantEventTypes } from '../src/tenants/decider.js';
+import { textFields } from '../src/readmodels/fields.js';
 
 /** Every tenant, for the platform administrator's list. */
 export const tenantsProjection = aggregateProjection({
   name: 'tenants',
   collection: {
     name: 'tenants',
-    fields: { createdAt: { path: 'createdAt', type: 'text' } },
+    fields: textFields('createdAt'),
     indexes: [['createdAt']],
   },
   decider: tenantDecider,

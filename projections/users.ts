@@ -1,6 +1,7 @@
 import type { User, UserState } from '../src/credentials/user.decider.js';
 import { userDecider, userEventTypes } from '../src/credentials/user.decider.js';
 import { aggregateProjection, platformPartition } from '../src/readmodels/aggregate-projection.js';
+import { textFields } from '../src/readmodels/fields.js';
 
 /**
  * Users of every tenant, without their password hashes: listed per tenant, and found by e-mail at login.
@@ -10,11 +11,7 @@ export const usersProjection = aggregateProjection({
   name: 'users',
   collection: {
     name: 'users',
-    fields: {
-      tenantId: { path: 'tenantId', type: 'text' },
-      email: { path: 'email', type: 'text' },
-      createdAt: { path: 'createdAt', type: 'text' },
-    },
+    fields: textFields('tenantId', 'email', 'createdAt'),
     indexes: [['tenantId', 'createdAt'], ['email']],
   },
   decider: userDecider,

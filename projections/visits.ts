@@ -2,18 +2,14 @@ import type { Filter, ListQuery } from '../src/readmodels/port.js';
 import { aggregateProjection } from '../src/readmodels/aggregate-projection.js';
 import type { Visit, VisitState } from '../src/visits/decider.js';
 import { visitDecider, visitEventTypes } from '../src/visits/decider.js';
+import { sortBy, textFields } from '../src/readmodels/fields.js';
 
 /** Field visits, newest first by default, filtered by location, status and start time. */
 export const visitsProjection = aggregateProjection({
   name: 'visits',
   collection: {
     name: 'visits',
-    fields: {
-      locationId: { path: 'locationId', type: 'text' },
-      status: { path: 'status', type: 'text' },
-      startedAt: { path: 'startedAt', type: 'text' },
-      createdAt: { path: 'createdAt', type: 'text' },
-    },
+    fields: textFields('locationId', 'status', 'startedAt', 'createdAt'),
     indexes: [['startedAt'], ['locationId', 'startedAt'], ['status', 'startedAt'], ['createdAt']],
   },
   decider: visitDecider,
@@ -33,10 +29,9 @@ export const visitsQuery = (
   if (params.status) filters.push({ op: 'eq', field: 'status', value: params.status });
   if (params.startedFrom) filters.push({ op: 'gte', field: 'startedAt', value: params.startedFrom });
   if (params.startedTo) filters.push({ op: 'lte', field: 'startedAt', value: params.startedTo });
-  const sort = params.sort ?? '-startedAt';
   return {
     tenantId,
     filters,
-    sort: { field: sort.replace(/^-/, ''), direction: sort.startsWith('-') ? 'desc' : 'asc' },
+    sort: sortBy(params.sort ?? '-startedAt'),
   };
 };

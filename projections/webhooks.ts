@@ -5,13 +5,14 @@ import type { Delivery, DeliveryEvent, DeliveryState } from '../src/webhooks/del
 import { deliveryDecider, deliveryEventTypes } from '../src/webhooks/delivery.decider.js';
 import type { WebhookEvent, WebhookSubscription } from '../src/webhooks/subscription.decider.js';
 import { evolveSubscription, webhookEventTypes } from '../src/webhooks/subscription.decider.js';
+import { textFields } from '../src/readmodels/fields.js';
 
 /** A tenant's webhook subscriptions for the list endpoint; the sealed secrets stay in the event stream. */
 export const webhooksProjection: Projection<WebhookSubscription> = {
   name: 'webhooks',
   collection: {
     name: 'webhooks',
-    fields: { createdAt: { path: 'createdAt', type: 'text' } },
+    fields: textFields('createdAt'),
     indexes: [['createdAt']],
   },
   eventTypes: webhookEventTypes,
@@ -27,13 +28,7 @@ export const deliveriesProjection = aggregateProjection({
   name: 'webhook_deliveries',
   collection: {
     name: 'webhook_deliveries',
-    fields: {
-      tenantId: { path: 'tenantId', type: 'text' },
-      webhookId: { path: 'webhookId', type: 'text' },
-      status: { path: 'status', type: 'text' },
-      dueAt: { path: 'dueAt', type: 'text' },
-      claimedAt: { path: 'claimedAt', type: 'text' },
-    },
+    fields: textFields('tenantId', 'webhookId', 'status', 'dueAt', 'claimedAt'),
     // The sweep serves subscriptions round-robin (src/webhooks/sweep.ts): the first index finds the next
     // subscription with scheduled deliveries, the second its oldest due. Files made before keep the index
     // (status, dueAt) that the sweep used until then; nothing reads it any more.
@@ -76,12 +71,7 @@ export const deliveryAttemptsProjection: Projection<DeliveryAttemptRecord> = {
   name: 'webhook_delivery_attempts',
   collection: {
     name: 'webhook_delivery_attempts',
-    fields: {
-      webhookId: { path: 'webhookId', type: 'text' },
-      status: { path: 'status', type: 'text' },
-      eventType: { path: 'eventType', type: 'text' },
-      attemptedAt: { path: 'attemptedAt', type: 'text' },
-    },
+    fields: textFields('webhookId', 'status', 'eventType', 'attemptedAt'),
     indexes: [['webhookId', 'attemptedAt']],
   },
   eventTypes: ['DeliveryAttempted'],

@@ -201,6 +201,21 @@ abstract class TenantCollection<Item, CreateInput, Created, Params extends PageP
   protected remove(tenantId: string, id: string, options?: RequestOptions): Promise<void> {
     return this.http.empty({ method: 'DELETE', path: this.path(tenantId, id), ...withOptions(options) });
   }
+  /** `POST .../{id}/<action>`: a command on one item, with `input` as its JSON body when there is one. */
+  protected act<Answer>(
+    tenantId: string,
+    id: string,
+    action: string,
+    options: ConditionalPostOptions | undefined,
+    input?: object,
+  ): Promise<Answer> {
+    return this.http.json({
+      method: 'POST',
+      path: `${this.path(tenantId, id)}/${action}`,
+      ...(input === undefined ? {} : { json: input }),
+      ...withOptions(options),
+    });
+  }
 }
 
 /** `/v1/tenants`: created and listed with the platform admin key; read by the tenant's admins. */
@@ -231,11 +246,7 @@ export class Users extends TenantCollection<User, CreateUserInput, User, PagePar
   }
   /** Disables the user: its tokens and sessions stop working. */
   disable(tenantId: string, userId: string, options?: PostOptions): Promise<User> {
-    return this.http.json({
-      method: 'POST',
-      path: `${this.path(tenantId, userId)}/disable`,
-      ...withOptions(options),
-    });
+    return this.act(tenantId, userId, 'disable', options);
   }
 }
 
@@ -373,11 +384,7 @@ export class Visits extends TenantCollection<Visit, CreateVisitInput, Visit, Lis
   }
   /** Submits the visit with every observation that names it. */
   submit(tenantId: string, id: string, options?: ConditionalPostOptions): Promise<Visit> {
-    return this.http.json({
-      method: 'POST',
-      path: `${this.path(tenantId, id)}/submit`,
-      ...withOptions(options),
-    });
+    return this.act(tenantId, id, 'submit', options);
   }
 }
 
@@ -401,12 +408,7 @@ export class Webhooks extends TenantCollection<
     input: EnableWebhookInput = {},
     options?: PostOptions,
   ): Promise<EnabledWebhook> {
-    return this.http.json({
-      method: 'POST',
-      path: `${this.path(tenantId, id)}/enable`,
-      json: input,
-      ...withOptions(options),
-    });
+    return this.act(tenantId, id, 'enable', options, input);
   }
   /**
    * A new secret, generated unless given, shown in this answer only; the previous one signs too for 24 h
@@ -418,12 +420,7 @@ export class Webhooks extends TenantCollection<
     input: RotateWebhookSecretInput = {},
     options?: PostOptions,
   ): Promise<RotatedWebhook> {
-    return this.http.json({
-      method: 'POST',
-      path: `${this.path(tenantId, id)}/secret/rotate`,
-      json: input,
-      ...withOptions(options),
-    });
+    return this.act(tenantId, id, 'secret/rotate', options, input);
   }
   /** Sends a signed example event of a type to the receiver now, and answers with the attempt's outcome. */
   test(
@@ -432,12 +429,7 @@ export class Webhooks extends TenantCollection<
     input: WebhookTestInput = {},
     options?: PostOptions,
   ): Promise<WebhookTestResult> {
-    return this.http.json({
-      method: 'POST',
-      path: `${this.path(tenantId, id)}/test`,
-      json: input,
-      ...withOptions(options),
-    });
+    return this.act(tenantId, id, 'test', options, input);
   }
   /** The subscription's delivery attempts, newest first. */
   deliveries(

@@ -2,7 +2,7 @@
 // (GET …/audit/verification, the verifier of `obs audit verify`).
 import { useState } from 'preact/hooks';
 import { call, getJson, query, tenantPath, type Page } from './api.js';
-import { Loading, Pager, ProblemBox, Section, When, useAction, useLoad } from './ui.js';
+import { Loading, Pager, ProblemBox, Section, Table, When, useAction, useLoad } from './ui.js';
 
 interface HistoryEvent {
   id: string;
@@ -126,33 +126,24 @@ export const AuditScreen = () => {
         </form>
         <ProblemBox error={events.error ?? download.error} />
         {events.loading && !events.data ? <Loading what="events" /> : null}
-        <table>
-          <caption class="visually-hidden">Events</caption>
-          <thead>
-            <tr>
-              <th scope="col">Position</th>
-              <th scope="col">Type</th>
-              <th scope="col">Stream and version</th>
-              <th scope="col">Actor</th>
-              <th scope="col">Occurred</th>
+        <Table
+          caption="Events"
+          columns={['Position', 'Type', 'Stream and version', 'Actor', 'Occurred']}
+          rows={events.data?.data ?? []}
+          row={(e) => (
+            <tr key={e.id}>
+              <td>{e.position}</td>
+              <td>{e.type}</td>
+              <td>
+                <code>{e.streamName}</code> v{e.streamVersion}
+              </td>
+              <td>{e.metadata.actor}</td>
+              <td>
+                <When at={e.metadata.occurredAt} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {(events.data?.data ?? []).map((e) => (
-              <tr key={e.id}>
-                <td>{e.position}</td>
-                <td>{e.type}</td>
-                <td>
-                  <code>{e.streamName}</code> v{e.streamVersion}
-                </td>
-                <td>{e.metadata.actor}</td>
-                <td>
-                  <When at={e.metadata.occurredAt} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        />
         <Pager label="Event pages" cursors={cursors} setCursors={setCursors} next={events.data?.nextCursor} />
       </Section>
     </>

@@ -7,7 +7,7 @@ import { huesOf, parametersOf, type CvJob } from './cv.js';
 import { WorldMap } from './map.js';
 import type { Observation } from './observations.js';
 import { WhatWasSeen } from './seen.js';
-import { Json, Loading, ProblemBox, Section, When, useAction, useLoad } from './ui.js';
+import { Json, Loading, ProblemBox, Section, When, toggled, useAction, useLoad } from './ui.js';
 
 interface Version {
   version: number;
@@ -75,9 +75,7 @@ const MediaItem = ({
               <input
                 type="checkbox"
                 checked={!hidden.includes(model)}
-                onChange={() =>
-                  setHidden(hidden.includes(model) ? hidden.filter((m) => m !== model) : [...hidden, model])
-                }
+                onChange={() => setHidden(toggled(hidden, model))}
               />
               <span class={`swatch ${hues.get(model) ?? 'hue-0'}`} aria-hidden="true" />
               {model}

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import { getJson, query, tenantPath, type Page } from './api.js';
 import { WorldMap, type Bbox } from './map.js';
-import { Loading, Pager, ProblemBox, When, useLoad } from './ui.js';
+import { Loading, Pager, ProblemBox, Table, When, useLoad } from './ui.js';
 
 export interface Observation {
   id: string;
@@ -41,31 +41,23 @@ const empty: Filters = {
 const instant = (local: string) => (local ? new Date(local).toISOString() : undefined);
 
 export const ObservationTable = ({ rows }: { rows: readonly Observation[] }) => (
-  <table>
-    <caption class="visually-hidden">Observations</caption>
-    <thead>
-      <tr>
-        <th scope="col">Observed</th>
-        <th scope="col">Notes</th>
-        <th scope="col">Position</th>
-        <th scope="col">Media</th>
+  <Table
+    caption="Observations"
+    columns={['Observed', 'Notes', 'Position', 'Media']}
+    rows={rows}
+    row={(o) => (
+      <tr key={o.id} data-id={o.id}>
+        <td>
+          <a href={`#/observations/${o.id}`}>
+            <When at={o.observedAt} />
+          </a>
+        </td>
+        <td>{o.notes ?? <span class="muted">no notes</span>}</td>
+        <td>{o.position ? `${o.position.lat}, ${o.position.lon}` : '—'}</td>
+        <td>{o.media.length}</td>
       </tr>
-    </thead>
-    <tbody>
-      {rows.map((o) => (
-        <tr key={o.id} data-id={o.id}>
-          <td>
-            <a href={`#/observations/${o.id}`}>
-              <When at={o.observedAt} />
-            </a>
-          </td>
-          <td>{o.notes ?? <span class="muted">no notes</span>}</td>
-          <td>{o.position ? `${o.position.lat}, ${o.position.lon}` : '—'}</td>
-          <td>{o.media.length}</td>
-        </tr>
-      ))}
-    </tbody>
-  </table>
+    )}
+  />
 );
 
 export const ObservationsScreen = () => {

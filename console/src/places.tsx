@@ -5,7 +5,17 @@ import { visitStatuses } from '../../client/src/lists.gen.js';
 import { getJson, query, sendJson, tenantPath, type Page } from './api.js';
 import { WorldMap } from './map.js';
 import { ObservationTable, type Observation } from './observations.js';
-import { Loading, ProblemBox, Section, When, useAction, useLoad } from './ui.js';
+import {
+  FilterSelect,
+  LoadState,
+  Loading,
+  ProblemBox,
+  Section,
+  Table,
+  When,
+  useAction,
+  useLoad,
+} from './ui.js';
 
 interface Location {
   id: string;
@@ -47,73 +57,51 @@ export const PlacesScreen = ({ visitsToo }: { visitsToo: boolean }) => {
           points={rows.map((l) => ({ id: l.id, lon: l.position.lon, lat: l.position.lat, label: l.name }))}
           shapes={rows.flatMap((l) => (l.boundary ? [{ id: l.id, geometry: l.boundary }] : []))}
         />
-        <ProblemBox error={locations.error} />
-        {locations.loading && !locations.data ? <Loading what="locations" /> : null}
-        <table>
-          <caption class="visually-hidden">Locations</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Id</th>
-              <th scope="col">Position</th>
-              <th scope="col">Boundary</th>
+        <LoadState loaded={locations} what="locations" />
+        <Table
+          caption="Locations"
+          columns={['Name', 'Id', 'Position', 'Boundary']}
+          rows={rows}
+          row={(l) => (
+            <tr key={l.id}>
+              <td>{l.name}</td>
+              <td>
+                <code>{l.id}</code>
+              </td>
+              <td>
+                {l.position.lat}, {l.position.lon}
+              </td>
+              <td>{l.boundary ? `${l.boundary.coordinates[0]?.length ?? 0} points` : '—'}</td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((l) => (
-              <tr key={l.id}>
-                <td>{l.name}</td>
-                <td>
-                  <code>{l.id}</code>
-                </td>
-                <td>
-                  {l.position.lat}, {l.position.lon}
-                </td>
-                <td>{l.boundary ? `${l.boundary.coordinates[0]?.length ?? 0} points` : '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        />
       </Section>
       {visitsToo ? (
         <Section title="Visits">
-          <label>
-            Status
-            <select value={status} onChange={(event) => setStatus((event.target as HTMLSelectElement).value)}>
-              <option value="">Any</option>
-              {visitStatuses.map((value) => (
-                <option key={value} value={value}>
-                  {value[0]!.toUpperCase() + value.slice(1)}
-                </option>
-              ))}
-            </select>
-          </label>
+          <FilterSelect
+            label="Status"
+            value={status}
+            onChange={setStatus}
+            choices={visitStatuses.map((value) => [value, value[0]!.toUpperCase() + value.slice(1)])}
+          />
           <ProblemBox error={visits.error} />
-          <table>
-            <caption class="visually-hidden">Visits</caption>
-            <thead>
-              <tr>
-                <th scope="col">Started</th>
-                <th scope="col">Location</th>
-                <th scope="col">Status</th>
-                <th scope="col">Participants</th>
+          <Table
+            caption="Visits"
+            columns={['Started', 'Location', 'Status', 'Participants']}
+            rows={visits.data?.data ?? []}
+            row={(v) => (
+              <tr key={v.id}>
+                <td>
+                  <a href={`#/visits/${v.id}`}>
+                    <When at={v.startedAt} />
+                  </a>
+                </td>
+                <td>{rows.find((l) => l.id === v.locationId)?.name ?? v.locationId}</td>
+                <td>{v.status}</td>
+                <td>{v.participants.join(', ') || '—'}</td>
               </tr>
-            </thead>
-            <tbody>
-              {(visits.data?.data ?? []).map((v) => (
-                <tr key={v.id}>
-                  <td>
-                    <a href={`#/visits/${v.id}`}>
-                      <When at={v.startedAt} />
-                    </a>
-                  </td>
-                  <td>{rows.find((l) => l.id === v.locationId)?.name ?? v.locationId}</td>
-                  <td>{v.status}</td>
-                  <td>{v.participants.join(', ') || '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            )}
+          />
         </Section>
       ) : null}
     </>

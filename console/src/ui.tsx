@@ -120,3 +120,68 @@ export const Pager = ({
 export const Json = ({ value }: { value: unknown }) => (
   <pre class="json">{JSON.stringify(value, null, 2)}</pre>
 );
+
+/** A list as a table: its caption for screen readers, a header cell per column, and `row` for each item. */
+export const Table = <T,>({
+  caption,
+  columns,
+  rows,
+  row,
+}: {
+  caption: string;
+  columns: readonly string[];
+  rows: readonly T[];
+  row: (item: T) => ComponentChildren;
+}) => (
+  <table>
+    <caption class="visually-hidden">{caption}</caption>
+    <thead>
+      <tr>
+        {columns.map((column) => (
+          <th key={column} scope="col">
+            {column}
+          </th>
+        ))}
+      </tr>
+    </thead>
+    <tbody>{rows.map(row)}</tbody>
+  </table>
+);
+
+/** A load's problem, or that it is loading while there is nothing yet to show. */
+export const LoadState = ({ loaded, what }: { loaded: Loaded<unknown>; what: string }) => (
+  <>
+    <ProblemBox error={loaded.error} />
+    {loaded.loading && !loaded.data ? <Loading what={what} /> : null}
+  </>
+);
+
+/** A list's filter: a labelled select whose first choice, Any, is the empty value. */
+export const FilterSelect = ({
+  label,
+  value,
+  onChange,
+  choices,
+}: {
+  label: string;
+  value: string;
+  onChange: (value: string) => void;
+  /** Each choice's value and the text shown. */
+  choices: readonly (readonly [string, string])[];
+}) => (
+  <label>
+    {label}
+    <select value={value} onChange={(event) => onChange((event.target as HTMLSelectElement).value)}>
+      <option value="">Any</option>
+      {choices.map(([choice, text]) => (
+        <option key={choice} value={choice}>
+          {text}
+        </option>
+      ))}
+    </select>
+  </label>
+);
+
+/** The list with `item` added, or taken out when it was there: a checkbox among several. */
+export const toggled = <T,>(list: readonly T[], item: T): T[] =>
+  list.includes(item) ? list.filter((other) => other !== item) : [...list, item];

@@ -2,46 +2,23 @@
 // and the delivery log, each delivery's attempts as a timeline, with redelivery.
 import { useState } from 'preact/hooks';
 import { webhookEventTypes } from '../../client/src/lists.gen.js';
+import type { DeliveryAttempt, WebhookSubscription, WebhookTestResult } from '../../client/src/types.js';
 import { getJson, query, sendJson, tenantPath, type Page } from './api.js';
-import { Loading, ProblemBox, Section, When, useAction, useLoad } from './ui.js';
+import {
+  FilterSelect,
+  LoadState,
+  Loading,
+  ProblemBox,
+  Section,
+  Table,
+  When,
+  toggled,
+  useAction,
+  useLoad,
+} from './ui.js';
 
 /** The event types a subscription can name: the document's, generated (npm run client:types). */
 export const eventTypes = webhookEventTypes;
-
-interface Subscription {
-  id: string;
-  url: string;
-  events: string[];
-  status: 'active' | 'disabled';
-  disabledReason: string | null;
-  disabledAt: string | null;
-  createdAt: string;
-}
-
-interface Attempt {
-  id: string;
-  deliveryId: string;
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  attemptedAt: string;
-  status: 'succeeded' | 'failed';
-  statusCode: number | null;
-  durationMs: number;
-  error: string | null;
-  nextAttemptAt: string | null;
-  responseBody?: string;
-}
-
-interface TestResult {
-  deliveryId: string;
-  eventType: string;
-  ok: boolean;
-  statusCode: number | null;
-  durationMs: number;
-  error: string | null;
-  responseBody: string | null;
-}
 
 /** A secret is shown in the one answer that made it, and never again: say so next to it. */
 const SecretOnce = ({ secret, onDone }: { secret: string; onDone: () => void }) => (
@@ -104,9 +81,7 @@ const CreateForm = ({ onCreated }: { onCreated: (secret: string) => void }) => {
               name="events"
               value={type}
               checked={events.includes(type)}
-              onChange={() =>
-                setEvents(events.includes(type) ? events.filter((t) => t !== type) : [...events, type])
-              }
+              onChange={() => setEvents(toggled(events, type))}
             />
             {type}
           </label>
@@ -121,40 +96,31 @@ const CreateForm = ({ onCreated }: { onCreated: (secret: string) => void }) => {
 };
 
 export const WebhooksScreen = () => {
-  const list = useLoad(() => getJson<Page<Subscription>>(tenantPath('/webhooks?limit=200')), []);
+  const list = useLoad(() => getJson<Page<WebhookSubscription>>(tenantPath('/webhooks?limit=200')), []);
   const [secret, setSecret] = useState<string | null>(null);
   return (
     <>
       <h1>Webhooks</h1>
       {secret ? <SecretOnce secret={secret} onDone={() => setSecret(null)} /> : null}
       <Section title="Subscriptions">
-        <ProblemBox error={list.error} />
-        {list.loading && !list.data ? <Loading what="subscriptions" /> : null}
-        <table>
-          <caption class="visually-hidden">Subscriptions</caption>
-          <thead>
-            <tr>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">Status</th>
-              <th scope="col">Created</th>
+        <LoadState loaded={list} what="subscriptions" />
+        <Table
+          caption="Subscriptions"
+          columns={['URL', 'Events', 'Status', 'Created']}
+          rows={list.data?.data ?? []}
+          row={(s) => (
+            <tr key={s.id}>
+              <td>
+                <a href={`#/webhooks/${s.id}`}>{s.url}</a>
+              </td>
+              <td>{s.events.join(', ')}</td>
+              <td>{s.status === 'disabled' ? `disabled: ${s.disabledReason ?? ''}` : 'active'}</td>
+              <td>
+                <When at={s.createdAt} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {(list.data?.data ?? []).map((s) => (
-              <tr key={s.id}>
-                <td>
-                  <a href={`#/webhooks/${s.id}`}>{s.url}</a>
-                </td>
-                <td>{s.events.join(', ')}</td>
-                <td>{s.status === 'disabled' ? `disabled: ${s.disabledReason ?? ''}` : 'active'}</td>
-                <td>
-                  <When at={s.createdAt} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        />
       </Section>
       <Section title="New subscription">
         <CreateForm
@@ -169,8 +135,8 @@ export const WebhooksScreen = () => {
 };
 
 /** Attempts of one delivery, oldest first, as the log lists them newest first. */
-const byDelivery = (attempts: readonly Attempt[]) => {
-  const groups = new Map<string, Attempt[]>();
+const byDelivery = (attempts: readonly DeliveryAttempt[]) => {
+  const groups = new Map<string, DeliveryAttempt[]>();
   for (const attempt of attempts)
     groups.set(attempt.deliveryId, [attempt, ...(groups.get(attempt.deliveryId) ?? [])]);
   return [...groups.entries()];
@@ -178,7 +144,7 @@ const byDelivery = (attempts: readonly Attempt[]) => {
 
 const truncate = (text: string, max = 200) => (text.length > max ? `${text.slice(0, max)}…` : text);
 
-const Timeline = ({ attempts }: { attempts: Attempt[] }) => (
+const Timeline = ({ attempts }: { attempts: DeliveryAttempt[] }) => (
   <ol class="timeline">
     {attempts.map((a) => (
       <li key={a.id} class={a.status} data-attempt={a.attempt}>
@@ -201,18 +167,18 @@ const Timeline = ({ attempts }: { attempts: Attempt[] }) => (
 );
 
 export const WebhookScreen = ({ id }: { id: string }) => {
-  const subscription = useLoad(() => getJson<Subscription>(tenantPath(`/webhooks/${id}`)), [id]);
+  const subscription = useLoad(() => getJson<WebhookSubscription>(tenantPath(`/webhooks/${id}`)), [id]);
   const [status, setStatus] = useState('');
   const [eventType, setEventType] = useState('');
   const log = useLoad(
     () =>
-      getJson<Page<Attempt>>(
+      getJson<Page<DeliveryAttempt>>(
         tenantPath(`/webhooks/${id}/deliveries${query({ status, eventType, limit: 200 })}`),
       ),
     [id, status, eventType],
   );
   const [secret, setSecret] = useState<string | null>(null);
-  const [tested, setTested] = useState<TestResult | null>(null);
+  const [tested, setTested] = useState<WebhookTestResult | null>(null);
   const [replayMissed, setReplayMissed] = useState(true);
   const [replayed, setReplayed] = useState<number | null>(null);
   const action = useAction();
@@ -256,7 +222,7 @@ export const WebhookScreen = ({ id }: { id: string }) => {
           disabled={action.busy}
           onClick={() =>
             void action.run(async () => {
-              setTested(await sendJson<TestResult>('POST', tenantPath(`/webhooks/${id}/test`), {}));
+              setTested(await sendJson<WebhookTestResult>('POST', tenantPath(`/webhooks/${id}/test`), {}));
               log.reload();
             })
           }
@@ -319,25 +285,21 @@ export const WebhookScreen = ({ id }: { id: string }) => {
       <ProblemBox error={action.error} />
       <Section title="Delivery log">
         <div class="filters">
-          <label>
-            Status
-            <select value={status} onChange={(e) => setStatus((e.target as HTMLSelectElement).value)}>
-              <option value="">Any</option>
-              <option value="succeeded">Succeeded</option>
-              <option value="failed">Failed</option>
-            </select>
-          </label>
-          <label>
-            Event type
-            <select value={eventType} onChange={(e) => setEventType((e.target as HTMLSelectElement).value)}>
-              <option value="">Any</option>
-              {eventTypes.map((t) => (
-                <option key={t} value={t}>
-                  {t}
-                </option>
-              ))}
-            </select>
-          </label>
+          <FilterSelect
+            label="Status"
+            value={status}
+            onChange={setStatus}
+            choices={[
+              ['succeeded', 'Succeeded'],
+              ['failed', 'Failed'],
+            ]}
+          />
+          <FilterSelect
+            label="Event type"
+            value={eventType}
+            onChange={setEventType}
+            choices={eventTypes.map((t) => [t, t])}
+          />
         </div>
         <ProblemBox error={log.error} />
         {(log.data?.data.length ?? 0) === 0 && !log.loading ? <p class="muted">No attempts yet.</p> : null}

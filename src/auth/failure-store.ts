@@ -1,10 +1,8 @@
-import Database from 'better-sqlite3';
-import { ownerOnlyDatabase } from '../core/private-files.js';
-import { sqliteBusyTimeoutMs, sqliteOpeningBusyTimeoutMs } from '../core/sqlite-busy.js';
+import { openSqliteFile } from '../core/sqlite-file.js';
+import { sqliteBusyTimeoutMs } from '../core/sqlite-busy.js';
 import { join } from 'node:path';
 import {
   RateLimiterMongo,
-  RateLimiterPostgres,
   RateLimiterRes,
   RateLimiterSQLite,
   type RateLimiterStoreAbstract,
@@ -44,12 +42,8 @@ const libraryOptions = (policy: FailurePolicy) => ({
 const table = 'auth_failures';
 
 export const openSqliteFailureStore = (file: string): FailureLimiterStore => {
-  // Owner-only before SQLite opens it: the keys name e-mails and client addresses.
-  ownerOnlyDatabase(file);
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma(`busy_timeout = ${sqliteOpeningBusyTimeoutMs}`);
+  // Owner-only (openSqliteFile): the keys name e-mails and client addresses.
+  const db = openSqliteFile(file);
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY, points INTEGER NOT NULL DEFAULT 0, expire INTEGER)`,
   );
@@ -103,43 +97,18 @@ export const openMongoFailureStore = async (url: string): Promise<FailureLimiter
   };
 };
 
-/** The table the library would make with a key of at most 255 characters; ours are longer (an e-mail and more). */
-const postgresSchema = [
-  `CREATE TABLE ${table} (key text PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint);
-   CREATE INDEX ${table}_by_expire ON ${table} (expire);`,
-];
-
 export const openPostgresFailureStore = async (
   url: string,
   options: { poolSize?: number } = {},
 ): Promise<FailureLimiterStore> => {
-  const { acquirePostgres, orUnavailable } = await import('../postgres/client.js');
-  const { migrate } = await import('../postgres/migrate.js');
-  const handle = acquirePostgres(url, options);
-  try {
-    await migrate(handle.pool, table, postgresSchema);
-  } catch (error) {
-    await handle.release();
-    throw error;
-  }
-  // Expired counters are ignored on read; this only keeps the table small. Our own timer (the library's
-  // would outlive close), cleared on close.
-  const sweep = () =>
-    handle.pool.query(`DELETE FROM ${table} WHERE expire < $1`, [Date.now()]).catch(() => undefined);
-  const timer = setInterval(() => void sweep(), 5 * 60_000);
-  timer.unref();
+  const { orUnavailable } = await import('../postgres/client.js');
+  const { openRateLimiterTable, rateLimiterTableStep } = await import('../postgres/rate-limiter-table.js');
+  // Keys longer than the library's 255 characters: an e-mail and more.
+  const schema = [rateLimiterTableStep(table)];
+  const counters = await openRateLimiterTable(url, options, { component: table, table, schema });
   return {
     limiter: (policy) => {
-      const limiter = fromLibrary(
-        new RateLimiterPostgres({
-          ...libraryOptions(policy),
-          storeClient: handle.pool,
-          storeType: 'pool',
-          tableName: table,
-          tableCreated: true,
-          clearExpiredByTimeout: false,
-        }),
-      );
+      const limiter = fromLibrary(counters.limiter(libraryOptions(policy)));
       // A server that cannot answer is a 503, as on the other routes.
       return {
         take: (key) => orUnavailable(limiter.take(key)),
@@ -147,10 +116,7 @@ export const openPostgresFailureStore = async (
         reset: (key) => orUnavailable(limiter.reset(key)),
       };
     },
-    close: () => {
-      clearInterval(timer);
-      return handle.release();
-    },
+    close: () => counters.close(),
   };
 };
 

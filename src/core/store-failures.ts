@@ -40,3 +40,20 @@ export const isStoreFailure = (error: unknown): boolean => {
   }
   return false;
 };
+
+/**
+ * A backend's `orUnavailable`: the failures that say its server cannot be reached become `unreachable(error)`,
+ * a 503 on the request path and a store failure to the consumers; anything else is a bug to report as such.
+ */
+export const unavailableWhen =
+  <Failure extends Error>(
+    isConnectionFailure: (error: unknown) => error is Failure,
+    unreachable: (error: Failure) => UnavailableError,
+  ) =>
+  async <T>(work: Promise<T>): Promise<T> => {
+    try {
+      return await work;
+    } catch (error) {
+      throw isConnectionFailure(error) ? unreachable(error) : error;
+    }
+  };

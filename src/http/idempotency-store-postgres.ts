@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { UnavailableError } from '../core/errors.js';
-import { acquirePostgres, orUnavailable, type PoolOptions } from '../postgres/client.js';
-import { migrate } from '../postgres/migrate.js';
+import { orUnavailable, type PoolOptions } from '../postgres/client.js';
+import { acquireMigrated } from '../postgres/migrate.js';
 import { completedClaim, type IdempotencyStore } from './idempotency-store.js';
 
 const schema = [
@@ -65,14 +65,8 @@ export const openPostgresIdempotencyStore = async (
   url: string,
   options: PoolOptions = {},
 ): Promise<IdempotencyStore> => {
-  const handle = acquirePostgres(url, options);
+  const handle = await acquireMigrated(url, options, 'idempotency', schema);
   const { pool } = handle;
-  try {
-    await migrate(pool, 'idempotency', schema);
-  } catch (error) {
-    await handle.release();
-    throw error;
-  }
   let purgedAt = 0;
 
   const claim: IdempotencyStore['claim'] = async ({ scope, key }, now, leaseUntil) => {

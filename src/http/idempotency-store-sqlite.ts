@@ -1,12 +1,6 @@
-import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
-import { ownerOnlyDatabase } from '../core/private-files.js';
-import {
-  isSqliteBusy,
-  sqliteBusyTimeoutMs,
-  sqliteOpeningBusyTimeoutMs,
-  whenFree,
-} from '../core/sqlite-busy.js';
+import { openSqliteFile } from '../core/sqlite-file.js';
+import { isSqliteBusy, sqliteBusyTimeoutMs, whenFree } from '../core/sqlite-busy.js';
 import {
   completedClaim,
   type Claim,
@@ -35,12 +29,8 @@ const purgeEveryMs = 60_000;
  */
 export const openSqliteIdempotencyStore = (file: string): IdempotencyStore => {
   // A kept answer is sealed, but its status, headers and request fingerprint are nobody else's business.
-  ownerOnlyDatabase(file);
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
   // Losing the last records in a power cut only makes a retry run again, as it would without a key.
-  db.pragma('synchronous = NORMAL');
-  db.pragma(`busy_timeout = ${sqliteOpeningBusyTimeoutMs}`);
+  const db = openSqliteFile(file);
   db.exec(`
     CREATE TABLE IF NOT EXISTS idempotency_keys (
       scope TEXT NOT NULL,

@@ -1,24 +1,21 @@
-import { RateLimiterPostgres } from 'rate-limiter-flexible';
-import { acquirePostgres, orUnavailable, type PoolOptions } from '../postgres/client.js';
-import { migrate } from '../postgres/migrate.js';
+import { orUnavailable, type PoolOptions } from '../postgres/client.js';
+import { openRateLimiterTable, rateLimiterTableStep } from '../postgres/rate-limiter-table.js';
 import { fromLibrary, libraryOptions, type RequestWindows } from './rate-limit.js';
 
 const table = 'request_rate_limits';
 
 /**
- * Step 1 was the hand-written windows' table; instances of that release may still count in it during a
- * rolling upgrade, so it is left for a later step to drop. Step 2 is the library's table with a key of any
- * length (the library's own is varchar(255); a principal is longer).
+ * Step 1 was the hand-written windows' table, left while instances of that release could still count in it
+ * during a rolling upgrade. Step 2 is the library's table. Step 3 drops step 1's table: every instance older
+ * than the change to rate-limiter-flexible must be gone before it runs (a rolling upgrade from such a
+ * release goes through the release before this one), or those instances fail on the missing table.
  */
 const schema = [
   `CREATE TABLE request_rate_windows (key text PRIMARY KEY, count integer NOT NULL, reset_at bigint NOT NULL);
    CREATE INDEX request_rate_windows_by_reset ON request_rate_windows (reset_at);`,
-  `CREATE TABLE ${table} (key text PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint);
-   CREATE INDEX ${table}_by_expire ON ${table} (expire);`,
+  rateLimiterTableStep(table),
+  'DROP TABLE IF EXISTS request_rate_windows',
 ];
-
-/** How often ended windows are deleted: they count as absent anyway; this only keeps the table small. */
-const sweepEveryMs = 5 * 60_000;
 
 /**
  * The request rate limit's windows in the PostgreSQL table `request_rate_limits` (rate-limiter-flexible's
@@ -31,37 +28,19 @@ export const openPostgresRequestWindows = async (
   url: string,
   options: PoolOptions = {},
 ): Promise<RequestWindows> => {
-  const handle = acquirePostgres(url, options);
-  try {
-    await migrate(handle.pool, 'request_rate_windows', schema);
-  } catch (error) {
-    await handle.release();
-    throw error;
-  }
-  // Our own timer (the library's would outlive close), cleared on close.
-  const sweep = () =>
-    handle.pool.query(`DELETE FROM ${table} WHERE expire <= $1`, [Date.now()]).catch(() => undefined);
-  const timer = setInterval(() => void sweep(), sweepEveryMs);
-  timer.unref();
+  const counters = await openRateLimiterTable(url, options, {
+    component: 'request_rate_windows',
+    table,
+    schema,
+  });
   return {
     limiter: (policy) => {
       const limiter = fromLibrary(
-        new RateLimiterPostgres({
-          ...libraryOptions(policy),
-          storeClient: handle.pool,
-          storeType: 'pool',
-          tableName: table,
-          tableCreated: true,
-          clearExpiredByTimeout: false,
-          inMemoryBlockOnConsumed: policy.limit + 1,
-        }),
+        counters.limiter({ ...libraryOptions(policy), inMemoryBlockOnConsumed: policy.limit + 1 }),
       );
       // A server that cannot answer is a 503, as on the other routes.
       return { hit: (key) => orUnavailable(limiter.hit(key)) };
     },
-    close: async () => {
-      clearInterval(timer);
-      await handle.release();
-    },
+    close: () => counters.close(),
   };
 };

@@ -65,9 +65,35 @@ export const libraryOptions = (policy: RateLimitPolicy) => ({
   duration: policy.windowMs / 1000,
 });
 
+/** Keys one policy keeps in memory at most: a flood of addresses must not grow the process without bound. */
+export const maxMemoryKeys = 100_000;
+
+/**
+ * RateLimiterMemory keeps every key until its window ends, with no cap; `recent` (in the order of their
+ * last request) lets the least recently seen key go first once there are more than `maxKeys`. A key let
+ * go starts a fresh window, as one whose window ended.
+ */
+const boundedMemoryLimiter = (policy: RateLimitPolicy, maxKeys: number): RequestLimiter => {
+  const library = new RateLimiterMemory(libraryOptions(policy));
+  const limiter = fromLibrary(library);
+  const recent = new Set<string>();
+  return {
+    hit: async (key) => {
+      recent.delete(key);
+      recent.add(key);
+      if (recent.size > maxKeys) {
+        const oldest = recent.values().next().value!;
+        recent.delete(oldest);
+        await library.delete(oldest);
+      }
+      return limiter.hit(key);
+    },
+  };
+};
+
 /** Counts in this process: N instances behind a balancer allow up to N times the limit. */
-export const memoryWindows = (): RequestWindows => ({
-  limiter: (policy) => fromLibrary(new RateLimiterMemory(libraryOptions(policy))),
+export const memoryWindows = (maxKeys = maxMemoryKeys): RequestWindows => ({
+  limiter: (policy) => boundedMemoryLimiter(policy, maxKeys),
   close: () => Promise.resolve(),
 });
 

@@ -1,5 +1,5 @@
-import { acquirePostgres, orUnavailable, type PoolOptions } from '../postgres/client.js';
-import { migrate } from '../postgres/migrate.js';
+import { orUnavailable, type PoolOptions } from '../postgres/client.js';
+import { acquireMigrated } from '../postgres/migrate.js';
 import type { BlobStore } from './blob-store.js';
 import { isSha256, sha256Of } from './hash.js';
 
@@ -22,14 +22,8 @@ const schema = [
  * and pg_dump and replication carry bytea with no extra step.
  */
 export const openPostgresBlobs = async (url: string, options: PoolOptions = {}): Promise<BlobStore> => {
-  const handle = acquirePostgres(url, options);
+  const handle = await acquireMigrated(url, options, 'blobs', schema);
   const { pool } = handle;
-  try {
-    await migrate(pool, 'blobs', schema);
-  } catch (error) {
-    await handle.release();
-    throw error;
-  }
 
   return {
     kind: 'postgres',

@@ -1,5 +1,7 @@
 import { MongoClient, MongoNetworkError, MongoServerSelectionError, type Db } from 'mongodb';
 import { UnavailableError } from '../core/errors.js';
+import { releaseOfShared } from '../core/shared-clients.js';
+import { unavailableWhen } from '../core/store-failures.js';
 
 /**
  * The MongoDB side of the process in one place: the client the adapters share (read models, blobs,
@@ -22,13 +24,7 @@ export const unreachable = (error: MongoNetworkError | MongoServerSelectionError
   new UnavailableError(`MongoDB is unreachable: ${error.message}`);
 
 /** Connection failures on the request path become 503s; anything else is a bug to report as such. */
-export const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
-  try {
-    return await work;
-  } catch (error) {
-    throw isConnectionFailure(error) ? unreachable(error) : error;
-  }
-};
+export const orUnavailable = unavailableWhen(isConnectionFailure, unreachable);
 
 export interface MongoHandle {
   client: MongoClient;
@@ -61,18 +57,9 @@ export const acquireMongo = async (url: string): Promise<MongoHandle> => {
     mine.users -= 1;
     throw error;
   }
-  let released = false;
   return {
     client,
     db: client.db(databaseName(url)),
-    release: async () => {
-      if (released) return;
-      released = true;
-      mine.users -= 1;
-      if (mine.users > 0) return;
-      // A later acquire gets a new client rather than this closing one.
-      if (shared.get(url) === mine) shared.delete(url);
-      await client.close();
-    },
+    release: releaseOfShared(shared, url, mine, () => client.close()),
   };
 };

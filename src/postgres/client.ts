@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { UnavailableError } from '../core/errors.js';
+import { releaseOfShared } from '../core/shared-clients.js';
+import { unavailableWhen } from '../core/store-failures.js';
 
 /**
  * The PostgreSQL side of the process in one place: the pool every adapter of the process shares (event
@@ -70,13 +72,7 @@ export const unreachable = (error: Error): UnavailableError => {
  * consumers (src/core/store-failures.ts), which then restart rather than count the event; anything else is
  * a bug to report as such.
  */
-export const orUnavailable = async <T>(work: Promise<T>): Promise<T> => {
-  try {
-    return await work;
-  } catch (error) {
-    throw isConnectionFailure(error) ? unreachable(error) : error;
-  }
-};
+export const orUnavailable = unavailableWhen(isConnectionFailure, unreachable);
 
 export interface PostgresHandle {
   pool: pg.Pool;
@@ -145,19 +141,7 @@ export const acquirePostgres = (
   }
   const mine = entry;
   mine.users += 1;
-  let released = false;
-  return {
-    pool: mine.pool,
-    release: async () => {
-      if (released) return;
-      released = true;
-      mine.users -= 1;
-      if (mine.users > 0) return;
-      // A later acquire gets a new pool rather than this ending one.
-      if (shared.get(url) === mine) shared.delete(url);
-      await mine.pool.end();
-    },
-  };
+  return { pool: mine.pool, release: releaseOfShared(shared, url, mine, () => mine.pool.end()) };
 };
 
 /** Lifts the statement time-out for the rest of the transaction: a migration step, a table made, a swap. */

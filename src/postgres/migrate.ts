@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { inTransaction } from './client.js';
+import { acquirePostgres, inTransaction, type PoolOptions, type PostgresHandle } from './client.js';
 
 /**
  * The schema of each component (the event store, the read models, …) is a list of steps, applied in order
@@ -76,4 +76,24 @@ export const migrate = async (
     if (step === null) return applied;
     applied.push(step);
   }
+};
+
+/**
+ * An adapter's share of the process's pool (client.ts), its component's schema brought to `steps`; a
+ * migration that fails releases the share before it throws, so a failed start leaves no pool open.
+ */
+export const acquireMigrated = async (
+  url: string,
+  options: PoolOptions,
+  component: string,
+  steps: readonly string[],
+): Promise<PostgresHandle> => {
+  const handle = acquirePostgres(url, options);
+  try {
+    await migrate(handle.pool, component, steps);
+  } catch (error) {
+    await handle.release();
+    throw error;
+  }
+  return handle;
 };

@@ -1,6 +1,7 @@
 import type { EventStore } from '../eventstore/port.js';
 import { platformPartition } from './aggregate-projection.js';
 import type { CollectionSpec, ReadModelStore } from './port.js';
+import { textFields } from './fields.js';
 
 // The records of rebuilds and snapshots (rebuild.ts), and what a build is given and answers.
 
@@ -27,12 +28,7 @@ export interface BuildRecord {
 
 export const buildsCollection: CollectionSpec = {
   name: 'projection_builds',
-  fields: {
-    projection: { path: 'projection', type: 'text' },
-    kind: { path: 'kind', type: 'text' },
-    status: { path: 'status', type: 'text' },
-    startedAt: { path: 'startedAt', type: 'text' },
-  },
+  fields: textFields('projection', 'kind', 'status', 'startedAt'),
   indexes: [['projection', 'startedAt'], ['startedAt']],
 };
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import { acquirePostgres, inTransaction, orUnavailable, type PoolOptions } from '../postgres/client.js';
-import { migrate } from '../postgres/migrate.js';
+import { inTransaction, orUnavailable, type PoolOptions } from '../postgres/client.js';
+import { acquireMigrated } from '../postgres/migrate.js';
 import { CollectionSwappedError } from './port.js';
 import type {
   CollectionSpec,
@@ -66,13 +66,7 @@ export const openPostgresReadModels = async (
   url: string,
   options: PoolOptions = {},
 ): Promise<ReadModelStore> => {
-  const handle = acquirePostgres(url, options);
-  try {
-    await migrate(handle.pool, 'readmodels', schema);
-  } catch (error) {
-    await handle.release();
-    throw error;
-  }
+  const handle = await acquireMigrated(url, options, 'readmodels', schema);
   let closed = false;
   /** The shared pool outlives this store: a store used after close fails as the other adapters' do. */
   const pool = (): pg.Pool => {

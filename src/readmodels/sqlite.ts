@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { ownerOnlyDatabase } from '../core/private-files.js';
-import { sqliteBusyTimeoutMs, sqliteOpeningBusyTimeoutMs, whenFree } from '../core/sqlite-busy.js';
+import { openSqliteFile } from '../core/sqlite-file.js';
+import { sqliteBusyTimeoutMs, whenFree } from '../core/sqlite-busy.js';
 import type {
   CollectionSpec,
   DocumentKey,
@@ -38,12 +38,8 @@ import {
  */
 
 export const openSqliteReadModels = (file: string): ReadModelStore => {
-  ownerOnlyDatabase(file);
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
   // Read models can be rebuilt from the events, and the checkpoint rolls back with them: NORMAL is enough.
-  db.pragma('synchronous = NORMAL');
-  db.pragma(`busy_timeout = ${sqliteOpeningBusyTimeoutMs}`);
+  const db = openSqliteFile(file);
   db.exec(`
     CREATE TABLE IF NOT EXISTS checkpoints (
       projection TEXT PRIMARY KEY, position INTEGER NOT NULL, last_error TEXT, last_error_at TEXT

@@ -2,26 +2,16 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { builtinModelNames } from '../cv/models/port.js';
 import { parseRemoteModelSettings, type RemoteModelSetting } from '../cv/models/remote-settings.js';
-import { declare, positiveCount, positiveDuration } from './declare.js';
+import { countSetting, declare, namedSettings, positiveCount, positiveDurationSetting } from './declare.js';
 
 const remoteModels = (json: string): RemoteModelSetting[] =>
   parseRemoteModelSettings(JSON.parse(json), builtinModelNames);
 
 /** CV jobs: time-outs, concurrency, and the models. */
-export const cvSettings = {
-  CV_JOB_TIMEOUT: declare('CV_JOB_TIMEOUT')({
-    default: '60s',
-    expected: 'a duration above zero such as 60s',
-    description: 'longest run of a CV job before it fails with `timeout`',
-    parse: positiveDuration,
-  }),
-  CV_CONCURRENCY: declare('CV_CONCURRENCY')({
-    default: '4',
-    expected: 'a positive whole number',
-    description: 'CV jobs one instance runs at once',
-    parse: positiveCount,
-  }),
-  CV_WORKERS: declare('CV_WORKERS')({
+export const cvSettings = namedSettings({
+  CV_JOB_TIMEOUT: positiveDurationSetting('60s', 'longest run of a CV job before it fails with `timeout`'),
+  CV_CONCURRENCY: countSetting('4', 'CV jobs one instance runs at once'),
+  CV_WORKERS: declare({
     default: 'auto',
     defaultShown: 'auto: the cores less one, at least 1',
     expected: 'auto or a positive whole number',
@@ -29,7 +19,7 @@ export const cvSettings = {
       'threads running the built-in detector (objects-coco), each holding its model (about 100 MB; docs/operations.md)',
     parse: (s) => (s === 'auto' ? Math.max(1, availableParallelism() - 1) : positiveCount(s)),
   }),
-  CV_DETECTOR_WEIGHTS_DIR: declare('CV_DETECTOR_WEIGHTS_DIR')({
+  CV_DETECTOR_WEIGHTS_DIR: declare({
     default: null,
     defaultShown: 'the installed @vladmandic/human package',
     expected: 'a folder holding centernet.json and centernet.bin',
@@ -38,7 +28,7 @@ export const cvSettings = {
     echo: 'path',
     parse: (s) => s,
   }),
-  CV_REMOTE_MODELS: declare('CV_REMOTE_MODELS')({
+  CV_REMOTE_MODELS: declare({
     default: null,
     defaultShown: 'none',
     expected: 'a JSON list of {"name", "url", "timeout", "protocol": "json" or "tensor", …}',
@@ -47,7 +37,7 @@ export const cvSettings = {
     echo: 'never',
     parse: remoteModels,
   }),
-  CV_MODELS_FILE: declare('CV_MODELS_FILE')({
+  CV_MODELS_FILE: declare({
     default: null,
     defaultShown: 'none',
     expected: 'the path of a file holding the JSON of CV_REMOTE_MODELS',
@@ -55,4 +45,4 @@ export const cvSettings = {
     echo: 'path',
     parse: (path) => remoteModels(readFileSync(path, 'utf8')),
   }),
-} as const;
+});

@@ -27,15 +27,26 @@ export class ConfigError extends Error {}
 type Declaration<T, D extends string | null> = Pick<Setting<T, D>, 'expected' | 'description' | 'parse'> &
   Partial<Pick<Setting<T, D>, 'defaultShown' | 'requiredInProduction' | 'secret' | 'echo'>> & { default: D };
 
+/** A setting waiting for its name, which `namedSettings` gives it from its key. */
+type Unnamed<S extends Setting = Setting> = (name: string) => S;
+
 export const declare =
-  (name: string) =>
-  <T, const D extends string | null>(declaration: Declaration<T, D>): Setting<T, D> => ({
+  <T, const D extends string | null>(declaration: Declaration<T, D>): Unnamed<Setting<T, D>> =>
+  (name) => ({
     name,
     requiredInProduction: false,
     secret: false,
     echo: declaration.secret ? 'never' : 'value',
     ...declaration,
   });
+
+/** A group of settings, each named by its key: the variable's name is written once. */
+export const namedSettings = <G extends Record<string, Unnamed>>(
+  group: G,
+): { readonly [Name in keyof G]: ReturnType<G[Name]> } =>
+  Object.fromEntries(Object.entries(group).map(([name, unnamed]) => [name, unnamed(name)])) as {
+    readonly [Name in keyof G]: ReturnType<G[Name]>;
+  };
 
 // The forms values take, shared by the declarations below.
 export const wholeNumber = (pattern: RegExp) => (s: string) => (pattern.test(s) ? Number(s) : undefined);
@@ -53,3 +64,39 @@ export const url = (schemes: readonly string[]) => (s: string) =>
   schemes.some((scheme) => s.startsWith(`${scheme}://`)) ? s : undefined;
 export const urlForm = (schemes: readonly string[], example: string) =>
   `a URL starting with ${schemes.map((scheme) => `${scheme}://`).join(' or ')}, such as ${example}`;
+
+/**
+ * A common kind of setting: how its values read (`expected`, which may quote the default) and parse. Each
+ * setting of the kind is then one call with its default and what it is for.
+ */
+const kind =
+  <T>(expected: (defaultText: string) => string, parse: (text: string) => T | undefined) =>
+  (defaultText: string, description: string) =>
+    declare({ default: defaultText, expected: expected(defaultText), description, parse });
+
+export const durationSetting = kind((shown) => `a duration such as ${shown}`, duration);
+export const positiveDurationSetting = kind(
+  (shown) => `a duration above zero such as ${shown}`,
+  positiveDuration,
+);
+export const countSetting = kind(() => 'a positive whole number', positiveCount);
+export const flagSetting = kind(() => 'true or false', flag);
+export const textSetting = kind(() => 'a text', text);
+export const choiceSetting = <const V extends string>(
+  values: readonly V[],
+  defaultText: V,
+  description: string,
+) => kind(() => `one of ${values.join(', ')}`, oneOf(values))(defaultText, description);
+/** A URL of one of `schemes`, unset by default (`defaultShown` says what then). */
+export const urlSetting = (
+  schemes: readonly string[],
+  example: string,
+  { defaultShown, description }: { defaultShown: string; description: string },
+) =>
+  declare({
+    default: null,
+    defaultShown,
+    expected: urlForm(schemes, example),
+    description,
+    parse: url(schemes),
+  });

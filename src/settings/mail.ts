@@ -1,18 +1,15 @@
-import { declare, url, urlForm } from './declare.js';
+import { declare, namedSettings, urlSetting } from './declare.js';
 
 /** Mail: the relay and the sender. */
-export const mailSettings = {
-  SMTP_URL: declare('SMTP_URL')({
-    default: null,
+export const mailSettings = namedSettings({
+  SMTP_URL: urlSetting(['smtp', 'smtps'], 'smtps://user:password@mail.example.com', {
     defaultShown: 'none: e-mails go to `DATA_DIR/outbox/` as `.eml` files',
-    expected: urlForm(['smtp', 'smtps'], 'smtps://user:password@mail.example.com'),
     description: 'the SMTP server for notification e-mails (a disabled webhook subscription)',
-    parse: url(['smtp', 'smtps']),
   }),
-  MAIL_FROM: declare('MAIL_FROM')({
+  MAIL_FROM: declare({
     default: 'Observation service <no-reply@localhost>',
     expected: 'a sender such as `Ops <ops@example.com>`',
     description: 'the `From` of notification e-mails',
     parse: (s) => (s.includes('@') ? s : undefined),
   }),
-} as const;
+});

@@ -1,4 +1,4 @@
-import { declare, text } from './declare.js';
+import { declare, namedSettings, text } from './declare.js';
 
 /**
  * What NODE_ENV=production takes as a secret (every secret but the key file's path): at least 32
@@ -10,27 +10,23 @@ export const minDistinctCharacters = 10;
 const secretForm = `in production a random text of at least ${minSecretLength} characters, ${minDistinctCharacters} of them different (\`openssl rand -hex 32\`)`;
 const generated = 'generated in development (`DATA_DIR/secrets.json`)';
 
+/** A secret: required in production, and never logged. */
+const secret = (description: string, defaultShown = generated) =>
+  declare({
+    default: null,
+    defaultShown,
+    expected: secretForm,
+    description,
+    requiredInProduction: true,
+    secret: true,
+    parse: text,
+  });
+
 /** The secrets: each required in production, generated in development. */
-export const secretSettings = {
-  PLATFORM_ADMIN_KEY: declare('PLATFORM_ADMIN_KEY')({
-    default: null,
-    defaultShown: `${generated}, logged once`,
-    expected: secretForm,
-    description: "the platform operator's API key: creates tenants",
-    requiredInProduction: true,
-    secret: true,
-    parse: text,
-  }),
-  CURSOR_SECRET: declare('CURSOR_SECRET')({
-    default: null,
-    defaultShown: generated,
-    expected: secretForm,
-    description: 'signs list cursors',
-    requiredInProduction: true,
-    secret: true,
-    parse: text,
-  }),
-  SIGNING_KEYS_FILE: declare('SIGNING_KEYS_FILE')({
+export const secretSettings = namedSettings({
+  PLATFORM_ADMIN_KEY: secret("the platform operator's API key: creates tenants", `${generated}, logged once`),
+  CURSOR_SECRET: secret('signs list cursors'),
+  SIGNING_KEYS_FILE: declare({
     default: null,
     defaultShown: '`DATA_DIR/signing-keys.json`, created in development',
     expected: 'the path of a keyring made by `obs keys rotate`',
@@ -38,22 +34,6 @@ export const secretSettings = {
     requiredInProduction: true,
     parse: text,
   }),
-  WEBHOOK_SECRET_KEY: declare('WEBHOOK_SECRET_KEY')({
-    default: null,
-    defaultShown: generated,
-    expected: secretForm,
-    description: "seals the webhook subscriptions' signing secrets in their events",
-    requiredInProduction: true,
-    secret: true,
-    parse: text,
-  }),
-  IDEMPOTENCY_SECRET_KEY: declare('IDEMPOTENCY_SECRET_KEY')({
-    default: null,
-    defaultShown: generated,
-    expected: secretForm,
-    description: 'seals the kept `Idempotency-Key` answers (AES-256-GCM)',
-    requiredInProduction: true,
-    secret: true,
-    parse: text,
-  }),
-} as const;
+  WEBHOOK_SECRET_KEY: secret("seals the webhook subscriptions' signing secrets in their events"),
+  IDEMPOTENCY_SECRET_KEY: secret('seals the kept `Idempotency-Key` answers (AES-256-GCM)'),
+});

@@ -1,23 +1,8 @@
-import { declare, duration, text } from './declare.js';
+import { durationSetting, namedSettings, textSetting } from './declare.js';
 
 /** The tokens the service issues. */
-export const tokenSettings = {
-  TOKEN_AUDIENCE: declare('TOKEN_AUDIENCE')({
-    default: 'observation-service',
-    expected: 'a text',
-    description: 'the `aud` of the access tokens',
-    parse: text,
-  }),
-  ACCESS_TOKEN_TTL: declare('ACCESS_TOKEN_TTL')({
-    default: '15m',
-    expected: 'a duration such as 15m',
-    description: 'lifetime of an access token',
-    parse: duration,
-  }),
-  REFRESH_TOKEN_TTL: declare('REFRESH_TOKEN_TTL')({
-    default: '30d',
-    expected: 'a duration such as 30d',
-    description: 'lifetime of a refresh token',
-    parse: duration,
-  }),
-} as const;
+export const tokenSettings = namedSettings({
+  TOKEN_AUDIENCE: textSetting('observation-service', 'the `aud` of the access tokens'),
+  ACCESS_TOKEN_TTL: durationSetting('15m', 'lifetime of an access token'),
+  REFRESH_TOKEN_TTL: durationSetting('30d', 'lifetime of a refresh token'),
+});

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { openPostgresRequestWindows } from '../../src/http/rate-limit-postgres.js';
+import { schemaVersion } from '../../src/postgres/migrate.js';
 import { memoryWindows, type RequestWindows } from '../../src/http/rate-limit.js';
 import { describePostgres } from '../support/postgres.js';
 
@@ -87,6 +89,20 @@ describe('RequestWindows contract', () => {
         expect(await one.limiter(policy).hit(key)).to.include({ refused: true });
       } finally {
         await Promise.all([one.close(), other.close()]);
+      }
+    });
+
+    it("drops the hand-written windows' table of the release before rate-limiter-flexible", async () => {
+      const windows = await openPostgresRequestWindows(url);
+      const pool = new pg.Pool({ connectionString: url, max: 1 });
+      try {
+        expect(await schemaVersion(pool, 'request_rate_windows')).to.equal(3);
+        const { rows } = await pool.query<{ table: string | null }>(
+          "SELECT to_regclass('request_rate_windows')::text AS table",
+        );
+        expect(rows[0]?.table).to.equal(null);
+      } finally {
+        await Promise.all([windows.close(), pool.end()]);
       }
     });
   });
