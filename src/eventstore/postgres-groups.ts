@@ -8,7 +8,8 @@ import { consumerLatches } from './consumer-latches.js';
 import { allOrFirstFailure, settleDelivery, settleReplay } from './handler-outcomes.js';
 import { yieldToEventLoop } from './catch-up-pacing.js';
 import { appendedChannel, somethingAppended } from './postgres-listener.js';
-import { eventColumns, orderedPage, horizonCtes, toRecordedEvent, type EventRow } from './postgres-schema.js';
+import { eventColumns, orderedPage, horizonCtes, type EventRow } from './postgres-schema.js';
+import { toRecordedEvent } from './event-rows.js';
 
 /**
  * Consumer groups shared by any number of consumers in any number of processes (competing consumers).

@@ -17,9 +17,9 @@ import {
   eventStoreMigrations,
   horizonCtes,
   orderedPage,
-  toRecordedEvent,
   type EventRow,
 } from './postgres-schema.js';
+import { toRecordedEvent } from './event-rows.js';
 
 /**
  * The PostgreSQL event store (node-postgres). Commit order and the horizon readers stop at are explained

@@ -4,7 +4,7 @@ import { canSkip, type StopLatch } from './append-signal.js';
 import { consumerLatches } from './consumer-latches.js';
 import { yieldToEventLoop } from './catch-up-pacing.js';
 import type { LocalSource } from './sqlite-catch-up.js';
-import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
+import { toRecordedEvent, type EventRow } from './event-rows.js';
 import { allOrFirstFailure, handlerOutcome, settleDelivery, settleReplay } from './handler-outcomes.js';
 import { whenFree } from '../core/sqlite-busy.js';
 

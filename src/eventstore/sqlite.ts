@@ -11,7 +11,7 @@ import { localCatchUpSource } from './sqlite-catch-up.js';
 import { persistentSubscriptions } from './sqlite-persistent.js';
 import { AppendSignal, defaultPollMs } from './append-signal.js';
 import { sqliteLeases } from './sqlite-leases.js';
-import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
+import { toRecordedEvent, type EventRow } from './event-rows.js';
 import { chainUnhashedEvents, filterClause, schema } from './sqlite-schema.js';
 import { chainEvent, genesisHash } from './hash-chain.js';
 import {
