@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { RecordedEvent } from '../core/events.js';
 import { inTransaction, orUnavailable } from '../postgres/client.js';
-import type { EventFilter, EventStore, ParkedEvent, PersistentHandler, Subscription } from './port.js';
+import type { EventFilter, EventStore, ParkedEvent } from './port.js';
 import type { AppendSignal, StopLatch } from './append-signal.js';
-import { consumerLatches } from './consumer-latches.js';
+import { consumerLatches, type GroupConsumer } from './consumer-latches.js';
 import { allOrFirstFailure, settleDelivery, settleReplay } from './handler-outcomes.js';
 import { yieldToEventLoop } from './catch-up-pacing.js';
 import { appendedChannel, somethingAppended } from './postgres-listener.js';
@@ -84,7 +84,6 @@ export const consumerGroups = ({
 
   const query = <R extends pg.QueryResultRow>(text: string, params: unknown[]) =>
     orUnavailable(pool.query<R>(text, params));
-  const consumers = consumerLatches();
 
   /**
    * Queues the group's next events, and says whether committed events wait behind the horizon; null when
@@ -185,12 +184,7 @@ export const consumerGroups = ({
       ),
   };
 
-  const consume = async (
-    group: string,
-    handler: PersistentHandler,
-    latch: StopLatch,
-    concurrency: number,
-  ) => {
+  const consume: GroupConsumer = async (group, handler, latch, concurrency) => {
     const stopped = () => latch.stopped();
     const { rows } = await query<{ filter: EventFilter; max_retry_count: number }>(
       'SELECT filter, max_retry_count FROM consumer_groups WHERE name = $1',
@@ -255,6 +249,8 @@ export const consumerGroups = ({
     }
   };
 
+  const consumers = consumerLatches(consume);
+
   return {
     ensurePersistentSubscription: async (group, { filter = {}, startFrom, maxRetryCount }) => {
       // An existing group keeps where it is but takes the current filter and retry limit, as on SQLite.
@@ -267,8 +263,7 @@ export const consumerGroups = ({
       );
     },
 
-    subscribePersistent: (group, handler, { concurrency = 1 } = {}): Subscription =>
-      consumers.join(group, (latch) => consume(group, handler, latch, Math.max(1, concurrency))),
+    subscribePersistent: consumers.subscribePersistent,
 
     listParked: async (group) => {
       const { rows } = await query<EventRow & { reason: string; retry_count: number; parked_at: Date }>(

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import type { EventFilter, EventStore, ParkedEvent, PersistentHandler, Subscription } from './port.js';
-import { canSkip, type StopLatch } from './append-signal.js';
-import { consumerLatches } from './consumer-latches.js';
+import type { EventFilter, EventStore, ParkedEvent } from './port.js';
+import { canSkip } from './append-signal.js';
+import { consumerLatches, type GroupConsumer } from './consumer-latches.js';
 import { yieldToEventLoop } from './catch-up-pacing.js';
 import type { LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './event-rows.js';
@@ -55,7 +55,6 @@ export const persistentSubscriptions = (
   checkFence: () => void = () => undefined,
 ): PersistentPart => {
   db.exec(schema);
-  const consumers = consumerLatches();
 
   const sql = {
     group: db.prepare('SELECT filter, max_retry_count, checkpoint FROM subscription_groups WHERE name = ?'),
@@ -119,12 +118,7 @@ export const persistentSubscriptions = (
     sql.moveCheckpoint.run(position, group);
   });
 
-  const consume = async (
-    group: string,
-    handler: PersistentHandler,
-    latch: StopLatch,
-    concurrency: number,
-  ) => {
+  const consume: GroupConsumer = async (group, handler, latch, concurrency) => {
     const stopping = () => latch.stopped();
     const row = sql.group.get(group) as GroupRow | undefined;
     if (!row) throw new Error(`The persistent subscription group "${group}" does not exist`);
@@ -211,6 +205,8 @@ export const persistentSubscriptions = (
     }
   };
 
+  const consumers = consumerLatches(consume);
+
   return {
     ensurePersistentSubscription: (group, { filter = {}, startFrom, maxRetryCount }) => {
       const start = startFrom === 'end' ? (sql.head.get() as { head: number }).head : 0;
@@ -219,8 +215,7 @@ export const persistentSubscriptions = (
       });
     },
 
-    subscribePersistent: (group, handler, { concurrency = 1 } = {}): Subscription =>
-      consumers.join(group, (latch) => consume(group, handler, latch, Math.max(1, concurrency))),
+    subscribePersistent: consumers.subscribePersistent,
 
     listParked: (group) => {
       const rows = sql.parked.all(group) as (EventRow & {
