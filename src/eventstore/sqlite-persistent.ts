@@ -118,6 +118,10 @@ export const persistentSubscriptions = (
     sql.moveCheckpoint.run(position, group);
   });
 
+  /** How often the event was delivered before: 0 unless a retry of it was recorded. */
+  const storedRetryCount = (group: string, position: number): number =>
+    (sql.retryCount.get(group, position) as { retry_count: number } | undefined)?.retry_count ?? 0;
+
   const consume: GroupConsumer = async (group, handler, latch, concurrency) => {
     const stopping = () => latch.stopped();
     const row = sql.group.get(group) as GroupRow | undefined;
@@ -151,11 +155,7 @@ export const persistentSubscriptions = (
       // retried on its own, so the checkpoint never passes an event that is not settled.
       for (let start = 0; start < page.events.length; start += concurrency) {
         const chunk = page.events.slice(start, start + concurrency);
-        const stored = chunk.map(
-          (event) =>
-            (sql.retryCount.get(group, event.position) as { retry_count: number } | undefined)?.retry_count ??
-            0,
-        );
+        const stored = chunk.map((event) => storedRetryCount(group, event.position));
         const firstOutcomes = await allOrFirstFailure(
           chunk.map((event, index) => handlerOutcome(handler, event, stored[index]!)),
         );
