@@ -1,3 +1,5 @@
+import type { Subscription } from './port.js';
+
 /**
  * Wake-ups for idle subscribers of the embedded store. A wake-up is only a hint: a subscriber always reads
  * from its own checkpoint to the head, and it also looks at the head every `pollMs` however quiet the
@@ -88,6 +90,21 @@ export const stopLatch = (): StopLatch => {
     },
     poke: wakeAll,
     sleepers,
+  };
+};
+
+/** A subscription that runs until its latch is stopped: stop() stops it and waits for the run to end. */
+export const latchedSubscription = (
+  run: (latch: StopLatch) => Promise<void>,
+  latch: StopLatch = stopLatch(),
+): Subscription => {
+  const done = run(latch);
+  return {
+    done,
+    stop: async () => {
+      latch.stop();
+      await done.catch(() => undefined);
+    },
   };
 };
 

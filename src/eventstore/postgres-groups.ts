@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { RecordedEvent } from '../core/events.js';
 import { inTransaction, orUnavailable } from '../postgres/client.js';
-import type { EventFilter, EventStore, ParkedEvent, PersistentHandler, Subscription } from './port.js';
-import { stopLatch, type AppendSignal, type StopLatch } from './append-signal.js';
-import { allOrFirstFailure, handlerOutcome } from './handler-outcomes.js';
+import type { EventFilter, EventStore, ParkedEvent } from './port.js';
+import type { AppendSignal, StopLatch } from './append-signal.js';
+import { consumerLatches, type GroupConsumer } from './consumer-latches.js';
+import { allOrFirstFailure, settleDelivery, settleReplay } from './handler-outcomes.js';
 import { yieldToEventLoop } from './catch-up-pacing.js';
 import { appendedChannel, somethingAppended } from './postgres-listener.js';
-import { eventColumns, orderedPage, horizonCtes, toRecordedEvent, type EventRow } from './postgres-schema.js';
+import { eventColumns, orderedPage, horizonCtes, type EventRow } from './postgres-schema.js';
+import { toRecordedEvent } from './event-rows.js';
 
 /**
  * Consumer groups shared by any number of consumers in any number of processes (competing consumers).
@@ -82,8 +84,6 @@ export const consumerGroups = ({
 
   const query = <R extends pg.QueryResultRow>(text: string, params: unknown[]) =>
     orUnavailable(pool.query<R>(text, params));
-  /** The consumers of each group in this process: a replay pokes them out of their sleep. */
-  const latches = new Map<string, Set<StopLatch>>();
 
   /**
    * Queues the group's next events, and says whether committed events wait behind the horizon; null when
@@ -184,12 +184,7 @@ export const consumerGroups = ({
       ),
   };
 
-  const consume = async (
-    group: string,
-    handler: PersistentHandler,
-    latch: StopLatch,
-    concurrency: number,
-  ) => {
+  const consume: GroupConsumer = async (group, handler, latch, concurrency) => {
     const stopped = () => latch.stopped();
     const { rows } = await query<{ filter: EventFilter; max_retry_count: number }>(
       'SELECT filter, max_retry_count FROM consumer_groups WHERE name = $1',
@@ -211,31 +206,15 @@ export const consumerGroups = ({
     renewal.unref();
 
     /** One event to its outcome: retried in place while it has retries left, else parked. */
-    const settle = async ({ event, retryCount: stored, replay }: Claimed): Promise<void> => {
-      if (replay) {
-        const outcome = await handlerOutcome(handler, event, 0);
-        if (outcome.kind === 'ack') acknowledged.push(event.position);
-        else await sql.park(group, event.position, outcome.reason, 0);
-        return;
-      }
-      let retryCount = stored;
-      let outcome = await handlerOutcome(handler, event, retryCount);
-      for (;;) {
-        if (outcome.kind === 'ack') {
-          acknowledged.push(event.position);
-          return;
-        }
-        // Stopping: a retry is left for the next consumer (its count is kept), never burnt down to a park.
-        if (outcome.action === 'retry' && stopped()) return;
-        if (outcome.action === 'retry' && retryCount < settings.max_retry_count) {
-          retryCount += 1;
-          await sql.retry(group, event.position, retryCount);
-          outcome = await handlerOutcome(handler, event, retryCount);
-          continue;
-        }
-        await sql.park(group, event.position, outcome.reason, retryCount);
-        return;
-      }
+    const settle = async ({ event, retryCount, replay }: Claimed): Promise<void> => {
+      const park = (reason: string, count: number) => sql.park(group, event.position, reason, count);
+      const outcome = replay
+        ? await settleReplay(handler, event, park)
+        : await settleDelivery(
+            { handler, event, retryCount, maxRetryCount: settings.max_retry_count, stopping: stopped },
+            { retry: (count) => sql.retry(group, event.position, count), park },
+          );
+      if (outcome.kind === 'acknowledged') acknowledged.push(event.position);
     };
 
     try {
@@ -270,6 +249,8 @@ export const consumerGroups = ({
     }
   };
 
+  const consumers = consumerLatches(consume);
+
   return {
     ensurePersistentSubscription: async (group, { filter = {}, startFrom, maxRetryCount }) => {
       // An existing group keeps where it is but takes the current filter and retry limit, as on SQLite.
@@ -282,22 +263,7 @@ export const consumerGroups = ({
       );
     },
 
-    subscribePersistent: (group, handler, { concurrency = 1 } = {}): Subscription => {
-      const latch = stopLatch();
-      const mine = latches.get(group) ?? new Set();
-      latches.set(group, mine.add(latch));
-      const done = consume(group, handler, latch, Math.max(1, concurrency)).finally(() => {
-        mine.delete(latch);
-        if (mine.size === 0 && latches.get(group) === mine) latches.delete(group);
-      });
-      return {
-        done,
-        stop: async () => {
-          latch.stop();
-          await done.catch(() => undefined);
-        },
-      };
-    },
+    subscribePersistent: consumers.subscribePersistent,
 
     listParked: async (group) => {
       const { rows } = await query<EventRow & { reason: string; retry_count: number; parked_at: Date }>(
@@ -333,7 +299,7 @@ export const consumerGroups = ({
         [group],
       );
       // This process's consumers at once; the others' through the wake-up channel.
-      for (const latch of latches.get(group) ?? []) latch.poke();
+      consumers.poke(group);
       await query(`SELECT pg_notify('${appendedChannel}', '')`, []);
     },
   };

@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../core/events.js';
+import type { EventRow as StoredEventRow } from './event-rows.js';
 import type { EventFilter } from './port.js';
 
 /**
@@ -133,31 +133,11 @@ export const eventStoreMigrations: readonly string[] = [
   `,
 ];
 
-/** A row of `events`; bigint columns arrive as strings from node-pg. */
-export interface EventRow {
-  position: string;
-  event_id: string;
-  stream_name: string;
-  stream_version: number;
-  event_type: string;
-  data: string;
-  metadata: string;
-  hash: string;
-}
+/** A row of `events`: bigint columns arrive as strings from node-pg. */
+export type EventRow = StoredEventRow<string>;
 
 export const eventColumns =
   'e.position, e.event_id, e.stream_name, e.stream_version, e.event_type, e.data, e.metadata, e.hash';
-
-export const toRecordedEvent = (row: EventRow): RecordedEvent => ({
-  id: row.event_id,
-  type: row.event_type,
-  data: JSON.parse(row.data) as unknown,
-  metadata: JSON.parse(row.metadata) as RecordedEvent['metadata'],
-  streamName: row.stream_name,
-  streamVersion: row.stream_version,
-  position: Number(row.position),
-  hash: row.hash,
-});
 
 /**
  * SQL for an event filter on the alias `e`, event types aside (see orderedPage), with its parameters

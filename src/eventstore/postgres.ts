@@ -9,17 +9,17 @@ import { adoptRestoredEvents } from './postgres-restore.js';
 import type { AppendResult, EventStore, ReadAllOptions } from './port.js';
 import { AppendSignal, defaultPollMs, type Appended } from './append-signal.js';
 import { chainEvent, genesisHash } from './hash-chain.js';
-import { remoteCatchUp, type HorizonPage } from './postgres-catch-up.js';
+import { catchUp, type SourcePage } from './catch-up-engine.js';
 import { consumerGroups } from './postgres-groups.js';
-import { appendedChannel, listenForAppends, type Listener } from './postgres-listener.js';
+import { appendedChannel, canSkipCommit, listenForAppends, type Listener } from './postgres-listener.js';
 import {
   eventColumns,
   eventStoreMigrations,
   horizonCtes,
   orderedPage,
-  toRecordedEvent,
   type EventRow,
 } from './postgres-schema.js';
+import { toRecordedEvent } from './event-rows.js';
 
 /**
  * The PostgreSQL event store (node-postgres). Commit order and the horizon readers stop at are explained
@@ -203,7 +203,7 @@ export const openPostgresEventStore = async (
    */
   let settled = 0;
 
-  const pageOf = (rows: EventRow[], lastPosition: number, isEnd: boolean, behind: boolean): HorizonPage => ({
+  const pageOf = (rows: EventRow[], lastPosition: number, isEnd: boolean, behind: boolean): SourcePage => ({
     size: rows.length,
     decode: () => rows.map(toRecordedEvent),
     lastPosition,
@@ -216,7 +216,7 @@ export const openPostgresEventStore = async (
     after = 0,
     maxCount = 1000,
     filter,
-  }: ReadAllOptions = {}): Promise<HorizonPage> => {
+  }: ReadAllOptions = {}): Promise<SourcePage> => {
     const upTo = settled;
     let settledRows: EventRow[] = [];
     if (after < upTo) {
@@ -323,7 +323,12 @@ export const openPostgresEventStore = async (
 
     subscribe: (options, handler) => {
       listening();
-      return remoteCatchUp({ readPage, signal, pollMs }, options, handler);
+      // Reads ahead: the server reads the next page while this process decodes and handles this one.
+      return catchUp(
+        { readPage, readsAhead: true, signal, pollMs, canSkip: canSkipCommit },
+        options,
+        handler,
+      );
     },
 
     ...((): Pick<

@@ -1,18 +1,11 @@
 import type Database from 'better-sqlite3';
-import type { RecordedEvent } from '../core/events.js';
-import type {
-  ConsumerOutcome,
-  EventFilter,
-  EventStore,
-  ParkedEvent,
-  PersistentHandler,
-  Subscription,
-} from './port.js';
-import { canSkip, stopLatch, type StopLatch } from './append-signal.js';
+import type { EventFilter, EventStore, ParkedEvent } from './port.js';
+import { canSkip } from './append-signal.js';
+import { consumerLatches, type GroupConsumer } from './consumer-latches.js';
 import { yieldToEventLoop } from './catch-up-pacing.js';
 import type { LocalSource } from './sqlite-catch-up.js';
-import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
-import { allOrFirstFailure, handlerOutcome } from './handler-outcomes.js';
+import { toRecordedEvent, type EventRow } from './event-rows.js';
+import { allOrFirstFailure, handlerOutcome, settleDelivery, settleReplay } from './handler-outcomes.js';
 import { whenFree } from '../core/sqlite-busy.js';
 
 /**
@@ -62,8 +55,6 @@ export const persistentSubscriptions = (
   checkFence: () => void = () => undefined,
 ): PersistentPart => {
   db.exec(schema);
-  /** The latch of each group consumed in this process: a replay pokes it out of its sleep. */
-  const latches = new Map<string, StopLatch>();
 
   const sql = {
     group: db.prepare('SELECT filter, max_retry_count, checkpoint FROM subscription_groups WHERE name = ?'),
@@ -100,59 +91,54 @@ export const persistentSubscriptions = (
     head: db.prepare('SELECT coalesce(max(position), 0) AS head FROM events'),
   };
 
-  /** Records an outcome; returns the retry count to deliver again with, or null when the event is settled. */
-  const settle = db.transaction(
-    (
-      group: string,
-      maxRetryCount: number,
-      event: RecordedEvent,
-      retryCount: number,
-      outcome: ConsumerOutcome,
-    ) => {
+  /** An event delivered again: its count first, so that a restart resumes it. */
+  const recordRetry = db.transaction((group: string, position: number, retryCount: number) => {
+    checkFence();
+    sql.setRetryCount.run(group, position, retryCount);
+  });
+  /** An event settled after retries or parked: its count goes, and the checkpoint moves past it. */
+  const settled = db.transaction(
+    (group: string, position: number, parked: { reason: string; retryCount: number } | null) => {
       checkFence();
-      const park = (reason: string) =>
-        sql.park.run(group, event.position, reason, retryCount, new Date().toISOString());
-      if (outcome.kind === 'nack' && outcome.action === 'retry' && retryCount < maxRetryCount) {
-        sql.setRetryCount.run(group, event.position, retryCount + 1);
-        return retryCount + 1;
-      }
-      if (outcome.kind === 'nack') park(outcome.reason);
-      sql.clearRetries.run(group, event.position);
-      sql.moveCheckpoint.run(event.position, group);
-      return null;
+      if (parked) sql.park.run(group, position, parked.reason, parked.retryCount, new Date().toISOString());
+      sql.clearRetries.run(group, position);
+      sql.moveCheckpoint.run(position, group);
     },
   );
-
-  const settleReplay = db.transaction((group: string, event: RecordedEvent, outcome: ConsumerOutcome) => {
-    checkFence();
-    if (outcome.kind === 'ack') sql.unpark.run(group, event.position);
-    else sql.park.run(group, event.position, outcome.reason, 0, new Date().toISOString());
-  });
+  const settleReplayed = db.transaction(
+    (group: string, position: number, parked: { reason: string } | null) => {
+      checkFence();
+      if (parked) sql.park.run(group, position, parked.reason, 0, new Date().toISOString());
+      else sql.unpark.run(group, position);
+    },
+  );
   /** The group's checkpoint moved, in a write transaction of its own behind the fence. */
   const moveCheckpoint = db.transaction((group: string, position: number) => {
     checkFence();
     sql.moveCheckpoint.run(position, group);
   });
 
-  const consume = async (
-    group: string,
-    handler: PersistentHandler,
-    latch: StopLatch,
-    concurrency: number,
-  ) => {
-    const stopped = () => latch.stopped();
+  /** How often the event was delivered before: 0 unless a retry of it was recorded. */
+  const storedRetryCount = (group: string, position: number): number =>
+    (sql.retryCount.get(group, position) as { retry_count: number } | undefined)?.retry_count ?? 0;
+
+  const consume: GroupConsumer = async (group, handler, latch, concurrency) => {
+    const stopping = () => latch.stopped();
     const row = sql.group.get(group) as GroupRow | undefined;
     if (!row) throw new Error(`The persistent subscription group "${group}" does not exist`);
     const filter = JSON.parse(row.filter) as EventFilter;
     // How far reads got past events the filter skips. It is persisted only now and then: re-reading such
     // positions after a restart delivers nothing, and a write on every append of other kinds of events is not.
     let scanned = 0;
-    while (!stopped() && !source.signal.isClosed) {
+    while (!stopping() && !source.signal.isClosed) {
       const replay = sql.nextReplay.get(group) as EventRow | undefined;
       if (replay) {
-        const event = toRecordedEvent(replay);
-        const outcome = await handlerOutcome(handler, event, 0);
-        await whenFree(() => settleReplay.immediate(group, event, outcome));
+        const replayed = (parked: { reason: string } | null) =>
+          whenFree(() => settleReplayed.immediate(group, replay.position, parked));
+        const outcome = await settleReplay(handler, toRecordedEvent(replay), (reason) =>
+          replayed({ reason }),
+        );
+        if (outcome.kind === 'acknowledged') await replayed(null);
         continue;
       }
       const { checkpoint } = sql.group.get(group) as GroupRow;
@@ -169,36 +155,38 @@ export const persistentSubscriptions = (
       // retried on its own, so the checkpoint never passes an event that is not settled.
       for (let start = 0; start < page.events.length; start += concurrency) {
         const chunk = page.events.slice(start, start + concurrency);
-        const stored = chunk.map(
-          (event) => sql.retryCount.get(group, event.position) as { retry_count: number } | undefined,
-        );
+        const stored = chunk.map((event) => storedRetryCount(group, event.position));
         const firstOutcomes = await allOrFirstFailure(
-          chunk.map((event, index) => handlerOutcome(handler, event, stored[index]?.retry_count ?? 0)),
+          chunk.map((event, index) => handlerOutcome(handler, event, stored[index]!)),
         );
         for (const [index, event] of chunk.entries()) {
-          let retryCount: number | null = stored[index]?.retry_count ?? 0;
-          let outcome = firstOutcomes[index]!;
-          for (;;) {
-            // Stopping: a retry is left for the next consumer (its count is kept), never burnt down to a park.
-            if (stopped() && outcome.kind === 'nack' && outcome.action === 'retry') {
-              await saveAcknowledged();
-              return;
-            }
-            if (outcome.kind === 'ack' && !stored[index]) {
-              acknowledged = event.position;
-              break;
-            }
+          const { position } = event;
+          // Each write saves the plain acknowledgements before it, so the checkpoint moves in order.
+          const settle = async (parked: { reason: string; retryCount: number } | null) => {
             await saveAcknowledged();
-            const [count, settling]: [number, ConsumerOutcome] = [retryCount, outcome];
-            retryCount = await whenFree<number | null>(() =>
-              settle.immediate(group, row.max_retry_count, event, count, settling),
-            );
-            if (retryCount === null) break;
-            outcome = await handlerOutcome(handler, event, retryCount);
+            await whenFree(() => settled.immediate(group, position, parked));
+          };
+          const outcome = await settleDelivery(
+            { handler, event, retryCount: stored[index]!, maxRetryCount: row.max_retry_count, stopping },
+            {
+              retry: async (retryCount) => {
+                await saveAcknowledged();
+                await whenFree(() => recordRetry.immediate(group, position, retryCount));
+              },
+              park: (reason, retryCount) => settle({ reason, retryCount }),
+            },
+            firstOutcomes[index],
+          );
+          if (outcome.kind === 'left') {
+            await saveAcknowledged();
+            return;
           }
+          // An event retried before has its count to clear with the checkpoint's move.
+          if (outcome.kind === 'acknowledged' && outcome.retryCount > 0) await settle(null);
+          else if (outcome.kind === 'acknowledged') acknowledged = position;
         }
         // The chunk's outcomes are all in hand and settled: stopping delivers no further chunk.
-        if (stopped()) {
+        if (stopping()) {
           await saveAcknowledged();
           return;
         }
@@ -217,6 +205,8 @@ export const persistentSubscriptions = (
     }
   };
 
+  const consumers = consumerLatches(consume);
+
   return {
     ensurePersistentSubscription: (group, { filter = {}, startFrom, maxRetryCount }) => {
       const start = startFrom === 'end' ? (sql.head.get() as { head: number }).head : 0;
@@ -225,20 +215,7 @@ export const persistentSubscriptions = (
       });
     },
 
-    subscribePersistent: (group, handler, { concurrency = 1 } = {}): Subscription => {
-      const latch = stopLatch();
-      latches.set(group, latch);
-      const done = consume(group, handler, latch, Math.max(1, concurrency)).finally(() => {
-        if (latches.get(group) === latch) latches.delete(group);
-      });
-      return {
-        done,
-        stop: async () => {
-          latch.stop();
-          await done.catch(() => undefined);
-        },
-      };
-    },
+    subscribePersistent: consumers.subscribePersistent,
 
     listParked: (group) => {
       const rows = sql.parked.all(group) as (EventRow & {
@@ -261,7 +238,7 @@ export const persistentSubscriptions = (
 
     replayParked: async (group) => {
       await whenFree(() => sql.markReplay.run(group));
-      latches.get(group)?.poke();
+      consumers.poke(group);
     },
   };
 };

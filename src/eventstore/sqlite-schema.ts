@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { EventFilter } from './port.js';
-import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
+import { toRecordedEvent, type EventRow } from './event-rows.js';
 import { eventHash, genesisHash } from './hash-chain.js';
 
 /** The embedded event store's table (sqlite.ts), and its indexes. */

@@ -6,11 +6,12 @@ import { NO_STREAM, satisfiesExpected } from '../core/events.js';
 import { ConflictError, VersionConflictError } from '../core/errors.js';
 import { ownerOnlyDatabase } from '../core/private-files.js';
 import type { AppendResult, EventStore, ReadAllOptions, ReadAllPage } from './port.js';
-import { catchUpSubscription } from './sqlite-catch-up.js';
+import { catchUp } from './catch-up-engine.js';
+import { localCatchUpSource } from './sqlite-catch-up.js';
 import { persistentSubscriptions } from './sqlite-persistent.js';
 import { AppendSignal, defaultPollMs } from './append-signal.js';
 import { sqliteLeases } from './sqlite-leases.js';
-import { toRecordedEvent, type EventRow } from './sqlite-rows.js';
+import { toRecordedEvent, type EventRow } from './event-rows.js';
 import { chainUnhashedEvents, filterClause, schema } from './sqlite-schema.js';
 import { chainEvent, genesisHash } from './hash-chain.js';
 import {
@@ -270,6 +271,7 @@ export const openSqliteEventStore = (
   };
 
   const source = { readAll: readAllNow, head: headPositionNow, signal, pollMs };
+  const catchUpSource = localCatchUpSource(source);
   const leases = sqliteLeases(db);
   const store: EventStore = {
     kind: 'sqlite',
@@ -314,7 +316,7 @@ export const openSqliteEventStore = (
 
     headPosition: () => Promise.resolve(headPositionNow()),
 
-    subscribe: (options, handler) => catchUpSubscription(source, options, handler),
+    subscribe: (options, handler) => catchUp(catchUpSource, options, handler),
 
     ...persistentSubscriptions(db, source, leases.checkFence),
 

@@ -1,32 +1,43 @@
 import type { RecordedEvent } from '../core/events.js';
 import type { BatchHandler, CatchUpOptions, ReadAllOptions, ReadAllPage, Subscription } from './port.js';
-import { stopLatch, type AppendSignal } from './append-signal.js';
+import { latchedSubscription, type Appended, type AppendSignal } from './append-signal.js';
 import { skipReportMs, yieldToEventLoop } from './catch-up-pacing.js';
-import { canSkipCommit } from './postgres-listener.js';
 
 /**
- * A page of the PostgreSQL store as read, its events not decoded yet (a reader asks for the next page
- * first, so that the server reads it while this process decodes this one), and whether committed events
- * still wait below the horizon.
+ * A page of a store as read, its events not decoded yet (a reader may ask for the next page first, so that
+ * the server reads it while this process decodes this one), and whether committed events still wait below
+ * the horizon.
  */
-export interface HorizonPage extends Omit<ReadAllPage, 'events'> {
+export interface SourcePage extends Omit<ReadAllPage, 'events'> {
   /** How many events the page holds. */
   size: number;
   /** The page's events, decoded from their rows on each call. */
   decode: () => RecordedEvent[];
   /**
    * True when events are visible above the safe head: they committed, but an older transaction still
-   * runs, so they are not read yet. The reader looks again soon rather than in a polling interval, since
-   * that older transaction may commit no event and so send no wake-up.
+   * runs, so they are not read yet (PostgreSQL only). The reader looks again soon rather than in a polling
+   * interval, since that older transaction may commit no event and so send no wake-up.
    */
   behind: boolean;
 }
 
-export interface RemoteSource {
-  readPage: (options: ReadAllOptions) => Promise<HorizonPage>;
+/** What the engine needs of a store: pages, wake-ups, and whether a wake-up can be taken as read. */
+export interface CatchUpSource {
+  readPage: (options: ReadAllOptions) => Promise<SourcePage>;
+  /**
+   * Whether the next page is asked for as soon as a full one arrives, before this one is handed over. Worth
+   * it only where a read runs elsewhere (a server) while this process works.
+   */
+  readsAhead: boolean;
   signal: AppendSignal;
   /** The longest an idle subscriber sleeps before it reads again, whatever the signal says. */
   pollMs: number;
+  /** Whether a subscriber at `position` may take this commit as read without reading it. */
+  canSkip: (
+    appended: Appended | null,
+    position: number,
+    eventTypes: readonly string[] | undefined,
+  ) => appended is Appended;
 }
 
 /** While events wait behind the horizon, a reader looks again after this, doubling up to behindMaxMs. */
@@ -46,44 +57,46 @@ const settledLater = <T>(work: Promise<T>): Promise<() => T> =>
   );
 
 /**
- * The catch-up subscription of the PostgreSQL store, as on the embedded one (sqlite-catch-up.ts): pages
- * from the caller's checkpoint, handed over as read; at the end, a sleep until a wake-up (an append by any
- * process, through LISTEN) or the polling interval, then a read from the position again, unless the
- * wake-up was a commit right after the position of only types it does not read. A position moved only
- * past events the filter skips is handed over (as an empty batch) at most every `skipReportMs`.
+ * The catch-up subscription of every store that keeps its own log (docs/architecture.md#event-store-port):
+ * pages from the caller's checkpoint, handed over as read; at the end, a sleep until a wake-up or the
+ * polling interval, then a read from the position again (a wake-up is only a hint), unless the wake-up
+ * was a commit right after the position of only types it does not read. A position moved only past events
+ * the filter skips is handed over (as an empty batch) at most every `skipReportMs`, and within that time
+ * of the move.
  *
- * While a backlog lasts, the next page is asked for as soon as a full one arrives, before this one is
- * decoded and handed over: the server reads while the handler works. A read-ahead that finds nothing is
- * not trusted for sleeping, since appends made while the handler ran may have committed after it: the
- * reader reads again once the handler is done.
+ * With `readsAhead`, while a backlog lasts the next page is asked for as soon as a full one arrives. A
+ * read-ahead that finds nothing is not trusted for sleeping, since appends made while the handler ran may
+ * have committed after it: the reader reads again once the handler is done.
  */
-export const remoteCatchUp = (
-  source: RemoteSource,
+export const catchUp = (
+  source: CatchUpSource,
   { after, filter, batchSize = 500 }: CatchUpOptions,
   handler: BatchHandler,
-): Subscription => {
-  const latch = stopLatch();
-  const run = async (): Promise<void> => {
+): Subscription =>
+  latchedSubscription(async (latch) => {
     let position = after;
+    /** The position the handler was last given, and when. */
     let reported = after;
     let reportedAt = 0;
     let behindMs = behindFirstMs;
-    const hand = async (events: Parameters<BatchHandler>[0]) => {
+    const hand = async (events: RecordedEvent[]) => {
       await handler(events, position);
       reported = position;
       reportedAt = Date.now();
     };
     const read = (from: number) =>
       settledLater(source.readPage({ after: from, maxCount: batchSize, ...(filter ? { filter } : {}) }));
-    let ahead: Promise<() => HorizonPage> | null = null;
+    let ahead: Promise<() => SourcePage> | null = null;
     try {
       while (!latch.stopped() && !source.signal.isClosed) {
         const readAhead = ahead !== null;
         const page = (await (ahead ?? read(position)))();
         ahead = null;
+        // An empty page that moves the position says how far the read got past filtered-out events, as
+        // EventStoreDB's checkpoints do.
         position = Math.max(position, page.lastPosition);
         if (page.size > 0) {
-          if (!page.isEnd) ahead = read(position);
+          if (source.readsAhead && !page.isEnd) ahead = read(position);
           await hand(page.decode());
           await yieldToEventLoop();
           continue; // read again before sleeping: appends made while the handler ran must not be missed
@@ -102,7 +115,7 @@ export const remoteCatchUp = (
           const appended = await source.signal.next(Math.min(idleMs, untilReport), latch);
           if (latch.stopped()) return;
           // A commit of only other types right after the position moves it without a read.
-          if (canSkipCommit(appended, position, filter?.eventTypes)) {
+          if (source.canSkip(appended, position, filter?.eventTypes)) {
             position = Math.max(position, appended.lastPosition);
             continue;
           }
@@ -113,13 +126,4 @@ export const remoteCatchUp = (
     } finally {
       await ahead; // a read-ahead no one will use: the pool may close once it is back
     }
-  };
-  const done = run();
-  return {
-    done,
-    stop: async () => {
-      latch.stop();
-      await done.catch(() => undefined);
-    },
-  };
-};
+  });
