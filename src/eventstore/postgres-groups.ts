@@ -151,25 +151,28 @@ export const consumerGroups = ({
     }));
   };
 
+  // An outcome lands only on the claim of the consumer that decided it: a consumer that stalled past its
+  // claims and comes back late changes nothing another consumer now holds (its event is delivered again).
   const sql = {
-    acknowledge: (group: string, positions: number[]) =>
-      query('DELETE FROM consumer_group_events WHERE group_name = $1 AND position = ANY($2::bigint[])', [
-        group,
-        positions,
-      ]),
-    retry: (group: string, position: number, retryCount: number) =>
+    acknowledge: (group: string, consumer: string, positions: number[]) =>
+      query(
+        `DELETE FROM consumer_group_events
+         WHERE group_name = $1 AND position = ANY($2::bigint[]) AND claimed_by = $3`,
+        [group, positions, consumer],
+      ),
+    retry: (group: string, consumer: string, position: number, retryCount: number) =>
       query(
         `UPDATE consumer_group_events SET retry_count = $3,
            claimed_until = now() + make_interval(secs => $4::double precision / 1000)
-         WHERE group_name = $1 AND position = $2`,
-        [group, position, retryCount, claimTtlMs],
+         WHERE group_name = $1 AND position = $2 AND claimed_by = $5`,
+        [group, position, retryCount, claimTtlMs, consumer],
       ),
-    park: (group: string, position: number, reason: string, retryCount: number) =>
+    park: (group: string, consumer: string, position: number, reason: string, retryCount: number) =>
       query(
         `UPDATE consumer_group_events SET parked_at = now(), reason = $3, retry_count = $4, replay = false,
            claimed_by = NULL, claimed_until = NULL
-         WHERE group_name = $1 AND position = $2`,
-        [group, position, reason, retryCount],
+         WHERE group_name = $1 AND position = $2 AND claimed_by = $5`,
+        [group, position, reason, retryCount, consumer],
       ),
     renew: (group: string, consumer: string) =>
       query(
@@ -196,7 +199,7 @@ export const consumerGroups = ({
     const acknowledged: number[] = [];
     const flushAcknowledged = async () => {
       if (acknowledged.length === 0) return;
-      await sql.acknowledge(group, acknowledged.splice(0));
+      await sql.acknowledge(group, consumer, acknowledged.splice(0));
     };
     // Claims are renewed while this consumer holds any, so a slow handler keeps its events.
     const renewal = setInterval(
@@ -207,12 +210,13 @@ export const consumerGroups = ({
 
     /** One event to its outcome: retried in place while it has retries left, else parked. */
     const settle = async ({ event, retryCount, replay }: Claimed): Promise<void> => {
-      const park = (reason: string, count: number) => sql.park(group, event.position, reason, count);
+      const park = (reason: string, count: number) =>
+        sql.park(group, consumer, event.position, reason, count);
       const outcome = replay
         ? await settleReplay(handler, event, park)
         : await settleDelivery(
             { handler, event, retryCount, maxRetryCount: settings.max_retry_count, stopping: stopped },
-            { retry: (count) => sql.retry(group, event.position, count), park },
+            { retry: (count) => sql.retry(group, consumer, event.position, count), park },
           );
       if (outcome.kind === 'acknowledged') acknowledged.push(event.position);
     };
