@@ -22,10 +22,11 @@ export class Auth {
 
   /**
    * `POST /v1/auth/token`: logs a user in. From then on the client sends the user's access token and, on a
-   * 401, refreshes it once and retries the request. `tenantId` names the user's tenant: e-mails are unique
-   * within a tenant only. `onTokens` sees the new pair.
+   * 401, refreshes it once and retries the request. The login is for the account of the e-mail that the
+   * password opens; `tenantId` limits it to that tenant's, and is needed only when the password opens
+   * accounts in several tenants (e-mails are unique within a tenant only). `onTokens` sees the new pair.
    */
-  login(email: string, password: string, tenantId: string, options?: RequestOptions): Promise<UserTokens> {
+  login(email: string, password: string, tenantId?: string, options?: RequestOptions): Promise<UserTokens> {
     return this.http.login(email, password, tenantId, options);
   }
 
@@ -119,7 +120,7 @@ export class ObservationServiceClient {
   }
 
   /** Shorthand for `auth.login`. */
-  login(email: string, password: string, tenantId: string, options?: RequestOptions): Promise<UserTokens> {
+  login(email: string, password: string, tenantId?: string, options?: RequestOptions): Promise<UserTokens> {
     return this.auth.login(email, password, tenantId, options);
   }
 

@@ -306,14 +306,14 @@ export class Transport {
   async login(
     email: string,
     password: string,
-    tenantId: string,
+    tenantId?: string,
     options?: RequestOptions,
   ): Promise<UserTokens> {
     const started = this.now();
     const pair = await this.json<TokenPair>({
       method: 'POST',
       path: '/v1/auth/token',
-      json: { email, password, tenantId },
+      json: { email, password, ...(tenantId === undefined ? {} : { tenantId }) },
       auth: 'none',
       ...(options ? { options } : {}),
     });

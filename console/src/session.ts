@@ -61,6 +61,13 @@ const postJson = async (path: string, body: unknown) => {
   });
 };
 
+/** The tenant an access token is for: its `tenantId` claim (read, not verified: the service verifies it). */
+const tenantOfToken = (token: string): string => {
+  const payload = token.split('.')[1] ?? '';
+  const json = atob(payload.replace(/-/g, '+').replace(/_/g, '/'));
+  return (JSON.parse(json) as { tenantId: string }).tenantId;
+};
+
 let refreshing: Promise<boolean> | null = null;
 
 export const session = {
@@ -75,12 +82,19 @@ export const session = {
     if (!tenantId) throw new Error('That is not an API key of a tenant (obs_t_….….…)');
     set({ kind: 'apiKey', tenantId, key: key.trim() });
   },
-  login: async (tenantId: string, email: string, password: string) => {
-    const response = await postJson('/v1/auth/token', { tenantId, email, password });
+  /** The tenant is optional: without it the account is the one the password opens, named by the token. */
+  login: async (email: string, password: string, tenantId = '') => {
+    const response = await postJson('/v1/auth/token', { email, password, ...(tenantId ? { tenantId } : {}) });
     const body = (await response.json()) as TokenPair & { detail?: string; title?: string };
     if (!response.ok)
       throw new ApiProblem(response.status, body.title ?? 'Sign-in failed', body.detail ?? '');
-    set({ kind: 'user', tenantId, email, accessToken: body.accessToken, refreshToken: body.refreshToken });
+    set({
+      kind: 'user',
+      tenantId: tenantOfToken(body.accessToken),
+      email,
+      accessToken: body.accessToken,
+      refreshToken: body.refreshToken,
+    });
   },
   /** One refresh at a time: refresh tokens are single use, and a second use revokes the session. */
   refresh: (): Promise<boolean> => {

@@ -13,6 +13,7 @@ export const SignIn = () => {
     label: string,
     type: 'text' | 'email' | 'password',
     autocomplete: string,
+    required = true,
   ) => (
     <label>
       {label}
@@ -21,7 +22,7 @@ export const SignIn = () => {
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
         type={type as 'text'}
         name={name}
-        required
+        required={required}
         autoComplete={autocomplete}
         value={login[name]}
         onInput={(e) => setLogin({ ...login, [name]: (e.target as HTMLInputElement).value })}
@@ -60,14 +61,20 @@ export const SignIn = () => {
           onSubmit={(event) => {
             event.preventDefault();
             void withLogin.run(() =>
-              session.login(login.tenantId.trim(), login.email.trim(), login.password),
+              session.login(login.email.trim(), login.password, login.tenantId.trim()),
             );
           }}
         >
           <h2>With e-mail and password</h2>
-          {input('tenantId', 'Tenant id', 'text', 'organization')}
           {input('email', 'E-mail', 'email', 'username')}
           {input('password', 'Password', 'password', 'current-password')}
+          {input(
+            'tenantId',
+            'Tenant id (only if asked: the password opens accounts in several)',
+            'text',
+            'organization',
+            false,
+          )}
           <button type="submit" disabled={withLogin.busy}>
             Sign in
           </button>

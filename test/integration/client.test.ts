@@ -134,6 +134,22 @@ describe('the TypeScript client (client/) against the running service', function
       expect(meta.requestId).to.be.a('string');
     });
 
+    it('logs in with the e-mail and password alone', async () => {
+      await admin().users.create(tenantId, { email: 'alone@clientco.test', password, scopes: ['admin'] });
+      // A login without a tenant finds the account through the users read model: wait for it to list it.
+      for (const deadline = Date.now() + 10_000; ;) {
+        const users = await admin().users.list(tenantId);
+        if (users.data.some((user) => user.email === 'alone@clientco.test')) break;
+        if (Date.now() > deadline) throw new Error('the users read model never listed the user');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const { client, sent } = connect();
+      const tokens = await client.login('alone@clientco.test', password);
+      expect(sent.map((request) => [request.path, request.status])).to.deep.equal([['/v1/auth/token', 200]]);
+      const claims = JSON.parse(Buffer.from(tokens.accessToken.split('.')[1]!, 'base64url').toString());
+      expect(claims.tenantId).to.equal(tenantId);
+    });
+
     it('sends a given access token as a bearer token, and answers its refusal with the 401', async () => {
       await admin().users.create(tenantId, { email: 'bearer@clientco.test', password, scopes: ['admin'] });
       const tokens = await connect().client.login('bearer@clientco.test', password, tenantId);
