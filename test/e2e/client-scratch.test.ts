@@ -46,7 +46,7 @@ const run = (command: string, args: string[], cwd: string, env: Record<string, s
   });
 
 /** The README's client snippet, and the line that replaces its import in a CommonJS JavaScript file. */
-const readmeSnippet = (readme: string): { code: string; requireLine: string } => {
+const readmeSnippet = (readme: string): { code: string; requireLine: string; setup: string } => {
   const block = (marker: string, language: string) => {
     const start = readme.indexOf(marker);
     expect(start, `README.md has the ${marker} marker`).to.be.above(-1);
@@ -57,8 +57,16 @@ const readmeSnippet = (readme: string): { code: string; requireLine: string } =>
   return {
     code: block('<!-- client-snippet:', 'ts'),
     requireLine: block('<!-- client-snippet-require -->', 'js').trim(),
+    setup: block('<!-- client-setup:', 'sh'),
   };
 };
+
+/** Whether npm can reach its registry: the TypeScript of the README's setup is today's, from there. */
+const registryReachable = () =>
+  run('npm', ['view', 'typescript', 'version', '--fetch-timeout=20000'], root).then(
+    () => true,
+    () => false,
+  );
 
 /** The snippet in plain CommonJS JavaScript: its one import replaced by the README's `require` line. */
 const asRequire = (code: string, requireLine: string) => {
@@ -241,9 +249,9 @@ describe('the client in a new project (README "Using the TypeScript client")', f
   };
 
   /** Runs a file of the scratch project with the Quickstart's tenant, and checks what the snippet does. */
-  const runSnippet = async (file: string) => {
+  const runSnippet = async (file: string, cwd = app) => {
     const before = new Set((await observations()).map((o) => o.id));
-    const { stdout, stderr } = await run(process.execPath, [file], app, {
+    const { stdout, stderr } = await run(process.execPath, [file], cwd, {
       OBS_URL: server.url,
       OBS_TENANT: tenant.tenantId,
       OBS_KEY: tenant.adminKey,
@@ -275,5 +283,26 @@ describe('the client in a new project (README "Using the TypeScript client")', f
     await runSnippet('main.cjs');
     writeFileSync(join(app, 'plain.cjs'), asRequire(code, requireLine));
     await runSnippet('plain.cjs');
+  });
+
+  it("follows the README's setup with today's npm init and tsc --init, then compiles and runs the snippet", async function () {
+    if (!(await registryReachable())) {
+      console.log(
+        "    (skipped: the npm registry, where the setup's typescript and @types/node come from, is not reachable)",
+      );
+      this.skip();
+    }
+    const { code, setup } = readmeSnippet(readme);
+    // A clone whose folder has a name of its own; its client built as the block before the setup builds it.
+    const clone = join(work.dir, 'my-clone');
+    mkdirSync(clone);
+    symlinkSync(join(work.dir, 'client'), join(clone, 'client'), 'junction');
+    await run('bash', ['-euo', 'pipefail', '-c', setup], clone);
+    const yourApp = join(work.dir, 'your-app');
+    const config = readFileSync(join(yourApp, 'tsconfig.json'), 'utf8');
+    expect(config, 'tsc --init, as TypeScript makes it today').to.match(/"verbatimModuleSyntax": true/);
+    writeFileSync(join(yourApp, 'main.mts'), code);
+    await run('npx', ['tsc'], yourApp);
+    await runSnippet('main.mjs', yourApp);
   });
 });
