@@ -1,5 +1,6 @@
 import { rebuildPhase, type RebuildPhaseResults } from './audit.js';
 import { runAuth, type AuthResults } from './auth.js';
+import { reportCli, runCli } from './cli.js';
 import { runCv, type CvResults } from './cv.js';
 import { reportCvDetector, runCvDetector } from './cv-detector.js';
 import { runHttp, type HttpResults } from './http.js';
@@ -21,7 +22,7 @@ import { runWebhooks, type WebhookResults } from './webhooks.js';
 /**
  * `npm run bench`: every phase in one run, each against its own baseline, then the ratios against their
  * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,scaleout,append,
- * catchup,million,growth,auth,webhooks,cv,cv-detector,images,rebuild,soak (all by default), or the same names
+ * catchup,million,growth,auth,webhooks,cv,cv-detector,images,cli,rebuild,soak (all by default), or the same names
  * as arguments (`npm run bench -- soak`), runs a subset, and only a full run rewrites docs/bench/latest.json
  * and docs/benchmarks.md. `cv-detector` and `images` write their own JSON under docs/bench and print. The endurance phase (`soak`) writes its own docs/bench/soak.json and its part of
  * docs/benchmarks.md when it ran for its full length (see bench/soak-report.ts).
@@ -77,6 +78,7 @@ const allPhases = [
   'cv',
   'cv-detector',
   'images',
+  'cli',
   'rebuild',
   'soak',
 ] as const;
@@ -208,6 +210,10 @@ const main = async (): Promise<void> => {
   if (detector) for (const file of reportCvDetector(detector)) log(`wrote ${file}`);
   const images = await phase('images', () => runImages({ durationS: numberFromEnv('BENCH_IMAGES_S', 20) }));
   if (images) for (const file of reportImages(images)) log(`wrote ${file}`);
+  const cli = await phase('cli', () =>
+    Promise.resolve(runCli({ runs: numberFromEnv('BENCH_CLI_RUNS', 10) })),
+  );
+  if (cli) reportCli(cli);
   const rebuild: RebuildPhaseResults | null = await sqlitePhase('rebuild', () =>
     rebuildPhase(settings.millionEvents, settings.eventsPerStream),
   );
