@@ -12,11 +12,11 @@ import { commandContext } from '../http/command-context.js';
 import type { CursorCodec } from '../http/cursor.js';
 import { sendProjectedPage } from '../http/paging.js';
 import { pathParam, sendAggregate, sendResource } from '../http/resource.js';
-import { observationDecider } from '../observations/decider.js';
+import { observationDecider, observationOf } from '../observations/decider.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
-import { cvJobDecider, type CvJob, type CvJobState } from './decider.js';
+import { cvJobDecider, jobOf, type CvJob } from './decider.js';
 import type { ModelRegistry } from './models/registry.js';
 import { statusOf, type CvModel } from './models/port.js';
 
@@ -51,11 +51,6 @@ const modelListing = (model: CvModel) => {
   };
 };
 
-const jobOf = (state: CvJobState): CvJob => {
-  if (state.status === 'absent') throw new NotFoundError('The CV job does not exist');
-  return state.job;
-};
-
 /**
  * CV jobs: request a model run over an observation's image, follow it, list them. The request only
  * records the job (202); the worker (src/cv/worker.ts) runs it.
@@ -83,8 +78,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
       observationDecider,
       streamName('observation', tenantId, body.observationId),
     );
-    if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
-    const { media } = state.observation;
+    const { media } = observationOf(state);
     if (media.length === 0) {
       throw new ValidationError([
         { path: 'observationId', message: 'has no media to analyse; upload an image to it first' },

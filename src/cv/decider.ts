@@ -95,7 +95,8 @@ export type CvJobCommand =
   | { type: 'CompleteJob'; attempt: number; result: ModelResult }
   | { type: 'FailJob'; attempt: number; error: CvJobError };
 
-const present = (state: CvJobState): CvJob => {
+/** The job a state holds, or a 404. */
+export const jobOf = (state: CvJobState): CvJob => {
   if (state.status === 'absent') throw new NotFoundError('The CV job does not exist');
   return state.job;
 };
@@ -127,7 +128,7 @@ const decide = (command: CvJobCommand, state: CvJobState): CvJobEvent[] => {
       return [{ type: 'CvJobRequested', data }];
     }
     case 'StartJob': {
-      const job = present(state);
+      const job = jobOf(state);
       if (job.status === 'completed' || job.status === 'failed') return [];
       if (job.status === 'running' && !isStale(job, command.now, command.staleAfterMs)) {
         throw new ConflictError(`CV job ${job.id} is running`);
@@ -155,7 +156,7 @@ const decide = (command: CvJobCommand, state: CvJobState): CvJobEvent[] => {
       ];
     }
     case 'CompleteJob': {
-      const job = present(state);
+      const job = jobOf(state);
       assertCurrentAttempt(job, command.attempt);
       return [
         {
@@ -165,7 +166,7 @@ const decide = (command: CvJobCommand, state: CvJobState): CvJobEvent[] => {
       ];
     }
     case 'FailJob': {
-      const job = present(state);
+      const job = jobOf(state);
       assertCurrentAttempt(job, command.attempt);
       return [
         { type: 'CvJobFailed', data: { ...target(job), attempt: command.attempt, error: command.error } },

@@ -3,7 +3,6 @@ import type { Context } from 'koa';
 import { locationsQuery } from '../../projections/locations.js';
 import { requireScope, type Authenticator } from '../http/guard.js';
 import { handleCommand } from '../core/command-handler.js';
-import { NotFoundError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
@@ -17,8 +16,8 @@ import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/re
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateLocationBody, ListLocationsQuery, PatchLocationBody } from './codecs.js';
-import type { Location, LocationState } from './decider.js';
-import { locationDecider } from './decider.js';
+import type { Location } from './decider.js';
+import { locationDecider, locationOf } from './decider.js';
 
 export interface LocationsApiDeps {
   eventStore: EventStore;
@@ -31,11 +30,6 @@ export interface LocationsApiDeps {
   bodyLimit: number;
   consistencyTimeoutMs: number;
 }
-
-const locationOf = (state: LocationState): Location => {
-  if (state.status !== 'active') throw new NotFoundError('The location does not exist');
-  return state.location;
-};
 
 /** Locations: read with `locations:read`; created, patched (merge patch) and deleted with `locations:write`. */
 export const locationsApi = (deps: LocationsApiDeps): Router => {

@@ -47,7 +47,8 @@ export type LocationCommand =
   | { type: 'UpdateLocation'; patch: LocationPatch }
   | { type: 'DeleteLocation' };
 
-const active = (state: LocationState): Location => {
+/** The location a state holds, or a 404: a deleted one is gone for reads and commands alike. */
+export const locationOf = (state: LocationState): Location => {
   if (state.status !== 'active') throw new NotFoundError('The location does not exist');
   return state.location;
 };
@@ -75,7 +76,7 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
         assertAttributesFit(command.fields.attributes);
         return [{ type: 'LocationCreated', data: { locationId: command.locationId, ...command.fields } }];
       case 'UpdateLocation': {
-        const location = active(state);
+        const location = locationOf(state);
         const next: Partial<LocationFields> = { ...command.patch };
         if (command.patch.attributes !== undefined) {
           next.attributes = mergePatch(location.attributes, command.patch.attributes) as Attributes;
@@ -91,7 +92,7 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
           : [{ type: 'LocationUpdated', data: { locationId: location.id, changes } }];
       }
       case 'DeleteLocation':
-        return [{ type: 'LocationDeleted', data: { locationId: active(state).id } }];
+        return [{ type: 'LocationDeleted', data: { locationId: locationOf(state).id } }];
     }
   },
   evolve: (state, event) => {

@@ -2,7 +2,6 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { observationsQuery } from '../../projections/observations.js';
 import { handleCommand } from '../core/command-handler.js';
-import { NotFoundError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
@@ -22,9 +21,9 @@ import {
   PatchObservationBody,
   recordedFields,
 } from './codecs.js';
-import { observationDecider } from './decider.js';
+import { observationDecider, observationOf } from './decider.js';
 import { assertReferences } from './references.js';
-import type { Observation, ObservationState } from './observation.js';
+import type { Observation } from './observation.js';
 
 export interface ObservationsApiDeps {
   eventStore: EventStore;
@@ -39,11 +38,6 @@ export interface ObservationsApiDeps {
 }
 
 const path = (tenantId: string, id: string) => `/v1/tenants/${tenantId}/observations/${id}`;
-
-const observationOf = (state: ObservationState): Observation => {
-  if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
-  return state.observation;
-};
 
 export const observationsApi = (deps: ObservationsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/observations' });

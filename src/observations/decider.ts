@@ -38,6 +38,12 @@ const changesOf = (current: Observation, patch: ObservationPatch): Partial<Obser
   );
 };
 
+/** The observation a state holds, or a 404. */
+export const observationOf = (state: ObservationState): Observation => {
+  if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
+  return state.observation;
+};
+
 const decide = (command: ObservationCommand, state: ObservationState): ObservationEvent[] => {
   switch (command.type) {
     case 'RecordObservation':
@@ -48,21 +54,18 @@ const decide = (command: ObservationCommand, state: ObservationState): Observati
         { type: 'ObservationRecorded', data: { observationId: command.observationId, ...command.fields } },
       ];
     case 'UpdateObservation': {
-      if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
-      const changes = changesOf(state.observation, command.patch);
+      const observation = observationOf(state);
+      const changes = changesOf(observation, command.patch);
       if (Object.keys(changes).length === 0) return [];
       if (changes.attributes) assertAttributesFit(changes.attributes);
-      return [{ type: 'ObservationUpdated', data: { observationId: state.observation.id, changes } }];
+      return [{ type: 'ObservationUpdated', data: { observationId: observation.id, changes } }];
     }
     case 'AttachMedia': {
-      if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
+      const observation = observationOf(state);
       // The same bytes again are the same medium: attaching them twice changes nothing.
-      if (state.observation.media.some((media) => media.id === command.media.id)) return [];
+      if (observation.media.some((media) => media.id === command.media.id)) return [];
       return [
-        {
-          type: 'ObservationMediaAttached',
-          data: { observationId: state.observation.id, media: command.media },
-        },
+        { type: 'ObservationMediaAttached', data: { observationId: observation.id, media: command.media } },
       ];
     }
     default: {

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { visitsQuery } from '../../projections/visits.js';
 import { requireScope, type Authenticator } from '../http/guard.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
-import { NotFoundError, UnavailableError } from '../core/errors.js';
+import { UnavailableError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
@@ -19,8 +19,8 @@ import type { Observation } from '../observations/observation.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateVisitBody, ListVisitsQuery, PatchVisitBody } from './codecs.js';
-import type { Visit, VisitState } from './decider.js';
-import { visitDecider } from './decider.js';
+import type { Visit } from './decider.js';
+import { visitDecider, visitOf } from './decider.js';
 
 export interface VisitsApiDeps {
   eventStore: EventStore;
@@ -35,11 +35,6 @@ export interface VisitsApiDeps {
   bodyLimit: number;
   consistencyTimeoutMs: number;
 }
-
-const visitOf = (state: VisitState): Visit => {
-  if (state.status === 'absent') throw new NotFoundError('The visit does not exist');
-  return state.visit;
-};
 
 /**
  * Field visits. They belong to the field work on observations, so they take the observation scopes:

@@ -46,11 +46,17 @@ const assertEndsAfterStart = ({ startedAt, endedAt }: Pick<VisitFields, 'started
   }
 };
 
-const draft = (state: VisitState): Visit => {
+/** The visit a state holds, or a 404. */
+export const visitOf = (state: VisitState): Visit => {
   if (state.status === 'absent') throw new NotFoundError('The visit does not exist');
-  if (state.visit.status === 'submitted')
-    throw new ConflictError('The visit is submitted and can no longer change');
   return state.visit;
+};
+
+const draft = (state: VisitState): Visit => {
+  const visit = visitOf(state);
+  if (visit.status === 'submitted')
+    throw new ConflictError('The visit is submitted and can no longer change');
+  return visit;
 };
 
 export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
