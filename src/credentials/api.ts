@@ -6,20 +6,19 @@ import type { Authenticator } from '../http/guard.js';
 import { requireScope } from '../http/guard.js';
 import { apiKeyPrefix, formatClientId, formatCredential } from './credential-strings.js';
 import { hashPassword } from './passwords.js';
-import { handleCommand } from '../core/command-handler.js';
 import { loadTenant } from '../tenants/load.js';
 import { createSecretCredential } from './create.js';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { NotFoundError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
-import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import type { CursorCodec } from '../http/cursor.js';
 import { listPage, sendPage } from '../http/paging.js';
-import { pathParam, sendAggregate, sendResource } from '../http/resource.js';
+import { aggregateResource } from '../http/aggregate-resource.js';
+import { pathParam, sendResource } from '../http/resource.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import { CreateSecretCredentialBody, CreateUserBody } from './codecs.js';
@@ -74,12 +73,11 @@ const secretCredentialRoutes = <E extends DomainEvent>(
   },
 ) => {
   const admin = requireScope(deps.auth, 'admin');
-  const stream = (ctx: Context) =>
-    streamName(options.aggregate, pathParam(ctx, 'tenantId'), pathParam(ctx, 'id'));
   const credentialOf = (state: CredentialState): SecretCredential => {
     if (state.status === 'absent') throw new NotFoundError('No such credential');
     return state.credential;
   };
+  const credentials = aggregateResource(deps, options.decider, credentialOf, { ifMatch: false });
 
   // The platform key may create credentials too: that is how a new tenant gets its first admin.
   router.post(options.path, requireScope(deps.auth, 'admin', { allowPlatform: true }), async (ctx) => {
@@ -112,31 +110,19 @@ const secretCredentialRoutes = <E extends DomainEvent>(
 
   router.get(options.path, admin, listForTenant(deps, options.collection));
 
-  router.get(`${options.path}/:id`, admin, (ctx) =>
-    sendAggregate(ctx, deps.eventStore, options.decider, stream(ctx), credentialOf),
-  );
+  router.get(`${options.path}/:id`, admin, credentials.read);
 
-  router.delete(`${options.path}/:id`, admin, async (ctx) => {
-    const result = await handleCommand(
-      deps.eventStore,
-      options.decider,
-      stream(ctx),
-      { type: 'Revoke' },
-      commandContext(ctx, deps),
-    );
-    if (result.position !== null) ctx.set('X-Position', String(result.position));
-    ctx.status = 204;
-  });
+  router.delete(`${options.path}/:id`, admin, (ctx) => credentials.remove(ctx, { type: 'Revoke' }));
 };
 
 export const credentialsApi = (deps: CredentialsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId' });
   const admin = requireScope(deps.auth, 'admin');
-  const userStream = (ctx: Context) => streamName('user', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id'));
   const userOf = (state: UserState): User => {
     if (state.status === 'absent') throw new NotFoundError('No such user');
     return state.user;
   };
+  const users = aggregateResource(deps, userDecider, userOf, { ifMatch: false });
 
   router.post('/users', requireScope(deps.auth, 'admin', { allowPlatform: true }), async (ctx) => {
     const body = decodeOrThrow(CreateUserBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
@@ -144,10 +130,9 @@ export const credentialsApi = (deps: CredentialsApiDeps): Router => {
     await loadTenant(deps.eventStore, tenantId);
     const email = normalizeEmail(body.email);
     const userId = userIdFor(tenantId, email);
-    const result = await handleCommand(
-      deps.eventStore,
-      userDecider,
-      streamName('user', tenantId, userId),
+    await users.create(
+      ctx,
+      { id: userId, location: `/v1/tenants/${tenantId}/users/${userId}` },
       {
         type: 'CreateUser',
         userId,
@@ -155,28 +140,14 @@ export const credentialsApi = (deps: CredentialsApiDeps): Router => {
         passwordHash: await hashPassword(body.password),
         scopes: body.scopes,
       },
-      commandContext(ctx, deps),
     );
-    ctx.set('Location', `/v1/tenants/${tenantId}/users/${userId}`);
-    sendResource(ctx, 201, userOf(result.state), result);
   });
 
   router.get('/users', admin, listForTenant(deps, usersProjection.collection.name));
 
-  router.get('/users/:id', admin, (ctx) =>
-    sendAggregate(ctx, deps.eventStore, userDecider, userStream(ctx), userOf),
-  );
+  router.get('/users/:id', admin, users.read);
 
-  router.post('/users/:id/disable', admin, async (ctx) => {
-    const result = await handleCommand(
-      deps.eventStore,
-      userDecider,
-      userStream(ctx),
-      { type: 'DisableUser' },
-      commandContext(ctx, deps),
-    );
-    sendResource(ctx, 200, userOf(result.state), result);
-  });
+  router.post('/users/:id/disable', admin, (ctx) => users.change(ctx, { type: 'DisableUser' }));
 
   secretCredentialRoutes(router, deps, {
     path: '/api-keys',

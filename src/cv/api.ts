@@ -1,17 +1,17 @@
 import Router from '@koa/router';
 import { cvJobsQuery } from '../../projections/cv-jobs.js';
 import { requireScope, type Authenticator } from '../http/guard.js';
-import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { readAggregate } from '../core/command-handler.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
 import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
-import { commandContext } from '../http/command-context.js';
+import { aggregateResource } from '../http/aggregate-resource.js';
 import type { CursorCodec } from '../http/cursor.js';
 import { sendProjectedPage } from '../http/paging.js';
-import { pathParam, sendAggregate, sendResource } from '../http/resource.js';
+import { pathParam } from '../http/resource.js';
 import { observationDecider, observationOf } from '../observations/decider.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
@@ -59,6 +59,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId' });
   const read = requireScope(deps.auth, 'cv:read');
   const write = requireScope(deps.auth, 'cv:write');
+  const jobs = aggregateResource(deps, cvJobDecider, jobOf);
 
   router.post('/cv-jobs', write, async (ctx) => {
     const body = decodeOrThrow(CreateCvJobBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
@@ -87,10 +88,9 @@ export const cvApi = (deps: CvApiDeps): Router => {
     const medium = body.mediaId === undefined ? media.at(-1)! : media.find((m) => m.id === body.mediaId);
     if (!medium) throw new NotFoundError(`The observation has no medium ${body.mediaId}`);
     const jobId = deps.ids('j');
-    const result = await handleCommand(
-      deps.eventStore,
-      cvJobDecider,
-      streamName('cvjob', tenantId, jobId),
+    await jobs.create(
+      ctx,
+      { id: jobId, location: `/v1/tenants/${tenantId}/cv-jobs/${jobId}`, status: 202 },
       {
         type: 'RequestJob',
         jobId,
@@ -100,10 +100,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
         model: body.model,
         parameters: body.parameters ?? {},
       },
-      commandContext(ctx, deps),
     );
-    ctx.set('Location', `/v1/tenants/${tenantId}/cv-jobs/${jobId}`);
-    sendResource(ctx, 202, jobOf(result.state), result);
   });
 
   router.get('/cv-jobs', read, async (ctx) => {
@@ -112,16 +109,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
     await sendProjectedPage(ctx, deps, deps.projection, query, params);
   });
 
-  // A single job is folded from its stream: always current, whatever the projection's lag.
-  router.get('/cv-jobs/:id', read, (ctx) =>
-    sendAggregate(
-      ctx,
-      deps.eventStore,
-      cvJobDecider,
-      streamName('cvjob', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id')),
-      jobOf,
-    ),
-  );
+  router.get('/cv-jobs/:id', read, jobs.read);
 
   router.get('/cv-models', read, (ctx) => {
     decodeOrThrow(NoParams, ctx.query);
