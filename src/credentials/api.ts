@@ -1,8 +1,8 @@
 import Router from '@koa/router';
+import type { ResourceRouteContext } from '../feature.js';
 import type { Context } from 'koa';
 import { apiKeysProjection, oauthClientsProjection } from '../../projections/secret-credentials.js';
 import { usersProjection } from '../../projections/users.js';
-import type { Authenticator } from '../http/guard.js';
 import { requireScope } from '../http/guard.js';
 import { apiKeyPrefix, formatClientId, formatCredential } from './credential-strings.js';
 import { hashPassword } from './passwords.js';
@@ -10,17 +10,13 @@ import { loadTenant } from '../tenants/load.js';
 import { createSecretCredential } from './create.js';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { NotFoundError } from '../core/errors.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
-import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import type { CursorCodec } from '../http/cursor.js';
 import { listPage, sendPage } from '../http/paging.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
-import type { ReadModelStore } from '../readmodels/port.js';
 import { CreateSecretCredentialBody, CreateUserBody } from './codecs.js';
 import { ListParams } from '../http/paging.js';
 import type { CredentialCommand, CredentialState, SecretCredential } from './secret-credential.decider.js';
@@ -28,15 +24,7 @@ import { apiKeyDecider, oauthClientDecider } from './secret-credential.decider.j
 import type { User, UserState } from './user.decider.js';
 import { normalizeEmail, userDecider, userIdFor } from './user.decider.js';
 
-export interface CredentialsApiDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
-  cursors: CursorCodec;
-  auth: Authenticator;
-  clock: Clock;
-  ids: IdGenerator;
-  bodyLimit: number;
-}
+export type CredentialsApiDeps = ResourceRouteContext;
 
 /** A tenant's credentials, listed oldest first from a platform-wide collection. */
 const listForTenant = (deps: CredentialsApiDeps, collection: string) => async (ctx: Context) => {

@@ -1,34 +1,23 @@
 import Router from '@koa/router';
+import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { cvJobsQuery } from '../../projections/cv-jobs.js';
-import { requireScope, type Authenticator } from '../http/guard.js';
+import { requireScope } from '../http/guard.js';
 import { readAggregate } from '../core/command-handler.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
-import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
-import type { CursorCodec } from '../http/cursor.js';
 import { sendProjectedPage } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
 import { observationDecider, observationOf } from '../observations/decider.js';
-import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
 import { cvJobDecider, jobOf, type CvJob } from './decider.js';
 import type { ModelRegistry } from './models/registry.js';
 import { statusOf, type CvModel } from './models/port.js';
 
-export interface CvApiDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
-  cursors: CursorCodec;
-  clock: Clock;
-  ids: IdGenerator;
-  bodyLimit: number;
-  consistencyTimeoutMs: number;
-  auth: Authenticator;
+export interface CvApiDeps extends ResourceRouteContext, Pick<RouteContext, 'consistencyTimeoutMs'> {
   models: ModelRegistry;
   /** The cv_jobs projection: the list reads it, and waits for it on `minPosition`. */
   projection: ProjectionHandle<CvJob>;

@@ -1,30 +1,19 @@
 import Router from '@koa/router';
+import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { locationsQuery } from '../../projections/locations.js';
-import { requireScope, type Authenticator } from '../http/guard.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
-import type { EventStore } from '../eventstore/port.js';
+import { requireScope } from '../http/guard.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
-import type { CursorCodec } from '../http/cursor.js';
 import { sendProjectedPage } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
-import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateLocationBody, ListLocationsQuery, PatchLocationBody } from './codecs.js';
 import type { Location } from './decider.js';
 import { locationDecider, locationOf } from './decider.js';
 
-export interface LocationsApiDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
+export interface LocationsApiDeps extends ResourceRouteContext, Pick<RouteContext, 'consistencyTimeoutMs'> {
   projection: ProjectionHandle<Location>;
-  cursors: CursorCodec;
-  auth: Authenticator;
-  clock: Clock;
-  ids: IdGenerator;
-  bodyLimit: number;
-  consistencyTimeoutMs: number;
 }
 
 /** Locations: read with `locations:read`; created, patched (merge patch) and deleted with `locations:write`. */

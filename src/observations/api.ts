@@ -1,15 +1,12 @@
 import Router from '@koa/router';
+import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { observationsQuery } from '../../projections/observations.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
-import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { sendProjectedPage } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
-import type { CursorCodec } from '../http/cursor.js';
-import { requireScope, type Authenticator } from '../http/guard.js';
-import type { ReadModelStore } from '../readmodels/port.js';
+import { requireScope } from '../http/guard.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import {
   CreateObservationBody,
@@ -21,16 +18,9 @@ import { observationDecider, observationOf } from './decider.js';
 import { assertReferences } from './references.js';
 import type { Observation } from './observation.js';
 
-export interface ObservationsApiDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
+export interface ObservationsApiDeps
+  extends ResourceRouteContext, Pick<RouteContext, 'consistencyTimeoutMs'> {
   projection: ProjectionHandle<Observation>;
-  cursors: CursorCodec;
-  clock: Clock;
-  ids: IdGenerator;
-  bodyLimit: number;
-  consistencyTimeoutMs: number;
-  auth: Authenticator;
 }
 
 export const observationsApi = (deps: ObservationsApiDeps): Router => {

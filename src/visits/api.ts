@@ -1,36 +1,25 @@
 import Router from '@koa/router';
+import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { visitsQuery } from '../../projections/visits.js';
-import { requireScope, type Authenticator } from '../http/guard.js';
+import { requireScope } from '../http/guard.js';
 import { readAggregate } from '../core/command-handler.js';
 import { UnavailableError } from '../core/errors.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
-import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
-import type { CursorCodec } from '../http/cursor.js';
 import { sendProjectedPage } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
 import { assertReferences } from '../observations/references.js';
 import type { Observation } from '../observations/observation.js';
-import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateVisitBody, ListVisitsQuery, PatchVisitBody } from './codecs.js';
 import type { Visit } from './decider.js';
 import { visitDecider, visitOf } from './decider.js';
 
-export interface VisitsApiDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
+export interface VisitsApiDeps extends ResourceRouteContext, Pick<RouteContext, 'consistencyTimeoutMs'> {
   projection: ProjectionHandle<Visit>;
   /** The observations read model, where the observations of a visit are collected at its submission. */
   observations: ProjectionHandle<Observation>;
-  cursors: CursorCodec;
-  auth: Authenticator;
-  clock: Clock;
-  ids: IdGenerator;
-  bodyLimit: number;
-  consistencyTimeoutMs: number;
 }
 
 /**
