@@ -1,6 +1,5 @@
 import Router from '@koa/router';
 import type { ResourceRouteContext } from '../feature.js';
-import type { Context } from 'koa';
 import { apiKeysProjection, oauthClientsProjection } from '../../projections/secret-credentials.js';
 import { usersProjection } from '../../projections/users.js';
 import { requireScope } from '../http/guard.js';
@@ -13,12 +12,11 @@ import { NotFoundError } from '../core/errors.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import { listPage, sendPage } from '../http/paging.js';
+import { oldestFirstList } from '../http/paging.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import { CreateSecretCredentialBody, CreateUserBody } from './codecs.js';
-import { ListParams } from '../http/paging.js';
 import type { CredentialCommand, CredentialState, SecretCredential } from './secret-credential.decider.js';
 import { apiKeyDecider, oauthClientDecider } from './secret-credential.decider.js';
 import type { User, UserState } from './user.decider.js';
@@ -27,22 +25,11 @@ import { normalizeEmail, userDecider, userIdFor } from './user.decider.js';
 export type CredentialsApiDeps = ResourceRouteContext;
 
 /** A tenant's credentials, listed oldest first from a platform-wide collection. */
-const listForTenant = (deps: CredentialsApiDeps, collection: string) => async (ctx: Context) => {
-  const params = decodeOrThrow(ListParams, ctx.query);
-  sendPage(
-    ctx,
-    await listPage(
-      deps,
-      collection,
-      {
-        tenantId: platformPartition,
-        filters: [{ op: 'eq', field: 'tenantId', value: pathParam(ctx, 'tenantId') }],
-        sort: { field: 'createdAt', direction: 'asc' },
-      },
-      { limit: params.limit ?? 50, cursor: params.cursor },
-    ),
-  );
-};
+const listForTenant = (deps: CredentialsApiDeps, collection: string) =>
+  oldestFirstList(deps, collection, (ctx) => ({
+    tenantId: platformPartition,
+    filters: [{ op: 'eq', field: 'tenantId', value: pathParam(ctx, 'tenantId') }],
+  }));
 
 /**
  * API keys and OAuth clients: created with their secret shown exactly once, listed and read without it,

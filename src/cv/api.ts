@@ -8,7 +8,7 @@ import { streamName } from '../core/streams.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
-import { sendProjectedPage } from '../http/paging.js';
+import { projectedList } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
 import { observationDecider, observationOf } from '../observations/decider.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
@@ -92,11 +92,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
     );
   });
 
-  router.get('/cv-jobs', read, async (ctx) => {
-    const params = decodeOrThrow(ListCvJobsQuery, ctx.query);
-    const query = cvJobsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(ctx, deps, deps.projection, query, params);
-  });
+  router.get('/cv-jobs', read, projectedList(deps, deps.projection, ListCvJobsQuery, cvJobsQuery));
 
   router.get('/cv-jobs/:id', read, jobs.read);
 

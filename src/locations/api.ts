@@ -5,7 +5,7 @@ import { requireScope } from '../http/guard.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
-import { sendProjectedPage } from '../http/paging.js';
+import { projectedList } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateLocationBody, ListLocationsQuery, PatchLocationBody } from './codecs.js';
@@ -42,11 +42,7 @@ export const locationsApi = (deps: LocationsApiDeps): Router => {
     );
   });
 
-  router.get('/', read, async (ctx) => {
-    const params = decodeOrThrow(ListLocationsQuery, ctx.query);
-    const query = locationsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(ctx, deps, deps.projection, query, params);
-  });
+  router.get('/', read, projectedList(deps, deps.projection, ListLocationsQuery, locationsQuery));
 
   router.get('/:id', read, locations.read);
 

@@ -4,7 +4,7 @@ import { observationsQuery } from '../../projections/observations.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
-import { sendProjectedPage } from '../http/paging.js';
+import { projectedList } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
 import { requireScope } from '../http/guard.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
@@ -41,11 +41,7 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
     );
   });
 
-  router.get('/', read, async (ctx) => {
-    const params = decodeOrThrow(ListObservationsQuery, ctx.query);
-    const query = observationsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(ctx, deps, deps.projection, query, params);
-  });
+  router.get('/', read, projectedList(deps, deps.projection, ListObservationsQuery, observationsQuery));
 
   router.get('/:id', read, observations.read);
 

@@ -4,10 +4,9 @@ import { tenantsProjection } from '../../projections/tenants.js';
 import { requirePlatform, requireScope } from '../http/guard.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
-import { listPage, sendPage } from '../http/paging.js';
+import { oldestFirstList } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import { CreateTenantBody } from './codecs.js';
-import { ListParams } from '../http/paging.js';
 import { commandContext } from '../http/command-context.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import { loadTenant } from './load.js';
@@ -33,18 +32,14 @@ export const tenantsApi = (deps: TenantsApiDeps): Router => {
     sendResource(ctx, 201, { ...tenant, adminApiKey }, result);
   });
 
-  router.get('/', requirePlatform(deps.auth), async (ctx) => {
-    const params = decodeOrThrow(ListParams, ctx.query);
-    sendPage(
-      ctx,
-      await listPage(
-        deps,
-        tenantsProjection.collection.name,
-        { tenantId: platformPartition, filters: [], sort: { field: 'createdAt', direction: 'asc' } },
-        { limit: params.limit ?? 50, cursor: params.cursor },
-      ),
-    );
-  });
+  router.get(
+    '/',
+    requirePlatform(deps.auth),
+    oldestFirstList(deps, tenantsProjection.collection.name, () => ({
+      tenantId: platformPartition,
+      filters: [],
+    })),
+  );
 
   router.get('/:tenantId', requireScope(deps.auth, 'admin', { allowPlatform: true }), async (ctx) => {
     const tenant = await loadTenant(deps.eventStore, pathParam(ctx, 'tenantId'));

@@ -7,7 +7,7 @@ import { UnavailableError } from '../core/errors.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
-import { sendProjectedPage } from '../http/paging.js';
+import { projectedList } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
 import { assertReferences } from '../observations/references.js';
 import type { Observation } from '../observations/observation.js';
@@ -81,11 +81,7 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
     );
   });
 
-  router.get('/', read, async (ctx) => {
-    const params = decodeOrThrow(ListVisitsQuery, ctx.query);
-    const query = visitsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(ctx, deps, deps.projection, query, params);
-  });
+  router.get('/', read, projectedList(deps, deps.projection, ListVisitsQuery, visitsQuery));
 
   router.get('/:id', read, visits.read);
 

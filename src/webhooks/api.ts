@@ -10,7 +10,7 @@ import { streamName } from '../core/streams.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import { ListParams, listPage, sendPage } from '../http/paging.js';
+import { listPage, oldestFirstList, pageOf, sendPage } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import type { Filter } from '../readmodels/port.js';
 import type { TenantPrincipal } from '../core/principal.js';
@@ -129,18 +129,14 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     );
   });
 
-  router.get('/', manage, async (ctx) => {
-    const params = decodeOrThrow(ListParams, ctx.query);
-    sendPage(
-      ctx,
-      await listPage(
-        deps,
-        webhooksProjection.collection.name,
-        { tenantId: tenantOf(ctx), filters: [], sort: { field: 'createdAt', direction: 'asc' } },
-        { limit: params.limit ?? 50, cursor: params.cursor },
-      ),
-    );
-  });
+  router.get(
+    '/',
+    manage,
+    oldestFirstList(deps, webhooksProjection.collection.name, (ctx) => ({
+      tenantId: tenantOf(ctx),
+      filters: [],
+    })),
+  );
 
   router.get('/:id', manage, async (ctx) => {
     const state = await stored(ctx);
@@ -284,7 +280,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
         deps,
         deliveryAttemptsProjection.collection.name,
         { tenantId: tenantOf(ctx), filters, sort: { field: 'attemptedAt', direction: 'desc' } },
-        { limit: params.limit ?? 50, cursor: params.cursor },
+        pageOf(params),
       ),
     );
   });
