@@ -1,4 +1,5 @@
 import type { Decider, DomainEvent } from '../core/decider.js';
+import { changeStamps } from '../core/decider.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { DetectionParameters, FailureCode, ModelResult } from './models/port.js';
 
@@ -199,7 +200,7 @@ const evolve: Decider<CvJobState, CvJobCommand, CvJobEvent>['evolve'] = (state, 
     };
   }
   if (state.status === 'absent') return state;
-  const job = { ...state.job, updatedAt: at, version: event.streamVersion };
+  const job = { ...state.job, ...changeStamps(event) };
   switch (event.type) {
     case 'CvJobStarted':
       return {

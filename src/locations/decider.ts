@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, DomainEvent } from '../core/decider.js';
+import { changeStamps, creationStamps } from '../core/decider.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { boundsProblem } from '../core/json-bounds.js';
 import { mergePatch } from '../core/merge-patch.js';
@@ -96,7 +97,6 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
     }
   },
   evolve: (state, event) => {
-    const at = event.metadata.occurredAt;
     switch (event.type) {
       case 'LocationCreated': {
         const { locationId, ...fields } = event.data;
@@ -106,9 +106,7 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
             id: locationId,
             tenantId: event.metadata.tenantId,
             ...fields,
-            createdAt: at,
-            updatedAt: at,
-            version: event.streamVersion,
+            ...creationStamps(event),
           },
         };
       }
@@ -116,14 +114,11 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
         if (state.status !== 'active') return state;
         return {
           status: 'active',
-          location: { ...state.location, ...event.data.changes, updatedAt: at, version: event.streamVersion },
+          location: { ...state.location, ...event.data.changes, ...changeStamps(event) },
         };
       case 'LocationDeleted':
         if (state.status === 'absent') return state;
-        return {
-          status: 'deleted',
-          location: { ...state.location, updatedAt: at, version: event.streamVersion },
-        };
+        return { status: 'deleted', location: { ...state.location, ...changeStamps(event) } };
     }
   },
 };

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, Envelope } from '../core/decider.js';
+import { changeStamps, creationStamps } from '../core/decider.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { boundsProblem } from '../core/json-bounds.js';
 import { mergePatch } from '../core/merge-patch.js';
@@ -87,9 +88,7 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
           tenantId: event.metadata.tenantId,
           ...fields,
           media: [],
-          createdAt: at,
-          updatedAt: at,
-          version: event.streamVersion,
+          ...creationStamps(event),
         },
       };
     }
@@ -97,12 +96,7 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
       if (state.status === 'absent') return state;
       return {
         status: 'recorded',
-        observation: {
-          ...state.observation,
-          ...event.data.changes,
-          updatedAt: at,
-          version: event.streamVersion,
-        },
+        observation: { ...state.observation, ...event.data.changes, ...changeStamps(event) },
       };
     case 'ObservationMediaAttached':
       if (state.status === 'absent') return state;
@@ -111,8 +105,7 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
         observation: {
           ...state.observation,
           media: [...state.observation.media, { ...event.data.media, addedAt: at }],
-          updatedAt: at,
-          version: event.streamVersion,
+          ...changeStamps(event),
         },
       };
     default: {

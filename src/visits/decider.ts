@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, DomainEvent } from '../core/decider.js';
+import { changeStamps, creationStamps } from '../core/decider.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 
 export interface Visit {
@@ -113,9 +114,7 @@ export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
             status: 'draft',
             observationIds: [],
             submittedAt: null,
-            createdAt: at,
-            updatedAt: at,
-            version: event.streamVersion,
+            ...creationStamps(event),
           },
         };
       }
@@ -123,7 +122,7 @@ export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
         if (state.status === 'absent') return state;
         return {
           status: 'present',
-          visit: { ...state.visit, ...event.data.changes, updatedAt: at, version: event.streamVersion },
+          visit: { ...state.visit, ...event.data.changes, ...changeStamps(event) },
         };
       case 'VisitSubmitted':
         if (state.status === 'absent') return state;
@@ -134,8 +133,7 @@ export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
             status: 'submitted',
             observationIds: event.data.observationIds,
             submittedAt: at,
-            updatedAt: at,
-            version: event.streamVersion,
+            ...changeStamps(event),
           },
         };
     }
