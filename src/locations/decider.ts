@@ -1,11 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { changeStamps, creationStamps } from '../core/decider.js';
-import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
-import { boundsProblem } from '../core/json-bounds.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
 import { mergePatch } from '../core/merge-patch.js';
 import type { Attributes } from '../observations/observation.js';
-import { maxAttributesBytes } from '../observations/observation.js';
+import { assertAttributesFit } from '../observations/observation.js';
 
 /** A GeoJSON Polygon (RFC 7946 §3.1.6): an outer ring and optional holes of [lon, lat] positions. */
 export interface Polygon {
@@ -52,18 +51,6 @@ export type LocationCommand =
 export const locationOf = (state: LocationState): Location => {
   if (state.status !== 'active') throw new NotFoundError('The location does not exist');
   return state.location;
-};
-
-const assertAttributesFit = (attributes: Attributes): void => {
-  // The codec bounded each request's attributes; a merge can still add up to more keys than the bounds allow.
-  const problem = boundsProblem(attributes);
-  if (problem !== undefined) throw new ValidationError([{ path: 'attributes', message: problem }]);
-  const size = Buffer.byteLength(JSON.stringify(attributes));
-  if (size > maxAttributesBytes) {
-    throw new ValidationError([
-      { path: 'attributes', message: `must serialize to at most ${maxAttributesBytes} bytes (is ${size})` },
-    ]);
-  }
 };
 
 export const locationDecider: Decider<LocationState, LocationCommand, LocationEvent> = {

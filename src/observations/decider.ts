@@ -1,8 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, Envelope } from '../core/decider.js';
 import { changeStamps, creationStamps } from '../core/decider.js';
-import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
-import { boundsProblem } from '../core/json-bounds.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
 import { mergePatch } from '../core/merge-patch.js';
 import type {
   Attributes,
@@ -13,19 +12,7 @@ import type {
   ObservationPatch,
   ObservationState,
 } from './observation.js';
-import { maxAttributesBytes } from './observation.js';
-
-const assertAttributesFit = (attributes: Attributes): void => {
-  // The codec bounded each request's attributes; a merge can still add up to more keys than the bounds allow.
-  const problem = boundsProblem(attributes);
-  if (problem !== undefined) throw new ValidationError([{ path: 'attributes', message: problem }]);
-  const size = Buffer.byteLength(JSON.stringify(attributes));
-  if (size > maxAttributesBytes) {
-    throw new ValidationError([
-      { path: 'attributes', message: `must serialize to at most ${maxAttributesBytes} bytes (is ${size})` },
-    ]);
-  }
-};
+import { assertAttributesFit } from './observation.js';
 
 /** The fields the patch really changes, with attributes merged into their new whole value. */
 const changesOf = (current: Observation, patch: ObservationPatch): Partial<ObservationFields> => {
