@@ -106,6 +106,15 @@ export interface RouteContext {
   failures: { logins: FailureGuard<LoginAttempt>; clients: FailureGuard<ClientAttempt> };
 }
 
+/**
+ * What the routes of a feature's resources take from the route context: the stores they write and list, the
+ * guard's authenticator, the clock and ids their commands stamp, the cursors of their pages and the body limit.
+ */
+export type ResourceRouteContext = Pick<
+  RouteContext,
+  'eventStore' | 'readModels' | 'cursors' | 'auth' | 'clock' | 'ids' | 'bodyLimit'
+>;
+
 /** A feature whose routes need nothing made once per service: no consumer. */
 export const routesOnly = (routes: (context: RouteContext) => Router[]) => (): WiredFeature<null> => ({
   consumer: null,

@@ -65,6 +65,22 @@ export const batchSizeOption = (text: string | undefined): number | undefined =>
   return Number(text);
 };
 
+/**
+ * The options of a replay into a read model (a rebuild, a snapshot) that the command's flags set
+ * (--restart, --tenant, --batch-size), besides its stop signal and where it reports its progress.
+ */
+export const replayOptions = <Progress>(
+  signal: AbortSignal,
+  onProgress: (progress: Progress) => void,
+  flags: { restart: boolean | undefined; tenantId: string | undefined; batchSize: number | undefined },
+) => ({
+  signal,
+  onProgress,
+  restart: flags.restart === true,
+  ...(flags.tenantId ? { tenantId: flags.tenantId } : {}),
+  ...(flags.batchSize ? { batchSize: flags.batchSize } : {}),
+});
+
 /** Validation errors name body fields; on the command line they should name the flags. */
 export const withFlagNames = <T>(flags: Record<string, string>, decode: () => T): T => {
   try {

@@ -1,7 +1,14 @@
 import { projections } from '../features.js';
 import { buildCheckpoint, listBuilds, projectionStatus, rebuild, untilText } from '../readmodels/rebuild.js';
 import { progressReporter } from '../readmodels/progress.js';
-import { batchSizeOption, flags, knownProjection, projectionNames, requireTenant } from './args.js';
+import {
+  batchSizeOption,
+  flags,
+  knownProjection,
+  projectionNames,
+  replayOptions,
+  requireTenant,
+} from './args.js';
 import { ExitError, interruptible, UsageError, type Commands } from './command.js';
 import { table } from './output.js';
 import { assertTenantExists, withStores } from './stores.js';
@@ -42,13 +49,11 @@ export const projectionCommands: Commands = {
           const outcomes = [];
           for (const { projection } of chosen) {
             const reporter = progressReporter(process.stderr);
-            const outcome = await rebuild(projection, stores, {
-              signal,
-              onProgress: reporter.update,
-              restart: values.restart === true,
-              ...(tenantId ? { tenantId } : {}),
-              ...(batchSize ? { batchSize } : {}),
-            });
+            const outcome = await rebuild(
+              projection,
+              stores,
+              replayOptions(signal, reporter.update, { restart: values.restart, tenantId, batchSize }),
+            );
             reporter.finish();
             outcomes.push({ projection: projection.name, ...outcome });
             if (outcome.status === 'interrupted') break;

@@ -8,6 +8,7 @@ import {
   flags,
   knownProjection,
   projectionNames,
+  replayOptions,
   requireTenant,
 } from './args.js';
 import { ExitError, inputErrorsAsUsage, interruptible, UsageError, type Commands } from './command.js';
@@ -57,11 +58,7 @@ export const snapshotCommands: Commands = {
             buildSnapshot(projection, stores, {
               into,
               until,
-              signal,
-              onProgress: reporter.update,
-              restart: values.restart === true,
-              ...(tenantId ? { tenantId } : {}),
-              ...(batchSize ? { batchSize } : {}),
+              ...replayOptions(signal, reporter.update, { restart: values.restart, tenantId, batchSize }),
             }),
           );
           reporter.finish();

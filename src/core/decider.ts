@@ -20,6 +20,19 @@ export interface Decider<State, Command, Event extends DomainEvent> {
   evolve: (state: State, event: Envelope<Event>) => State;
 }
 
+/** What a resource folded from its stream records of its first event: when, and at which version. */
+export const creationStamps = (event: Envelope<DomainEvent>) => ({
+  createdAt: event.metadata.occurredAt,
+  updatedAt: event.metadata.occurredAt,
+  version: event.streamVersion,
+});
+
+/** What a resource folded from its stream records of each later event. */
+export const changeStamps = (event: Envelope<DomainEvent>) => ({
+  updatedAt: event.metadata.occurredAt,
+  version: event.streamVersion,
+});
+
 /** Folds a stream's events into state: the one fold used by command handling, projections and replay. */
 export const fold = <State, Event extends DomainEvent>(
   decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve'>,

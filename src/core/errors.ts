@@ -23,13 +23,21 @@ export abstract class DomainError extends Error {
   }
 }
 
+/**
+ * The base of an error class whose problem is the same for every instance, declared in one expression:
+ * `class NotFoundError extends problemType(404, 'not-found', 'The resource does not exist') {}`.
+ */
+export const problemType = (status: number, slug: string, title: string) =>
+  class extends DomainError {
+    readonly status = status;
+    readonly slug = slug;
+    readonly title = title;
+  };
+
 /** How many failed fields a 400 lists: the rest are counted, so that a body failing everywhere costs little. */
 export const maxListedErrors = 20;
 
-export class ValidationError extends DomainError {
-  readonly status = 400;
-  readonly slug = 'validation-error';
-  readonly title = 'The request is not valid';
+export class ValidationError extends problemType(400, 'validation-error', 'The request is not valid') {
   readonly errors: FieldError[];
   /** Failed fields counted but not listed: past the first maxListedErrors, or never spelled out. */
   readonly omittedErrors: number;
@@ -51,23 +59,20 @@ export class ValidationError extends DomainError {
   }
 }
 
-export class NotFoundError extends DomainError {
-  readonly status = 404;
-  readonly slug = 'not-found';
-  readonly title = 'The resource does not exist';
-}
+export class NotFoundError extends problemType(404, 'not-found', 'The resource does not exist') {}
 
-export class ConflictError extends DomainError {
-  readonly status = 409;
-  readonly slug = 'conflict';
-  readonly title = 'The request conflicts with the current state of the resource';
-}
+export class ConflictError extends problemType(
+  409,
+  'conflict',
+  'The request conflicts with the current state of the resource',
+) {}
 
 /** Optimistic concurrency: the stream moved on since the caller read it. */
-export class VersionConflictError extends DomainError {
-  readonly status = 409;
-  readonly slug = 'version-conflict';
-  readonly title = 'The resource was changed by another request';
+export class VersionConflictError extends problemType(
+  409,
+  'version-conflict',
+  'The resource was changed by another request',
+) {
   constructor(
     readonly streamName: string,
     readonly expected: string,
@@ -78,28 +83,29 @@ export class VersionConflictError extends DomainError {
 }
 
 /** The client's If-Match named a version that is no longer current. */
-export class PreconditionFailedError extends DomainError {
-  readonly status = 412;
-  readonly slug = 'precondition-failed';
-  readonly title = 'The resource does not match the If-Match precondition';
-}
+export class PreconditionFailedError extends problemType(
+  412,
+  'precondition-failed',
+  'The resource does not match the If-Match precondition',
+) {}
 
-export class PayloadTooLargeError extends DomainError {
-  readonly status = 413;
-  readonly slug = 'payload-too-large';
-  readonly title = 'The request body is too large';
-}
+export class PayloadTooLargeError extends problemType(
+  413,
+  'payload-too-large',
+  'The request body is too large',
+) {}
 
-export class UnsupportedMediaTypeError extends DomainError {
-  readonly status = 415;
-  readonly slug = 'unsupported-media-type';
-  readonly title = 'The request body has an unsupported media type';
-}
+export class UnsupportedMediaTypeError extends problemType(
+  415,
+  'unsupported-media-type',
+  'The request body has an unsupported media type',
+) {}
 
-export class UnavailableError extends DomainError {
-  readonly status = 503;
-  readonly slug: string = 'unavailable';
-  readonly title: string = 'The service cannot answer this request right now';
+export class UnavailableError extends problemType(
+  503,
+  'unavailable',
+  'The service cannot answer this request right now',
+) {
   constructor(
     detail: string,
     readonly retryAfterSeconds = 1,
@@ -172,10 +178,7 @@ export class StoreUnavailableError extends UnavailableError {
 }
 
 /** Missing, malformed, invalid, expired or revoked credentials. Never says which. */
-export class UnauthorizedError extends DomainError {
-  readonly status = 401;
-  readonly slug = 'unauthorized';
-  readonly title = 'Valid credentials are required';
+export class UnauthorizedError extends problemType(401, 'unauthorized', 'Valid credentials are required') {
   constructor(
     detail = 'Send an API key in X-API-Key or a bearer token in Authorization',
     /** RFC 6750 error code for WWW-Authenticate, when credentials were sent but refused. */
@@ -192,10 +195,11 @@ export class UnauthorizedError extends DomainError {
 }
 
 /** Valid credentials without the permission the route needs. */
-export class ForbiddenError extends DomainError {
-  readonly status = 403;
-  readonly slug = 'forbidden';
-  readonly title = 'The credentials do not allow this request';
+export class ForbiddenError extends problemType(
+  403,
+  'forbidden',
+  'The credentials do not allow this request',
+) {
   constructor(
     detail: string,
     readonly requiredScope?: string,
@@ -215,10 +219,7 @@ export class ForbiddenError extends DomainError {
   }
 }
 
-export class TooManyRequestsError extends DomainError {
-  readonly status = 429;
-  readonly slug = 'too-many-requests';
-  readonly title = 'Too many requests';
+export class TooManyRequestsError extends problemType(429, 'too-many-requests', 'Too many requests') {
   constructor(
     detail: string,
     readonly retryAfterSeconds: number,
@@ -231,10 +232,11 @@ export class TooManyRequestsError extends DomainError {
 }
 
 /** Well-formed, but it names something that does not exist (a location, a visit): 422, with the fields. */
-export class UnprocessableError extends DomainError {
-  readonly status = 422;
-  readonly slug = 'unprocessable';
-  readonly title = 'The request refers to something that does not exist';
+export class UnprocessableError extends problemType(
+  422,
+  'unprocessable',
+  'The request refers to something that does not exist',
+) {
   constructor(readonly errors: FieldError[]) {
     super(errors.map((e) => `${e.path}: ${e.message}`).join('; '));
   }

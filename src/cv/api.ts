@@ -1,34 +1,23 @@
 import Router from '@koa/router';
+import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { cvJobsQuery } from '../../projections/cv-jobs.js';
-import { requireScope, type Authenticator } from '../http/guard.js';
-import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { requireScope } from '../http/guard.js';
+import { readAggregate } from '../core/command-handler.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
-import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
-import { commandContext } from '../http/command-context.js';
-import type { CursorCodec } from '../http/cursor.js';
-import { sendProjectedPage } from '../http/paging.js';
-import { pathParam, sendAggregate, sendResource } from '../http/resource.js';
-import { observationDecider } from '../observations/decider.js';
-import type { ReadModelStore } from '../readmodels/port.js';
+import { aggregateResource } from '../http/aggregate-resource.js';
+import { projectedList } from '../http/paging.js';
+import { pathParam } from '../http/resource.js';
+import { observationDecider, observationOf } from '../observations/decider.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
-import { cvJobDecider, type CvJob, type CvJobState } from './decider.js';
+import { cvJobDecider, jobOf, type CvJob } from './decider.js';
 import type { ModelRegistry } from './models/registry.js';
 import { statusOf, type CvModel } from './models/port.js';
 
-export interface CvApiDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
-  cursors: CursorCodec;
-  clock: Clock;
-  ids: IdGenerator;
-  bodyLimit: number;
-  consistencyTimeoutMs: number;
-  auth: Authenticator;
+export interface CvApiDeps extends ResourceRouteContext, Pick<RouteContext, 'consistencyTimeoutMs'> {
   models: ModelRegistry;
   /** The cv_jobs projection: the list reads it, and waits for it on `minPosition`. */
   projection: ProjectionHandle<CvJob>;
@@ -51,11 +40,6 @@ const modelListing = (model: CvModel) => {
   };
 };
 
-const jobOf = (state: CvJobState): CvJob => {
-  if (state.status === 'absent') throw new NotFoundError('The CV job does not exist');
-  return state.job;
-};
-
 /**
  * CV jobs: request a model run over an observation's image, follow it, list them. The request only
  * records the job (202); the worker (src/cv/worker.ts) runs it.
@@ -64,6 +48,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId' });
   const read = requireScope(deps.auth, 'cv:read');
   const write = requireScope(deps.auth, 'cv:write');
+  const jobs = aggregateResource(deps, cvJobDecider, jobOf);
 
   router.post('/cv-jobs', write, async (ctx) => {
     const body = decodeOrThrow(CreateCvJobBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
@@ -83,8 +68,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
       observationDecider,
       streamName('observation', tenantId, body.observationId),
     );
-    if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
-    const { media } = state.observation;
+    const { media } = observationOf(state);
     if (media.length === 0) {
       throw new ValidationError([
         { path: 'observationId', message: 'has no media to analyse; upload an image to it first' },
@@ -93,10 +77,9 @@ export const cvApi = (deps: CvApiDeps): Router => {
     const medium = body.mediaId === undefined ? media.at(-1)! : media.find((m) => m.id === body.mediaId);
     if (!medium) throw new NotFoundError(`The observation has no medium ${body.mediaId}`);
     const jobId = deps.ids('j');
-    const result = await handleCommand(
-      deps.eventStore,
-      cvJobDecider,
-      streamName('cvjob', tenantId, jobId),
+    await jobs.create(
+      ctx,
+      { id: jobId, location: `/v1/tenants/${tenantId}/cv-jobs/${jobId}`, status: 202 },
       {
         type: 'RequestJob',
         jobId,
@@ -106,28 +89,12 @@ export const cvApi = (deps: CvApiDeps): Router => {
         model: body.model,
         parameters: body.parameters ?? {},
       },
-      commandContext(ctx, deps),
     );
-    ctx.set('Location', `/v1/tenants/${tenantId}/cv-jobs/${jobId}`);
-    sendResource(ctx, 202, jobOf(result.state), result);
   });
 
-  router.get('/cv-jobs', read, async (ctx) => {
-    const params = decodeOrThrow(ListCvJobsQuery, ctx.query);
-    const query = cvJobsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(ctx, deps, deps.projection, query, params);
-  });
+  router.get('/cv-jobs', read, projectedList(deps, deps.projection, ListCvJobsQuery, cvJobsQuery));
 
-  // A single job is folded from its stream: always current, whatever the projection's lag.
-  router.get('/cv-jobs/:id', read, (ctx) =>
-    sendAggregate(
-      ctx,
-      deps.eventStore,
-      cvJobDecider,
-      streamName('cvjob', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id')),
-      jobOf,
-    ),
-  );
+  router.get('/cv-jobs/:id', read, jobs.read);
 
   router.get('/cv-models', read, (ctx) => {
     decodeOrThrow(NoParams, ctx.query);

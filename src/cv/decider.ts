@@ -1,4 +1,5 @@
 import type { Decider, DomainEvent } from '../core/decider.js';
+import { changeStamps } from '../core/decider.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { DetectionParameters, FailureCode, ModelResult } from './models/port.js';
 
@@ -95,7 +96,8 @@ export type CvJobCommand =
   | { type: 'CompleteJob'; attempt: number; result: ModelResult }
   | { type: 'FailJob'; attempt: number; error: CvJobError };
 
-const present = (state: CvJobState): CvJob => {
+/** The job a state holds, or a 404. */
+export const jobOf = (state: CvJobState): CvJob => {
   if (state.status === 'absent') throw new NotFoundError('The CV job does not exist');
   return state.job;
 };
@@ -127,7 +129,7 @@ const decide = (command: CvJobCommand, state: CvJobState): CvJobEvent[] => {
       return [{ type: 'CvJobRequested', data }];
     }
     case 'StartJob': {
-      const job = present(state);
+      const job = jobOf(state);
       if (job.status === 'completed' || job.status === 'failed') return [];
       if (job.status === 'running' && !isStale(job, command.now, command.staleAfterMs)) {
         throw new ConflictError(`CV job ${job.id} is running`);
@@ -155,7 +157,7 @@ const decide = (command: CvJobCommand, state: CvJobState): CvJobEvent[] => {
       ];
     }
     case 'CompleteJob': {
-      const job = present(state);
+      const job = jobOf(state);
       assertCurrentAttempt(job, command.attempt);
       return [
         {
@@ -165,7 +167,7 @@ const decide = (command: CvJobCommand, state: CvJobState): CvJobEvent[] => {
       ];
     }
     case 'FailJob': {
-      const job = present(state);
+      const job = jobOf(state);
       assertCurrentAttempt(job, command.attempt);
       return [
         { type: 'CvJobFailed', data: { ...target(job), attempt: command.attempt, error: command.error } },
@@ -198,7 +200,7 @@ const evolve: Decider<CvJobState, CvJobCommand, CvJobEvent>['evolve'] = (state, 
     };
   }
   if (state.status === 'absent') return state;
-  const job = { ...state.job, updatedAt: at, version: event.streamVersion };
+  const job = { ...state.job, ...changeStamps(event) };
   switch (event.type) {
     case 'CvJobStarted':
       return {

@@ -3,12 +3,11 @@ import { Stream } from 'node:stream';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
-import { DomainError } from '../core/errors.js';
+import { problemType } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
 import { idempotencySeal, type IdempotencySeal } from './idempotency-seal.js';
 import type { IdempotencyId, IdempotencyStore, StoredResponse } from './idempotency-store.js';
 
-/** The Idempotency-Key header is malformed. */
 declare module 'koa' {
   interface DefaultState {
     /** The body as read, kept for the idempotency fingerprint (see readBody in body.ts). */
@@ -16,28 +15,30 @@ declare module 'koa' {
   }
 }
 
-export class InvalidIdempotencyKeyError extends DomainError {
-  readonly status = 400;
-  readonly slug = 'invalid-idempotency-key';
-  readonly title = 'The Idempotency-Key header is not valid';
-}
+/** The Idempotency-Key header is malformed. */
+export class InvalidIdempotencyKeyError extends problemType(
+  400,
+  'invalid-idempotency-key',
+  'The Idempotency-Key header is not valid',
+) {}
 
 /** Another request with the same key has not finished yet. */
-export class IdempotencyKeyInFlightError extends DomainError {
-  readonly status = 409;
-  readonly slug = 'idempotency-key-in-flight';
-  readonly title = 'A request with this Idempotency-Key is still being handled';
+export class IdempotencyKeyInFlightError extends problemType(
+  409,
+  'idempotency-key-in-flight',
+  'A request with this Idempotency-Key is still being handled',
+) {
   override get headers(): Record<string, string> {
     return { 'Retry-After': '1' };
   }
 }
 
 /** The key was used before for another request: another route, body or scope set. */
-export class IdempotencyKeyReusedError extends DomainError {
-  readonly status = 422;
-  readonly slug = 'idempotency-key-reused';
-  readonly title = 'The Idempotency-Key was used for a different request';
-}
+export class IdempotencyKeyReusedError extends problemType(
+  422,
+  'idempotency-key-reused',
+  'The Idempotency-Key was used for a different request',
+) {}
 
 export interface IdempotencyOptions {
   store: IdempotencyStore;

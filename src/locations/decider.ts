@@ -1,10 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, DomainEvent } from '../core/decider.js';
-import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
-import { boundsProblem } from '../core/json-bounds.js';
+import { changeStamps, creationStamps } from '../core/decider.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
 import { mergePatch } from '../core/merge-patch.js';
 import type { Attributes } from '../observations/observation.js';
-import { maxAttributesBytes } from '../observations/observation.js';
+import { assertAttributesFit } from '../observations/observation.js';
 
 /** A GeoJSON Polygon (RFC 7946 §3.1.6): an outer ring and optional holes of [lon, lat] positions. */
 export interface Polygon {
@@ -47,21 +47,10 @@ export type LocationCommand =
   | { type: 'UpdateLocation'; patch: LocationPatch }
   | { type: 'DeleteLocation' };
 
-const active = (state: LocationState): Location => {
+/** The location a state holds, or a 404: a deleted one is gone for reads and commands alike. */
+export const locationOf = (state: LocationState): Location => {
   if (state.status !== 'active') throw new NotFoundError('The location does not exist');
   return state.location;
-};
-
-const assertAttributesFit = (attributes: Attributes): void => {
-  // The codec bounded each request's attributes; a merge can still add up to more keys than the bounds allow.
-  const problem = boundsProblem(attributes);
-  if (problem !== undefined) throw new ValidationError([{ path: 'attributes', message: problem }]);
-  const size = Buffer.byteLength(JSON.stringify(attributes));
-  if (size > maxAttributesBytes) {
-    throw new ValidationError([
-      { path: 'attributes', message: `must serialize to at most ${maxAttributesBytes} bytes (is ${size})` },
-    ]);
-  }
 };
 
 export const locationDecider: Decider<LocationState, LocationCommand, LocationEvent> = {
@@ -75,7 +64,7 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
         assertAttributesFit(command.fields.attributes);
         return [{ type: 'LocationCreated', data: { locationId: command.locationId, ...command.fields } }];
       case 'UpdateLocation': {
-        const location = active(state);
+        const location = locationOf(state);
         const next: Partial<LocationFields> = { ...command.patch };
         if (command.patch.attributes !== undefined) {
           next.attributes = mergePatch(location.attributes, command.patch.attributes) as Attributes;
@@ -91,11 +80,10 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
           : [{ type: 'LocationUpdated', data: { locationId: location.id, changes } }];
       }
       case 'DeleteLocation':
-        return [{ type: 'LocationDeleted', data: { locationId: active(state).id } }];
+        return [{ type: 'LocationDeleted', data: { locationId: locationOf(state).id } }];
     }
   },
   evolve: (state, event) => {
-    const at = event.metadata.occurredAt;
     switch (event.type) {
       case 'LocationCreated': {
         const { locationId, ...fields } = event.data;
@@ -105,9 +93,7 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
             id: locationId,
             tenantId: event.metadata.tenantId,
             ...fields,
-            createdAt: at,
-            updatedAt: at,
-            version: event.streamVersion,
+            ...creationStamps(event),
           },
         };
       }
@@ -115,14 +101,11 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
         if (state.status !== 'active') return state;
         return {
           status: 'active',
-          location: { ...state.location, ...event.data.changes, updatedAt: at, version: event.streamVersion },
+          location: { ...state.location, ...event.data.changes, ...changeStamps(event) },
         };
       case 'LocationDeleted':
         if (state.status === 'absent') return state;
-        return {
-          status: 'deleted',
-          location: { ...state.location, updatedAt: at, version: event.streamVersion },
-        };
+        return { status: 'deleted', location: { ...state.location, ...changeStamps(event) } };
     }
   },
 };

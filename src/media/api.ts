@@ -10,8 +10,8 @@ import type { EventStore } from '../eventstore/port.js';
 import { commandContext } from '../http/command-context.js';
 import { readRawBody } from '../http/body.js';
 import { pathParam } from '../http/resource.js';
-import { observationDecider } from '../observations/decider.js';
-import type { Observation, ObservationMedia, ObservationState } from '../observations/observation.js';
+import { observationDecider, observationOf } from '../observations/decider.js';
+import type { ObservationMedia } from '../observations/observation.js';
 import type { BlobStore } from './blob-store.js';
 import type { DecodeQueue } from './decode-queue.js';
 import { mediaIdOf, sha256Of } from './hash.js';
@@ -36,11 +36,6 @@ const rememberedImages = 10_000;
 
 /** Blobs never change under their hash: caches may keep them for a year without asking again. */
 const immutable = 'private, max-age=31536000, immutable';
-
-const observationOf = (state: ObservationState): Observation => {
-  if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
-  return state.observation;
-};
 
 /** The whole body as bytes: 413 over the limit (from Content-Length before reading, or while reading). */
 const readImageBody = async (ctx: Context, limit: number): Promise<Buffer> => {

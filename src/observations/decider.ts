@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, Envelope } from '../core/decider.js';
-import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
-import { boundsProblem } from '../core/json-bounds.js';
+import { changeStamps, creationStamps } from '../core/decider.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
 import { mergePatch } from '../core/merge-patch.js';
 import type {
   Attributes,
@@ -12,19 +12,7 @@ import type {
   ObservationPatch,
   ObservationState,
 } from './observation.js';
-import { maxAttributesBytes } from './observation.js';
-
-const assertAttributesFit = (attributes: Attributes): void => {
-  // The codec bounded each request's attributes; a merge can still add up to more keys than the bounds allow.
-  const problem = boundsProblem(attributes);
-  if (problem !== undefined) throw new ValidationError([{ path: 'attributes', message: problem }]);
-  const size = Buffer.byteLength(JSON.stringify(attributes));
-  if (size > maxAttributesBytes) {
-    throw new ValidationError([
-      { path: 'attributes', message: `must serialize to at most ${maxAttributesBytes} bytes (is ${size})` },
-    ]);
-  }
-};
+import { assertAttributesFit } from './observation.js';
 
 /** The fields the patch really changes, with attributes merged into their new whole value. */
 const changesOf = (current: Observation, patch: ObservationPatch): Partial<ObservationFields> => {
@@ -38,6 +26,12 @@ const changesOf = (current: Observation, patch: ObservationPatch): Partial<Obser
   );
 };
 
+/** The observation a state holds, or a 404. */
+export const observationOf = (state: ObservationState): Observation => {
+  if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
+  return state.observation;
+};
+
 const decide = (command: ObservationCommand, state: ObservationState): ObservationEvent[] => {
   switch (command.type) {
     case 'RecordObservation':
@@ -48,21 +42,18 @@ const decide = (command: ObservationCommand, state: ObservationState): Observati
         { type: 'ObservationRecorded', data: { observationId: command.observationId, ...command.fields } },
       ];
     case 'UpdateObservation': {
-      if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
-      const changes = changesOf(state.observation, command.patch);
+      const observation = observationOf(state);
+      const changes = changesOf(observation, command.patch);
       if (Object.keys(changes).length === 0) return [];
       if (changes.attributes) assertAttributesFit(changes.attributes);
-      return [{ type: 'ObservationUpdated', data: { observationId: state.observation.id, changes } }];
+      return [{ type: 'ObservationUpdated', data: { observationId: observation.id, changes } }];
     }
     case 'AttachMedia': {
-      if (state.status === 'absent') throw new NotFoundError('The observation does not exist');
+      const observation = observationOf(state);
       // The same bytes again are the same medium: attaching them twice changes nothing.
-      if (state.observation.media.some((media) => media.id === command.media.id)) return [];
+      if (observation.media.some((media) => media.id === command.media.id)) return [];
       return [
-        {
-          type: 'ObservationMediaAttached',
-          data: { observationId: state.observation.id, media: command.media },
-        },
+        { type: 'ObservationMediaAttached', data: { observationId: observation.id, media: command.media } },
       ];
     }
     default: {
@@ -84,9 +75,7 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
           tenantId: event.metadata.tenantId,
           ...fields,
           media: [],
-          createdAt: at,
-          updatedAt: at,
-          version: event.streamVersion,
+          ...creationStamps(event),
         },
       };
     }
@@ -94,12 +83,7 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
       if (state.status === 'absent') return state;
       return {
         status: 'recorded',
-        observation: {
-          ...state.observation,
-          ...event.data.changes,
-          updatedAt: at,
-          version: event.streamVersion,
-        },
+        observation: { ...state.observation, ...event.data.changes, ...changeStamps(event) },
       };
     case 'ObservationMediaAttached':
       if (state.status === 'absent') return state;
@@ -108,8 +92,7 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
         observation: {
           ...state.observation,
           media: [...state.observation.media, { ...event.data.media, addedAt: at }],
-          updatedAt: at,
-          version: event.streamVersion,
+          ...changeStamps(event),
         },
       };
     default: {

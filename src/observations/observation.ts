@@ -1,4 +1,6 @@
 import type { DomainEvent } from '../core/decider.js';
+import { ValidationError } from '../core/errors.js';
+import { boundsProblem } from '../core/json-bounds.js';
 
 export interface GeoPosition {
   lat: number;
@@ -81,3 +83,16 @@ export type ObservationCommand =
 
 /** Attributes are free-form but bounded, so one observation cannot bloat every list page. */
 export const maxAttributesBytes = 16 * 1024;
+
+/** Refuses attributes past their bounds: an observation's or a location's, as recorded or after a merge. */
+export const assertAttributesFit = (attributes: Attributes): void => {
+  // The codec bounded each request's attributes; a merge can still add up to more keys than the bounds allow.
+  const problem = boundsProblem(attributes);
+  if (problem !== undefined) throw new ValidationError([{ path: 'attributes', message: problem }]);
+  const size = Buffer.byteLength(JSON.stringify(attributes));
+  if (size > maxAttributesBytes) {
+    throw new ValidationError([
+      { path: 'attributes', message: `must serialize to at most ${maxAttributesBytes} bytes (is ${size})` },
+    ]);
+  }
+};

@@ -1,31 +1,18 @@
 import Router from '@koa/router';
+import type { ResourceRouteContext } from '../feature.js';
 import { tenantsProjection } from '../../projections/tenants.js';
-import type { Authenticator } from '../http/guard.js';
 import { requirePlatform, requireScope } from '../http/guard.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
-import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
-import type { CursorCodec } from '../http/cursor.js';
-import { listPage, sendPage } from '../http/paging.js';
+import { oldestFirstList } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import { CreateTenantBody } from './codecs.js';
-import { ListParams } from '../http/paging.js';
 import { commandContext } from '../http/command-context.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
-import type { ReadModelStore } from '../readmodels/port.js';
 import { loadTenant } from './load.js';
 import { createTenant } from './create.js';
 
-export interface TenantsApiDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
-  cursors: CursorCodec;
-  auth: Authenticator;
-  clock: Clock;
-  ids: IdGenerator;
-  bodyLimit: number;
-}
+export type TenantsApiDeps = ResourceRouteContext;
 
 /** Tenants: created and listed by the platform administrator, read by their own admins. */
 export const tenantsApi = (deps: TenantsApiDeps): Router => {
@@ -45,18 +32,14 @@ export const tenantsApi = (deps: TenantsApiDeps): Router => {
     sendResource(ctx, 201, { ...tenant, adminApiKey }, result);
   });
 
-  router.get('/', requirePlatform(deps.auth), async (ctx) => {
-    const params = decodeOrThrow(ListParams, ctx.query);
-    sendPage(
-      ctx,
-      await listPage(
-        deps,
-        tenantsProjection.collection.name,
-        { tenantId: platformPartition, filters: [], sort: { field: 'createdAt', direction: 'asc' } },
-        { limit: params.limit ?? 50, cursor: params.cursor },
-      ),
-    );
-  });
+  router.get(
+    '/',
+    requirePlatform(deps.auth),
+    oldestFirstList(deps, tenantsProjection.collection.name, () => ({
+      tenantId: platformPartition,
+      filters: [],
+    })),
+  );
 
   router.get('/:tenantId', requireScope(deps.auth, 'admin', { allowPlatform: true }), async (ctx) => {
     const tenant = await loadTenant(deps.eventStore, pathParam(ctx, 'tenantId'));

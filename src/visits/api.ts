@@ -1,45 +1,26 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { visitsQuery } from '../../projections/visits.js';
-import { requireScope, type Authenticator } from '../http/guard.js';
-import { handleCommand, readAggregate } from '../core/command-handler.js';
-import { NotFoundError, UnavailableError } from '../core/errors.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
-import { streamName } from '../core/streams.js';
-import type { EventStore } from '../eventstore/port.js';
+import { requireScope } from '../http/guard.js';
+import { readAggregate } from '../core/command-handler.js';
+import { UnavailableError } from '../core/errors.js';
 import { readJsonBody, readMergePatch } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
-import { commandContext } from '../http/command-context.js';
-
-import type { CursorCodec } from '../http/cursor.js';
-import { sendProjectedPage } from '../http/paging.js';
-import { parseIfMatch, pathParam, sendAggregate, sendResource } from '../http/resource.js';
+import { aggregateResource } from '../http/aggregate-resource.js';
+import { projectedList } from '../http/paging.js';
+import { pathParam } from '../http/resource.js';
 import { assertReferences } from '../observations/references.js';
 import type { Observation } from '../observations/observation.js';
-import type { ReadModelStore } from '../readmodels/port.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import { CreateVisitBody, ListVisitsQuery, PatchVisitBody } from './codecs.js';
-import type { Visit, VisitState } from './decider.js';
-import { visitDecider } from './decider.js';
+import type { Visit } from './decider.js';
+import { visitDecider, visitOf } from './decider.js';
 
-export interface VisitsApiDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
+export interface VisitsApiDeps extends ResourceRouteContext, Pick<RouteContext, 'consistencyTimeoutMs'> {
   projection: ProjectionHandle<Visit>;
   /** The observations read model, where the observations of a visit are collected at its submission. */
   observations: ProjectionHandle<Observation>;
-  cursors: CursorCodec;
-  auth: Authenticator;
-  clock: Clock;
-  ids: IdGenerator;
-  bodyLimit: number;
-  consistencyTimeoutMs: number;
 }
-
-const visitOf = (state: VisitState): Visit => {
-  if (state.status === 'absent') throw new NotFoundError('The visit does not exist');
-  return state.visit;
-};
 
 /**
  * Field visits. They belong to the field work on observations, so they take the observation scopes:
@@ -49,7 +30,7 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/visits' });
   const read = requireScope(deps.auth, 'observations:read');
   const write = requireScope(deps.auth, 'observations:write');
-  const stream = (ctx: Context) => streamName('visit', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id'));
+  const visits = aggregateResource(deps, visitDecider, visitOf);
 
   /** Every observation whose visitId names the visit, once the observations read model has caught up. */
   const observationsOf = async (tenantId: string, visitId: string): Promise<string[]> => {
@@ -83,10 +64,9 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
     const tenantId = pathParam(ctx, 'tenantId');
     await assertReferences(deps.eventStore, tenantId, { locationId: body.locationId });
     const visitId = deps.ids('v');
-    const result = await handleCommand(
-      deps.eventStore,
-      visitDecider,
-      streamName('visit', tenantId, visitId),
+    await visits.create(
+      ctx,
+      { id: visitId, location: `/v1/tenants/${tenantId}/visits/${visitId}` },
       {
         type: 'CreateVisit',
         visitId,
@@ -98,50 +78,27 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
           notes: body.notes ?? null,
         },
       },
-      commandContext(ctx, deps),
     );
-    ctx.set('Location', `/v1/tenants/${tenantId}/visits/${visitId}`);
-    sendResource(ctx, 201, visitOf(result.state), result);
   });
 
-  router.get('/', read, async (ctx) => {
-    const params = decodeOrThrow(ListVisitsQuery, ctx.query);
-    const query = visitsQuery(pathParam(ctx, 'tenantId'), params);
-    await sendProjectedPage(ctx, deps, deps.projection, query, params);
-  });
+  router.get('/', read, projectedList(deps, deps.projection, ListVisitsQuery, visitsQuery));
 
-  router.get('/:id', read, (ctx) => sendAggregate(ctx, deps.eventStore, visitDecider, stream(ctx), visitOf));
+  router.get('/:id', read, visits.read);
 
   router.patch('/:id', write, async (ctx) => {
     const patch = decodeOrThrow(PatchVisitBody, await readMergePatch(ctx, deps.bodyLimit));
     await assertReferences(deps.eventStore, pathParam(ctx, 'tenantId'), {
       locationId: patch.locationId ?? null,
     });
-    const result = await handleCommand(
-      deps.eventStore,
-      visitDecider,
-      stream(ctx),
-      { type: 'UpdateVisit', patch },
-      commandContext(ctx, deps),
-      parseIfMatch(ctx.get('If-Match')),
-    );
-    sendResource(ctx, 200, visitOf(result.state), result);
+    await visits.change(ctx, { type: 'UpdateVisit', patch });
   });
 
   router.post('/:id/submit', write, async (ctx) => {
     const tenantId = pathParam(ctx, 'tenantId');
-    const current = await readAggregate(deps.eventStore, visitDecider, stream(ctx));
-    visitOf(current.state);
+    // An unknown visit is a 404 before its observations are collected.
+    visitOf((await readAggregate(deps.eventStore, visitDecider, visits.stream(ctx))).state);
     const observationIds = await observationsOf(tenantId, pathParam(ctx, 'id'));
-    const result = await handleCommand(
-      deps.eventStore,
-      visitDecider,
-      stream(ctx),
-      { type: 'SubmitVisit', observationIds },
-      commandContext(ctx, deps),
-      parseIfMatch(ctx.get('If-Match')),
-    );
-    sendResource(ctx, 200, visitOf(result.state), result);
+    await visits.change(ctx, { type: 'SubmitVisit', observationIds });
   });
 
   return router;

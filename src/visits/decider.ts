@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, DomainEvent } from '../core/decider.js';
+import { changeStamps, creationStamps } from '../core/decider.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 
 export interface Visit {
@@ -46,11 +47,17 @@ const assertEndsAfterStart = ({ startedAt, endedAt }: Pick<VisitFields, 'started
   }
 };
 
-const draft = (state: VisitState): Visit => {
+/** The visit a state holds, or a 404. */
+export const visitOf = (state: VisitState): Visit => {
   if (state.status === 'absent') throw new NotFoundError('The visit does not exist');
-  if (state.visit.status === 'submitted')
-    throw new ConflictError('The visit is submitted and can no longer change');
   return state.visit;
+};
+
+const draft = (state: VisitState): Visit => {
+  const visit = visitOf(state);
+  if (visit.status === 'submitted')
+    throw new ConflictError('The visit is submitted and can no longer change');
+  return visit;
 };
 
 export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
@@ -107,9 +114,7 @@ export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
             status: 'draft',
             observationIds: [],
             submittedAt: null,
-            createdAt: at,
-            updatedAt: at,
-            version: event.streamVersion,
+            ...creationStamps(event),
           },
         };
       }
@@ -117,7 +122,7 @@ export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
         if (state.status === 'absent') return state;
         return {
           status: 'present',
-          visit: { ...state.visit, ...event.data.changes, updatedAt: at, version: event.streamVersion },
+          visit: { ...state.visit, ...event.data.changes, ...changeStamps(event) },
         };
       case 'VisitSubmitted':
         if (state.status === 'absent') return state;
@@ -128,8 +133,7 @@ export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
             status: 'submitted',
             observationIds: event.data.observationIds,
             submittedAt: at,
-            updatedAt: at,
-            version: event.streamVersion,
+            ...changeStamps(event),
           },
         };
     }

@@ -1,20 +1,18 @@
 import Router from '@koa/router';
+import type { ResourceRouteContext } from '../feature.js';
 import type * as t from 'io-ts';
 import type { Context } from 'koa';
 import { deliveryAttemptsProjection, webhooksProjection } from '../../projections/webhooks.js';
-import { requireScope, type Authenticator } from '../http/guard.js';
+import { requireScope } from '../http/guard.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
-import type { Clock, IdGenerator } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
-import type { EventStore } from '../eventstore/port.js';
 import { readJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import type { CursorCodec } from '../http/cursor.js';
-import { ListParams, listPage, sendPage } from '../http/paging.js';
+import { listPage, oldestFirstList, pageOf, sendPage } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
-import type { Filter, ReadModelStore } from '../readmodels/port.js';
+import type { Filter } from '../readmodels/port.js';
 import type { TenantPrincipal } from '../core/principal.js';
 import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
 import { assertMaySubscribe, type WebhookOwner } from './creator.js';
@@ -34,14 +32,7 @@ import {
 } from './subscription.decider.js';
 import type { WebhookWorker } from './worker.js';
 
-export interface WebhooksApiDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
-  cursors: CursorCodec;
-  auth: Authenticator;
-  clock: Clock;
-  ids: IdGenerator;
-  bodyLimit: number;
+export interface WebhooksApiDeps extends ResourceRouteContext {
   worker: WebhookWorker;
   webhooks: {
     allowHttp: boolean;
@@ -138,18 +129,14 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     );
   });
 
-  router.get('/', manage, async (ctx) => {
-    const params = decodeOrThrow(ListParams, ctx.query);
-    sendPage(
-      ctx,
-      await listPage(
-        deps,
-        webhooksProjection.collection.name,
-        { tenantId: tenantOf(ctx), filters: [], sort: { field: 'createdAt', direction: 'asc' } },
-        { limit: params.limit ?? 50, cursor: params.cursor },
-      ),
-    );
-  });
+  router.get(
+    '/',
+    manage,
+    oldestFirstList(deps, webhooksProjection.collection.name, (ctx) => ({
+      tenantId: tenantOf(ctx),
+      filters: [],
+    })),
+  );
 
   router.get('/:id', manage, async (ctx) => {
     const state = await stored(ctx);
@@ -226,6 +213,19 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     }
   };
 
+  /** A delivery sent again, as a redelivery: recorded, then handed to the worker at once. */
+  const redeliver = async (ctx: Context, webhookId: string, deliveryId: string, stream: string) => {
+    const result = await handleCommand(
+      deps.eventStore,
+      deliveryDecider,
+      stream,
+      { type: 'Redeliver' },
+      commandContext(ctx, deps),
+    );
+    deps.worker.kick(tenantOf(ctx), deliveryId, webhookId);
+    return result;
+  };
+
   /**
    * The delivery whose retries ran out, which disabled the subscription, is sent again: once, as a
    * redelivery (its retry schedule is spent). 1 when it was, 0 when there is none or it has moved on.
@@ -235,14 +235,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     const stream = streamName('delivery', tenantOf(ctx), deliveryId);
     const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
     if (state.status === 'absent' || state.delivery.status !== 'failed') return 0;
-    await handleCommand(
-      deps.eventStore,
-      deliveryDecider,
-      stream,
-      { type: 'Redeliver' },
-      commandContext(ctx, deps),
-    );
-    deps.worker.kick(tenantOf(ctx), deliveryId, webhookId);
+    await redeliver(ctx, webhookId, deliveryId, stream);
     return 1;
   };
 
@@ -287,7 +280,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
         deps,
         deliveryAttemptsProjection.collection.name,
         { tenantId: tenantOf(ctx), filters, sort: { field: 'attemptedAt', direction: 'desc' } },
-        { limit: params.limit ?? 50, cursor: params.cursor },
+        pageOf(params),
       ),
     );
   });
@@ -301,14 +294,7 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
     if (state.status === 'absent' || state.delivery.webhookId !== webhookId)
       throw new NotFoundError('No such delivery');
-    const result = await handleCommand(
-      deps.eventStore,
-      deliveryDecider,
-      stream,
-      { type: 'Redeliver' },
-      commandContext(ctx, deps),
-    );
-    deps.worker.kick(tenantOf(ctx), deliveryId, webhookId);
+    const result = await redeliver(ctx, webhookId, deliveryId, stream);
     if (result.state.status === 'absent') throw new NotFoundError('No such delivery');
     // The claim id is the deliverer's fence (delivery.decider.ts), not part of the API's delivery.
     const { payload: _payload, claimId: _claimId, ...delivery } = result.state.delivery;

@@ -64,21 +64,27 @@ const embeddedIpv4 = (address: string): string | null => {
   return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 };
 
+/**
+ * Whether an address, bracketed or with a zone, is in the list, an IPv4 one also when written inside IPv6;
+ * `otherwise` for what is not an IP address at all.
+ */
+const listed = (list: BlockList, address: string, otherwise: boolean): boolean => {
+  const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+  const family = isIP(bare);
+  if (family === 4) return list.check(bare, 'ipv4');
+  if (family === 6) {
+    const inner = embeddedIpv4(bare.toLowerCase());
+    return inner !== null ? list.check(inner, 'ipv4') : list.check(bare, 'ipv6');
+  }
+  return otherwise;
+};
+
 const loopback = new BlockList();
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
 loopback.addAddress('::1', 'ipv6');
 
 /** 127.0.0.0/8 or ::1, also written inside IPv6: the machine itself, which development receivers use. */
-export const isLoopbackAddress = (address: string): boolean => {
-  const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  const family = isIP(bare);
-  if (family === 4) return loopback.check(bare, 'ipv4');
-  if (family === 6) {
-    const inner = embeddedIpv4(bare.toLowerCase());
-    return inner !== null ? loopback.check(inner, 'ipv4') : loopback.check(bare, 'ipv6');
-  }
-  return false;
-};
+export const isLoopbackAddress = (address: string): boolean => listed(loopback, address, false);
 
 /** Which addresses a receiver may have, under the settings (WEBHOOK_ALLOW_LOOPBACK, …_PRIVATE_NETWORKS). */
 export interface AddressRules {
@@ -91,13 +97,5 @@ export const isAllowedAddress = (address: string, rules: AddressRules): boolean 
   !isForbiddenAddress(address) ||
   (rules.allowLoopback && isLoopbackAddress(address));
 
-export const isForbiddenAddress = (address: string): boolean => {
-  const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  const family = isIP(bare);
-  if (family === 4) return blocked.check(bare, 'ipv4');
-  if (family === 6) {
-    const inner = embeddedIpv4(bare.toLowerCase());
-    return inner !== null ? blocked.check(inner, 'ipv4') : blocked.check(bare, 'ipv6');
-  }
-  return true; // not an address at all: refuse rather than guess
-};
+// Not an address at all: refused rather than guessed at.
+export const isForbiddenAddress = (address: string): boolean => listed(blocked, address, true);

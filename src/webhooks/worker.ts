@@ -1,16 +1,11 @@
-import type { Logger } from 'pino';
-import type { Clock } from '../core/ids.js';
 import type { Supervised } from '../core/supervisor.js';
 import { cachedViews } from '../eventstore/cached-streams.js';
-import type { EventStore } from '../eventstore/port.js';
 import { superviseGroup } from '../eventstore/supervised-group.js';
 import type { Mailer } from '../mail/mailer.js';
-import type { ReadModelStore } from '../readmodels/port.js';
-import { deliverer, type WebhookObserver, type WebhookSettings } from './deliverer.js';
+import { deliverer, type DelivererDeps } from './deliverer.js';
 import { mappedDomainEventTypes } from './external.js';
 import { disableNotifier, notifierGroup, notifyRetries } from './notifier.js';
 import { projectorGroup, webhookProjector } from './projector.js';
-import type { WebhookSender } from './sender.js';
 import { subscriptionsView } from './subscription.decider.js';
 
 export type { DisableReason, WebhookObserver, WebhookSettings } from './deliverer.js';
@@ -20,17 +15,9 @@ export { projectorGroup } from './projector.js';
 /** Events the projector schedules deliveries for at once. */
 const projectorConcurrency = 32;
 
-export interface WebhookWorkerDeps {
-  eventStore: EventStore;
-  readModels: ReadModelStore;
-  sender: WebhookSender;
+/** The deliverer's deps but the view of the subscriptions, which the worker makes; and the notifier's mailer. */
+export interface WebhookWorkerDeps extends Omit<DelivererDeps, 'subscriptions'> {
   mailer: Mailer;
-  secretKey: string;
-  clock: Clock;
-  logger: Logger;
-  settings: WebhookSettings;
-  deliveriesCollection: string;
-  observer?: WebhookObserver;
 }
 
 /**
