@@ -127,11 +127,14 @@ module.exports = {
     },
     {
       name: 'domain-below-projections',
-      comment: "A feature's deciders, events and codecs read no read model: only its routes and wiring do.",
+      comment:
+        "A feature's deciders, events and codecs read no read model: only its routes and wiring do, and its " +
+        'domain.ts, which names the read models it owns beside its event schemas (src/domains.ts).',
       severity: 'error',
       from: {
         path: `^src/(${features.join('|')})/`,
-        pathNot: '^src/[a-z]+/[.a-z-]*(api|feature|openapi|worker|references|digest|verify|replay)[.]ts$',
+        pathNot:
+          '^src/[a-z]+/[.a-z-]*(api|feature|domain|openapi|worker|references|digest|verify|replay)[.]ts$',
       },
       to: { path: '^projections/' },
     },

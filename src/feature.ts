@@ -25,14 +25,22 @@ import type { Stores } from './stores.js';
  * The service, the app, the projection registry and the OpenAPI document loop over the list in
  * src/features.ts; none of them names a feature.
  */
-export interface Feature<C extends FeatureConsumer | null = FeatureConsumer | null> {
+/**
+ * What a feature keeps, apart from its routes and workers: what the stores are opened with and what the
+ * CLI rebuilds and exports. In a module of its own (`src/<feature>/domain.ts`, listed in src/domains.ts),
+ * so that the CLI loads the read models and event schemas without the HTTP service.
+ */
+export interface FeatureDomain {
   name: string;
   /** The read models it owns; their definitions are in projections/, one file per read model. */
   projections: readonly RegisteredProjection[];
-  /** Its part of the OpenAPI document (src/openapi/document.ts assembles them). */
-  openapi: FeatureOpenApi;
   /** The schema history of its event types that have had more than one version (src/core/upcasting.ts). */
   eventSchemas?: UpcasterRegistry;
+}
+
+export interface Feature<C extends FeatureConsumer | null = FeatureConsumer | null> extends FeatureDomain {
+  /** Its part of the OpenAPI document (src/openapi/document.ts assembles them). */
+  openapi: FeatureOpenApi;
   /** Makes its consumer, once per service, and the routes that may use it. */
   wire: (context: ServiceContext) => WiredFeature<C>;
 }

@@ -1,4 +1,4 @@
-import { streamHeadsProjection } from '../../projections/stream-heads.js';
+import { auditDomain } from './domain.js';
 import type { Feature } from '../feature.js';
 import { routesOnly } from '../feature.js';
 import { auditOperations, auditSchemas } from './openapi.js';
@@ -9,8 +9,7 @@ import { verificationApi } from './verification.api.js';
  * service (src/service.ts); the history is verified with the CLI, or by an admin through the API.
  */
 export const auditFeature: Feature = {
-  name: 'audit',
-  projections: [{ projection: streamHeadsProjection, partition: 'tenant' }],
+  ...auditDomain,
   openapi: { operations: auditOperations, schemas: auditSchemas },
   wire: routesOnly((context) => [verificationApi(context)]),
 };

@@ -1,7 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { tenantIdPattern } from '../core/ids.js';
 import { ValidationError } from '../core/errors.js';
-import { findProjection, projections } from '../features.js';
+import { findProjection, projections } from '../domains.js';
 import type { RegisteredProjection } from '../readmodels/registered.js';
 import { FlagError, UsageError } from './command.js';
 

@@ -1,4 +1,4 @@
-import { findExport } from '../features.js';
+import { findExport } from '../domains.js';
 import { exportReadModel } from '../readmodels/export.js';
 import { findSnapshot } from '../readmodels/rebuild.js';
 import { exportNames, flags, requireTenant } from './args.js';

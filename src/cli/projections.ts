@@ -1,4 +1,4 @@
-import { projections } from '../features.js';
+import { projections } from '../domains.js';
 import { buildCheckpoint, listBuilds, projectionStatus, rebuild, untilText } from '../readmodels/rebuild.js';
 import { progressReporter } from '../readmodels/progress.js';
 import {

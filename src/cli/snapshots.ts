@@ -1,4 +1,4 @@
-import { findProjection } from '../features.js';
+import { findProjection } from '../domains.js';
 import { parseUntil, UntilError } from '../audit/replay.js';
 import { buildSnapshot, dropSnapshot, untilText } from '../readmodels/rebuild.js';
 import { progressReporter } from '../readmodels/progress.js';

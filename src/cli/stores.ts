@@ -6,7 +6,7 @@ import { readAggregate } from '../core/command-handler.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Projection } from '../readmodels/projection.js';
 import { projectionRunner } from '../readmodels/runner.js';
-import { eventSchemas } from '../features.js';
+import { eventSchemas } from '../domains.js';
 import { openStores, type Stores } from '../stores.js';
 import { tenantStream } from '../tenants/load.js';
 import { tenantDecider } from '../tenants/decider.js';

@@ -1,5 +1,4 @@
-import { apiKeysProjection, oauthClientsProjection } from '../../projections/secret-credentials.js';
-import { usersProjection } from '../../projections/users.js';
+import { credentialsDomain } from './domain.js';
 import type { Feature } from '../feature.js';
 import { routesOnly } from '../feature.js';
 import { credentialsApi } from './api.js';
@@ -7,12 +6,7 @@ import { credentialOperations, credentialSchemas } from './openapi.js';
 
 /** A tenant's users, API keys and OAuth clients. */
 export const credentialsFeature: Feature = {
-  name: 'credentials',
-  projections: [
-    { projection: usersProjection, partition: 'platform' },
-    { projection: apiKeysProjection, partition: 'platform' },
-    { projection: oauthClientsProjection, partition: 'platform' },
-  ],
+  ...credentialsDomain,
   openapi: { operations: credentialOperations, schemas: credentialSchemas },
   wire: routesOnly((context) => [credentialsApi(context)]),
 };

@@ -1,10 +1,9 @@
 import { cvJobsProjection, pendingCvJobsProjection } from '../../projections/cv-jobs.js';
+import { cvDomain } from './domain.js';
 import type { Feature, FeatureConsumer } from '../feature.js';
 import { pendingCvJobs } from '../observability/metrics-service.js';
 import { cvMetrics } from './metrics.js';
-import { columns } from '../readmodels/registered.js';
 import { cvApi } from './api.js';
-import type { CvJob } from './decider.js';
 import { modelRegistry } from './models/registry.js';
 import { statusOf } from './models/port.js';
 import { cvOperations, cvSchemas } from './openapi.js';
@@ -12,35 +11,7 @@ import { cvWorker, defaultCvWorkerSettings, type CvWorker } from './worker.js';
 
 /** Computer-vision jobs: requested over HTTP, run by the CV worker over the observation's image. */
 export const cvFeature: Feature<CvWorker & FeatureConsumer> = {
-  name: 'cv',
-  projections: [
-    {
-      projection: cvJobsProjection,
-      partition: 'tenant',
-      export: {
-        name: 'cv-jobs',
-        sortField: 'createdAt',
-        columns: columns<CvJob>(
-          'id',
-          'tenantId',
-          'observationId',
-          'mediaId',
-          'sha256',
-          'model',
-          'status',
-          'attempts',
-          'result',
-          'error',
-          'createdAt',
-          'startedAt',
-          'finishedAt',
-          'updatedAt',
-          'version',
-        ),
-      },
-    },
-    { projection: pendingCvJobsProjection, partition: 'platform' },
-  ],
+  ...cvDomain,
   openapi: { operations: cvOperations, schemas: cvSchemas },
   wire: ({ config, stores, clock, logger, metrics, decodes }) => {
     // One registry for the worker and the routes: the routes list and check the models the worker runs.

@@ -1,4 +1,4 @@
-import { tenantsProjection } from '../../projections/tenants.js';
+import { tenantsDomain } from './domain.js';
 import type { Feature } from '../feature.js';
 import { routesOnly } from '../feature.js';
 import { tenantsApi } from './api.js';
@@ -6,8 +6,7 @@ import { tenantOperations, tenantSchemas } from './openapi.js';
 
 /** Tenants, created and read by the platform administrator. */
 export const tenantsFeature: Feature = {
-  name: 'tenants',
-  projections: [{ projection: tenantsProjection, partition: 'platform' }],
+  ...tenantsDomain,
   openapi: { operations: tenantOperations, schemas: tenantSchemas },
   wire: routesOnly((context) => [tenantsApi(context)]),
 };

@@ -1,8 +1,5 @@
-import {
-  deliveriesProjection,
-  deliveryAttemptsProjection,
-  webhooksProjection,
-} from '../../projections/webhooks.js';
+import { deliveriesProjection } from '../../projections/webhooks.js';
+import { webhooksDomain } from './domain.js';
 import type { Feature, FeatureConsumer } from '../feature.js';
 import { outboxMailer, smtpMailer } from '../mail/mailer.js';
 import { webhookMetrics } from './metrics.js';
@@ -10,19 +7,12 @@ import { developmentSecret } from '../core/development-secrets.js';
 import { webhooksApi } from './api.js';
 import { webhookEvents, webhookOperations, webhookSchemas } from './openapi.js';
 import { webhookSender } from './sender.js';
-import { webhookEventSchemas } from './upcasters.js';
 import { webhookWorker } from './worker.js';
 
 /** Webhook subscriptions, and the delivery of external events to them (src/webhooks/worker.ts). */
 export const webhooksFeature: Feature<FeatureConsumer> = {
-  name: 'webhooks',
-  projections: [
-    { projection: webhooksProjection, partition: 'tenant' },
-    { projection: deliveriesProjection, partition: 'platform' },
-    { projection: deliveryAttemptsProjection, partition: 'tenant' },
-  ],
+  ...webhooksDomain,
   openapi: { operations: webhookOperations, schemas: webhookSchemas, webhooks: webhookEvents },
-  eventSchemas: webhookEventSchemas,
   wire: ({ config, stores, clock, logger, metrics }) => {
     // Disabled subscriptions are told by e-mail: over SMTP, or into DATA_DIR/outbox without SMTP_URL.
     const mailer = config.smtpUrl

@@ -6,7 +6,7 @@ import { PreconditionFailedError, VersionConflictError } from '../../src/core/er
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { withUpcasting } from '../../src/eventstore/upcasting.js';
-import { eventSchemas } from '../../src/features.js';
+import { eventSchemas } from '../../src/domains.js';
 import { tempDir } from '../support/adapters.js';
 import { anEvent } from '../support/events.js';
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { projections } from '../../src/features.js';
+import { projections } from '../../src/domains.js';
 import type { RegisteredProjection } from '../../src/readmodels/registered.js';
 import { observationsProjection } from '../../projections/observations.js';
 import { platformPartition } from '../../src/readmodels/aggregate-projection.js';

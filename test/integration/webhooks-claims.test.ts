@@ -7,7 +7,7 @@ import { systemContextOf } from '../../src/core/system-context.js';
 import { cachedViews } from '../../src/eventstore/cached-streams.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openPostgresEventStore } from '../../src/eventstore/postgres.js';
-import { eventSchemas } from '../../src/features.js';
+import { eventSchemas } from '../../src/domains.js';
 import { withUpcasting } from '../../src/eventstore/upcasting.js';
 import { developmentSecret } from '../../src/core/development-secrets.js';
 import { deliveriesProjection } from '../../projections/webhooks.js';

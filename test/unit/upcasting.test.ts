@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { eventMetadata } from '../../src/core/command-handler.js';
 import type { RecordedEvent } from '../../src/core/events.js';
 import { checkRegistry, currentVersionIn, mergeEventSchemas, upcaster } from '../../src/core/upcasting.js';
-import { eventSchemas } from '../../src/features.js';
+import { eventSchemas } from '../../src/domains.js';
 import { observationRecordedV1ToV2 } from '../../src/observations/upcasters.js';
 
 const recorded = (type: string, data: unknown, schemaVersion: number | undefined): RecordedEvent => ({
