@@ -14,6 +14,8 @@ import { rateLimit, type RequestWindows } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { HttpSettings } from './config.js';
 import { openApiApi } from './openapi/api.js';
+import { openApiDocument } from './openapi/document.js';
+import { queryParametersOf, refuseUnknownQueryParameters } from './http/query-parameters.js';
 import { consoleRoutes } from './console/serve.js';
 import type { MetricsMode } from './config.js';
 import type { Metrics } from './observability/metrics.js';
@@ -66,6 +68,7 @@ export const createApp = (deps: AppDeps): Koa => {
 
   for (const feature of deps.features) for (const api of feature.routes(deps)) root.use(api.routes());
   root.use(openApiApi({ publicUrl: deps.tokens.issuer }).routes());
+  refuseUnknownQueryParameters(root, queryParametersOf(openApiDocument({ publicUrl: deps.tokens.issuer })));
   // After the guard, so that a credential that may not call the route gets its 401/403, never a replay.
   idempotentPosts(root, {
     store: deps.idempotency,
