@@ -1593,7 +1593,7 @@ export interface components {
       name: string;
       position: components['schemas']['LatLon'];
       boundary: components['schemas']['Polygon'] | null;
-      /** @description Free-form */
+      /** @description Free-form, at most 16 KiB once serialized; a patch merges it key by key; nested at most 32 levels deep, with at most 256 keys in any object, 4096 members and items in all, and keys of at most 256 characters without U+0000 */
       attributes: {
         [key: string]: unknown;
       };
@@ -2083,7 +2083,7 @@ export interface components {
         endedAt: string | null;
         participants: string[];
         notes: string | null;
-        /** @description The observations that belong to the visit */
+        /** @description The observations of the visit, recorded when it is submitted */
         observationIds: string[];
         /** @constant */
         status: 'submitted';

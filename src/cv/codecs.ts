@@ -2,6 +2,7 @@ import * as t from 'io-ts';
 import {
   numberBetween,
   paramOf,
+  oneOf,
   refined,
   ResourceId,
   strictObject,
@@ -46,13 +47,7 @@ export const ListCvJobsQuery = strictObject(
     ...pageParams,
     minPosition: wholeNumberParam(0, Number.MAX_SAFE_INTEGER),
     observationId: paramOf(ResourceId),
-    status: paramOf(
-      refined(
-        t.string,
-        (s) => (cvJobStatuses as readonly string[]).includes(s),
-        `one of ${cvJobStatuses.join(', ')}`,
-      ),
-    ),
+    status: paramOf(oneOf(cvJobStatuses)),
     model: paramOf(ModelName),
   },
 );

@@ -5,7 +5,7 @@ import { maxListedErrors, ValidationError } from '../core/errors.js';
 import { boundsProblem, describeBounds, freeFormBounds, type JsonBounds } from '../core/json-bounds.js';
 import { described, noted, type JsonSchema } from './schema-notes.js';
 
-export { absentAs, absentValues, component, described, type JsonSchema } from './schema-notes.js';
+export { absentAs, absentValues, component, described, withSchema, type JsonSchema } from './schema-notes.js';
 
 /**
  * io-ts at the edge. Codecs are named after what they expect ("a latitude between -90 and 90"), and the
@@ -187,6 +187,16 @@ export const listOf = <A>(
     schema: { minItems: min, maxItems: max, ...(distinct ? { uniqueItems: true } : {}) },
   });
 };
+
+/** One of a few strings (a sort, a status): the schema lists them. */
+export const oneOf = <V extends string>(values: readonly V[]) =>
+  refined(
+    // The predicate is what makes a string one of the values.
+    t.string as unknown as t.Type<V, V, unknown>,
+    (s) => values.includes(s),
+    `one of ${values.join(', ')}`,
+    { enum: [...values] },
+  );
 
 export const boundedString = (min: number, max: number) =>
   refined(t.string, (s) => s.length >= min && s.length <= max, `a string of ${min} to ${max} characters`, {

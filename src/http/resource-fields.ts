@@ -34,3 +34,9 @@ export const StreamVersion = WholeNumber(0, {
 });
 
 export const Sha256Hex = matching(/^[0-9a-f]{64}$/, 'a SHA-256 in hexadecimal');
+
+/**
+ * Compiles only when A and B are the same type: a domain type kept beside its decider, checked against the
+ * codec that describes the resource, so that neither can gain a field the other lacks.
+ */
+export const typesAgree = <A, B extends A>(same: A extends B ? true : false): boolean => same;

@@ -36,6 +36,9 @@ export const noteOf = (codec: t.Mixed): SchemaNote | undefined => notes.get(code
 const copyOf = <C extends t.Mixed>(codec: C): C =>
   Object.create(Object.getPrototypeOf(codec) as object, Object.getOwnPropertyDescriptors(codec)) as C;
 
+/** A codec built by hand (a GeoJSON polygon) with the schema of what it accepts, written beside it. */
+export const withSchema = <C extends t.Mixed>(codec: C, schema: JsonSchema): C => noted(codec, { schema });
+
 /**
  * The codec with a description, examples or any other keyword for the API's documentation. A description
  * is added in front of the one the codec has (a free-form object's bounds), not in its place.

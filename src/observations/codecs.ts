@@ -12,6 +12,7 @@ import {
   DateTimeString,
   numberBetween,
   FreeJsonObject,
+  oneOf,
   refined,
   ResourceId,
   strictObject,
@@ -166,13 +167,7 @@ export const ListObservationsQuery = strictObject(
       parseBbox,
       'must be minLon,minLat,maxLon,maxLat with longitudes in -180..180, latitudes in -90..90 and minLat <= maxLat',
     ),
-    sort: paramOf(
-      refined(
-        t.string,
-        (s) => (sortOptions as readonly string[]).includes(s),
-        `one of ${sortOptions.join(', ')}`,
-      ),
-    ),
+    sort: paramOf(oneOf(sortOptions)),
   },
 );
 

@@ -10,7 +10,15 @@ import {
 } from './codecs.js';
 import { exampleIds, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { componentSchema, enumOf, integer, ref, schemaOf, string, type Schema } from '../openapi/schema.js';
+import {
+  componentSchema,
+  enumOf,
+  fieldSchemas,
+  integer,
+  ref,
+  string,
+  type Schema,
+} from '../openapi/schema.js';
 import { pagingQuery } from '../openapi/resource.js';
 
 /**
@@ -19,9 +27,7 @@ import { pagingQuery } from '../openapi/resource.js';
  */
 
 /** An observation's own fields as stored and sent: the resource's, and the data of its webhook events. */
-export const observationFieldSchemas: Record<string, Schema> = Object.fromEntries(
-  Object.entries(observationFields).map(([name, codec]) => [name, schemaOf(codec)]),
-);
+export const observationFieldSchemas = fieldSchemas(observationFields);
 
 export const observationSchemas: Record<string, Schema> = {
   GeoPosition: componentSchema(GeoPositionCodec),

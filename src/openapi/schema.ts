@@ -233,3 +233,7 @@ export const componentSchemas = (codecs: readonly t.Mixed[]): Record<string, Sch
       return [name, componentSchema(codec)];
     }),
   );
+
+/** The schemas of some fields of a codec (all of them by default), by name: a webhook event's data. */
+export const fieldSchemas = (fields: t.Props, names: readonly string[] = Object.keys(fields)) =>
+  Object.fromEntries(names.map((name) => [name, schemaOf(fields[name]!)])) as Record<string, Schema>;

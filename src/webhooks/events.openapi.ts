@@ -1,7 +1,17 @@
 import { failureCodes } from '../cv/models/port.js';
 import { externalEventTypes, type ExternalEventType } from './external.js';
 import { fields } from '../openapi/components.js';
-import { arrayOf, dateTime, enumOf, nullable, object, ref, string, type Schema } from '../openapi/schema.js';
+import {
+  arrayOf,
+  dateTime,
+  enumOf,
+  fieldSchemas,
+  object,
+  ref,
+  string,
+  type Schema,
+} from '../openapi/schema.js';
+import { VisitCodec } from '../visits/codecs.js';
 import { observationFieldSchemas } from '../observations/openapi.js';
 
 // What receivers get: the envelope of each external event type, and the document's `webhooks`.
@@ -60,12 +70,14 @@ const eventData: Record<ExternalEventType, Schema> = {
   'visit.submitted': object(
     {
       visitId: fields.id('v'),
-      locationId: fields.resourceId,
-      startedAt: dateTime(),
-      endedAt: nullable(dateTime()),
-      participants: arrayOf(string()),
-      notes: nullable(string()),
-      observationIds: arrayOf(string(), { description: 'The observations that belong to the visit' }),
+      ...fieldSchemas(VisitCodec.fields, [
+        'locationId',
+        'startedAt',
+        'endedAt',
+        'participants',
+        'notes',
+        'observationIds',
+      ]),
       status: { type: 'string', const: 'submitted' },
       submittedAt: dateTime(),
     },
