@@ -121,9 +121,6 @@ const refreshTokenBody = (name: string) => ({
   codec: RefreshBody,
   name,
   example: { refreshToken: exampleRefreshToken },
-  properties: {
-    refreshToken: string({ minLength: 1, maxLength: 4096, pattern: '^ort_', format: 'password' }),
-  },
   mediaTypes: ['application/json'],
   json: true,
 });
@@ -149,11 +146,6 @@ export const authOperations = (): BuiltOperation[] => [
         email: 'ada@acme.test',
         password: 'correct horse battery staple',
         tenantId: exampleIds.tenant,
-      },
-      properties: {
-        email: fields.email,
-        password: fields.secret(1, 1024),
-        tenantId: { ...fields.tenantId, description: 'The tenant of the user' },
       },
       mediaTypes: ['application/json'],
       json: true,

@@ -208,6 +208,10 @@ export const boundedString = (min: number, max: number) =>
 export const plainText = (min: number, max: number) =>
   described(boundedString(min, max), { contentMediaType: 'text/plain' });
 
+/** A password or secret: any characters, within its length; UIs hide what is typed. */
+export const secretText = (min: number, max: number) =>
+  described(boundedString(min, max), { format: 'password' });
+
 export const numberBetween = (min: number, max: number, what = 'a number') =>
   refined(t.number, (n) => Number.isFinite(n) && n >= min && n <= max, `${what} between ${min} and ${max}`, {
     minimum: min,

@@ -9,7 +9,7 @@ import {
   type ProblemStatus,
 } from './components.js';
 import { fields } from './components.js';
-import { codecObject, codecQuery, schemaOf, type QueryParameter, type Schema } from './schema.js';
+import { codecQuery, schemaOf, type QueryParameter, type Schema } from './schema.js';
 
 /**
  * One operation of the API, described next to the codecs its route decodes with. `operation()` turns it
@@ -52,8 +52,7 @@ export interface OperationSpec {
   body?: {
     /** The codec the route decodes the body with: the schema is derived from it. */
     codec?: StrictObjectCodec;
-    /** The properties' schemas (with a codec whose fields note none), or the whole schema (without it). */
-    properties?: Record<string, Schema>;
+    /** The whole schema, for a body no codec decodes (the OAuth token request's form). */
     schema?: Schema;
     /** Named in components.schemas, for reuse and readable docs. */
     name?: string;
@@ -135,14 +134,11 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
   const schemas: Record<string, Schema> = {};
   let requestBody: Record<string, unknown> | undefined;
   if (spec.body) {
-    const { codec, properties, name } = spec.body;
+    const { codec, name } = spec.body;
     // Without a codec or a schema the body is bytes (an image): the media types say it all.
     let schema: Schema | undefined;
-    if (codec) {
-      schema = properties ? codecObject(codec, properties) : schemaOf(codec as unknown as t.Mixed);
-    } else {
-      schema = spec.body.schema;
-    }
+    if (codec) schema = schemaOf(codec as unknown as t.Mixed);
+    else schema = spec.body.schema;
     if (schema && spec.body.example === undefined)
       throw new Error(`${spec.operationId}: a body with a schema needs an example that the service accepts`);
     if (schema && name) {

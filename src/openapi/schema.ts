@@ -103,22 +103,6 @@ export const assertCoversCodec = (codec: StrictObjectCodec, described: readonly 
   }
 };
 
-/** The schema of a JSON object a strictObject codec decodes: its fields and required list come from the codec. */
-export const codecObject = (
-  codec: StrictObjectCodec,
-  properties: Record<string, Schema>,
-  extra: Schema = {},
-): Schema => {
-  assertCoversCodec(codec, Object.keys(properties), 'schema');
-  return {
-    type: 'object',
-    ...(codec.props.required.length > 0 ? { required: [...codec.props.required] } : {}),
-    properties: Object.fromEntries(codecFields(codec).map((field) => [field, properties[field]!])),
-    additionalProperties: false,
-    ...extra,
-  };
-};
-
 export interface QueryParameter {
   /** The codec's schema when left out; given where the text's shape says more (a pattern, a format). */
   schema?: Schema;

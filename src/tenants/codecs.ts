@@ -1,8 +1,8 @@
-import { boundedString, strictObject } from '../http/codec.js';
+import { plainText, strictObject } from '../http/codec.js';
 import { Email } from '../credentials/codecs.js';
 
 /** The request body of POST /v1/tenants (src/tenants/api.ts), described in src/tenants/openapi.ts. */
 export const CreateTenantBody = strictObject('a tenant', {
-  name: boundedString(1, 200),
+  name: plainText(1, 200),
   notificationEmail: Email,
 });

@@ -39,7 +39,6 @@ export const tenantOperations = (): BuiltOperation[] => [
       codec: CreateTenantBody,
       name: 'CreateTenantRequest',
       example: { name: 'Acme field team', notificationEmail: 'ops@acme.test' },
-      properties: { name: fields.text(200, 1), notificationEmail: fields.email },
       mediaTypes: ['application/json'],
       json: true,
     },
