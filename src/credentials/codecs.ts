@@ -1,14 +1,20 @@
 import * as t from 'io-ts';
 import { scopes, type Scope } from '../core/scopes.js';
 import {
+  component,
+  DateTimeString,
   described,
   listOf,
+  oneOf,
   plainText,
   refined,
   secretText,
   strictObject,
   withSchema,
 } from '../http/codec.js';
+import { ServiceId, StreamVersion, TenantIdString, typesAgree } from '../http/resource-fields.js';
+import type { SecretCredential } from './secret-credential.decider.js';
+import type { User } from './user.decider.js';
 
 export const Email = refined(
   t.string,
@@ -46,3 +52,53 @@ export const CreateSecretCredentialBody = strictObject('a credential', {
   name: plainText(1, 200),
   scopes: Scopes,
 });
+
+/** A credential string the service made, shown once: its prefix, then what only the service can check. */
+export const shownOnce = (prefix: string, description: string) =>
+  described(
+    refined(t.string, (s) => s.startsWith(prefix), `a string that starts with ${prefix}`),
+    {
+      pattern: `^${prefix}`,
+      description,
+    },
+  );
+
+const nullable = <A>(codec: t.Type<A, A, unknown>) => t.union([codec, t.null]);
+
+export const UserCodec = component(
+  'User',
+  described(
+    strictObject('a user', {
+      id: described(
+        refined(t.string, (s) => /^u_[0-9a-f]{26}$/.test(s), 'a user id', { pattern: '^u_[0-9a-f]{26}$' }),
+        {
+          description: 'Derived from the tenant and the e-mail',
+        },
+      ),
+      tenantId: TenantIdString,
+      email: Email,
+      scopes: Scopes,
+      status: oneOf(['active', 'disabled'] as const),
+      createdAt: DateTimeString,
+      disabledAt: nullable(DateTimeString),
+      version: StreamVersion,
+    }),
+    { description: 'A user who logs in with an e-mail and a password; the password is never returned' },
+  ),
+);
+
+typesAgree<User, t.TypeOf<typeof UserCodec>>(true);
+
+/** An API key or an OAuth client, without its secret; `prefix` is that of its id. */
+export const secretCredentialFields = (prefix: string) => ({
+  id: ServiceId(prefix),
+  tenantId: TenantIdString,
+  name: CreateSecretCredentialBody.fields.name,
+  scopes: Scopes,
+  status: oneOf(['active', 'revoked'] as const),
+  createdAt: DateTimeString,
+  revokedAt: nullable(DateTimeString),
+  version: StreamVersion,
+});
+
+typesAgree<SecretCredential, t.TypeOf<t.TypeC<ReturnType<typeof secretCredentialFields>>>>(true);

@@ -1,3 +1,4 @@
+import { observationId, observationsPath } from '../observations/openapi.js';
 import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { componentSchema, ref, type Schema } from '../openapi/schema.js';
@@ -7,8 +8,7 @@ import { mediaContentTypes as mediaTypes, ObservationMediaCodec } from '../obser
 
 export const mediaSchemas: Record<string, Schema> = { Media: componentSchema(ObservationMediaCodec) };
 
-const observationId = { id: { description: "The observation's id", example: exampleIds.observation } };
-const base = '/v1/tenants/:tenantId/observations';
+const base = observationsPath;
 
 export const mediaOperations = (): BuiltOperation[] => [
   operation({

@@ -52,10 +52,12 @@ export const observationSchemas: Record<string, Schema> = {
   },
 };
 
-const dateQuery = (description: string) => ({ description });
-
-const observationId = { id: { description: "The observation's id", example: exampleIds.observation } };
-const base = '/v1/tenants/:tenantId/observations';
+/** The path of observations, and its `:id`: media and history hang below one observation. */
+export const observationsPath = '/v1/tenants/:tenantId/observations';
+export const observationId = {
+  id: { description: "The observation's id", example: exampleIds.observation },
+};
+const base = observationsPath;
 
 export const observationOperations = (): BuiltOperation[] => [
   operation({
@@ -107,9 +109,9 @@ export const observationOperations = (): BuiltOperation[] => [
           description:
             'Wait (up to CONSISTENCY_TIMEOUT) until the list includes the write with this X-Position',
         },
-        observedFrom: dateQuery('`observedAt` at or after'),
-        observedTo: dateQuery('`observedAt` at or before'),
-        updatedSince: dateQuery('`updatedAt` at or after'),
+        observedFrom: { description: '`observedAt` at or after' },
+        observedTo: { description: '`observedAt` at or before' },
+        updatedSince: { description: '`updatedAt` at or after' },
         locationId: { description: 'Only this location' },
         visitId: { description: 'Only this visit' },
         bbox: {

@@ -1,30 +1,12 @@
-import { CreateTenantBody } from './codecs.js';
-import { fields, page } from '../openapi/components.js';
+import { CreatedTenantCodec, CreateTenantBody, TenantCodec } from './codecs.js';
+import { page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { createdResponse, pagingQuery } from '../openapi/resource.js';
-import { dateTime, object, ref, string, type Schema } from '../openapi/schema.js';
+import { componentSchemas, ref, type Schema } from '../openapi/schema.js';
 
 /** Tenants: their schemas and operations (their users and credentials: src/credentials). */
 
-const tenant = {
-  id: fields.tenantId,
-  name: string({ minLength: 1, maxLength: 200 }),
-  notificationEmail: fields.email,
-  createdAt: dateTime(),
-  version: fields.version,
-};
-
-export const tenantSchemas: Record<string, Schema> = {
-  Tenant: object(tenant, {}, { description: 'A tenant: every resource and credential belongs to one' }),
-  CreatedTenant: object(
-    {
-      ...tenant,
-      adminApiKey: string({ pattern: '^obs_', description: "The tenant's first admin API key, shown once" }),
-    },
-    {},
-    { description: 'The new tenant, with its first admin API key' },
-  ),
-};
+export const tenantSchemas: Record<string, Schema> = componentSchemas([TenantCodec, CreatedTenantCodec]);
 
 export const tenantOperations = (): BuiltOperation[] => [
   operation({
