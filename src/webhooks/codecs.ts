@@ -9,7 +9,7 @@ import { secretProblem } from './secrets.js';
  * src/webhooks/openapi.ts.
  */
 
-const EventTypeCodec = oneOf<string>(externalEventTypes);
+export const EventTypeCodec = oneOf<string>(externalEventTypes);
 
 /** A short string as JSON and a space, to name it in a message; nothing for any other value. */
 const quoted = (u: unknown): string =>
@@ -30,7 +30,7 @@ const ListedEventType = withSchema(
 );
 
 /** Each external type at most once: a longer list is refused before any item is read. */
-const EventTypeList = described(
+export const EventTypeList = described(
   listOf(
     ListedEventType,
     { min: 1, max: externalEventTypes.length, distinct: true },

@@ -2,30 +2,26 @@ import { failureCodes } from '../cv/models/port.js';
 import { externalEventTypes, type ExternalEventType } from './external.js';
 import { fields } from '../openapi/components.js';
 import {
-  arrayOf,
   dateTime,
   enumOf,
   fieldSchemas,
   object,
   ref,
+  schemaOf,
   string,
   type Schema,
 } from '../openapi/schema.js';
 import { VisitCodec } from '../visits/codecs.js';
+import { EventTypeCodec, EventTypeList } from './codecs.js';
 import { observationFieldSchemas } from '../observations/openapi.js';
 
 // What receivers get: the envelope of each external event type, and the document's `webhooks`.
 
 /** An external event type (src/webhooks/external.ts): the webhooks' own vocabulary. */
-export const eventType = enumOf(externalEventTypes);
+export const eventType = schemaOf(EventTypeCodec);
 
 /** The event types a subscription lists. */
-export const eventTypes = arrayOf(eventType, {
-  minItems: 1,
-  maxItems: externalEventTypes.length,
-  uniqueItems: true,
-  description: 'A non-empty list of distinct event types',
-});
+export const eventTypes = schemaOf(EventTypeList);
 
 /** `data` of each external event type (src/webhooks/external.ts). */
 const eventData: Record<ExternalEventType, Schema> = {
