@@ -85,6 +85,19 @@ export const recordedFields = (body: t.TypeOf<typeof CreateObservationBody>): Ob
   ...body,
 });
 
+/**
+ * The fields of the observation the examples show: the document's resource and the webhooks' test event.
+ * A field added later joins them with its value when absent, as a creation records it.
+ */
+const { observedAt: exampleTime, ...exampleRest } = recordedFields({
+  observedAt: '2026-05-01T07:30:00.000Z',
+  position: { lat: 45.1, lon: 7.2, accuracyM: 5 },
+  notes: 'near the creek',
+  attributes: { species: 'fox', count: 2 },
+});
+// observedAt first, as a reader expects it.
+export const exampleObservationFields: ObservationFields = { observedAt: exampleTime, ...exampleRest };
+
 /** The image types the service stores: the type is read from the bytes (src/media/header.ts). */
 export const mediaContentTypes = ['image/jpeg', 'image/png', 'image/webp'] as const;
 

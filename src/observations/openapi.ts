@@ -1,6 +1,7 @@
 import { mergePatchTypes } from '../http/body.js';
 import {
   CreateObservationBody,
+  exampleObservationFields,
   GeoPositionCodec,
   ListObservationsQuery,
   ObservationCodec,
@@ -37,12 +38,7 @@ export const observationSchemas: Record<string, Schema> = {
       {
         id: 'o_01m7xq3mn18snzhf2p99rppm8q',
         tenantId: 't_01m7xr44nde6cpe35md841agpz',
-        observedAt: '2026-05-01T07:30:00.000Z',
-        position: { lat: 45.1, lon: 7.2, accuracyM: 5 },
-        locationId: null,
-        visitId: null,
-        notes: 'near the creek',
-        attributes: { species: 'fox', count: 2 },
+        ...exampleObservationFields,
         media: [],
         createdAt: '2026-11-21T00:11:43.137Z',
         updatedAt: '2026-11-21T00:11:43.137Z',

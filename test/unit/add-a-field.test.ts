@@ -8,8 +8,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
  * The recipe of docs/contributing.md ("Add an optional field to a resource"), applied to a copy of the
  * sources: an optional `habitat` on observations. It counts the files the recipe edits by hand, and checks
  * that the field then reaches every schema that shows it to clients (the request bodies, the resource, the
- * webhook events' data) and that an event stored before it existed reads with the field's default. Were a
- * schema written by hand beside the codec, the field would be missing from it and this test would fail.
+ * webhook events' data) and every example (the resource's, the webhooks' test event), and that an event
+ * stored before it existed reads with the field's default. Were a schema written by hand beside the codec,
+ * the field would be missing from it and this test would fail.
  */
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -99,6 +100,20 @@ describe('adding an optional field to a resource (docs/contributing.md)', functi
     for (const schema of shown) expect(schema.properties.habitat).to.deep.include(habitat);
     // A resource always has every field: null when it was never set.
     expect(schemas.Observation!.required).to.include('habitat');
+  });
+
+  it("shows the field in the examples: the resource, and the webhooks' test event", async () => {
+    const { openApiDocument } = (await import(
+      pathToFileURL(join(copy, 'src/openapi/document.ts')).href
+    )) as typeof import('../../src/openapi/document.js');
+    const { exampleEvent } = (await import(
+      pathToFileURL(join(copy, 'src/webhooks/examples.ts')).href
+    )) as typeof import('../../src/webhooks/examples.js');
+    const schemas = openApiDocument({ publicUrl: 'http://127.0.0.1:3000' }).components
+      .schemas as unknown as Record<string, { examples: Record<string, unknown>[] }>;
+    expect(schemas.Observation!.examples[0]).to.include({ habitat: null });
+    const event = exampleEvent('observation.created', 't_1', new Date());
+    expect(event.data).to.include({ habitat: null });
   });
 
   it('records the default when a creation leaves the field out, and reads older events with it', async () => {
