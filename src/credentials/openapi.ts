@@ -9,7 +9,7 @@ import {
 } from './codecs.js';
 import { exampleIds, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { createdResponse, pagingQuery } from '../openapi/resource.js';
+import { changedResponse, createdResponse, pagingQuery } from '../openapi/resource.js';
 import { componentSchema, ref, type Schema } from '../openapi/schema.js';
 
 /** A tenant's users, API keys and OAuth clients: their schemas and operations. */
@@ -179,11 +179,7 @@ export const credentialOperations = (): BuiltOperation[] => [
     access: { scope: 'admin' },
     pathParameters: userId,
     responses: {
-      '200': {
-        description: 'The disabled user',
-        headers: ['ETag', 'X-Position'],
-        content: { 'application/json': ref('User') },
-      },
+      '200': changedResponse('User', 'The disabled user'),
     },
   }),
   ...secretCredentialOperations('api-keys', {

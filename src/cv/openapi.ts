@@ -19,7 +19,7 @@ import {
   string,
   type Schema,
 } from '../openapi/schema.js';
-import { minPositionQuery, pagingQuery } from '../openapi/resource.js';
+import { createdResponse, minPositionQuery, pagingQuery } from '../openapi/resource.js';
 
 /** Computer-vision jobs and the models they run. */
 
@@ -144,11 +144,7 @@ export const cvOperations = (): BuiltOperation[] => [
       json: true,
     },
     responses: {
-      '202': {
-        description: 'Queued',
-        headers: ['Location', 'ETag', 'X-Position'],
-        content: { 'application/json': ref('CvJob') },
-      },
+      '202': createdResponse('CvJob', 'Queued'),
     },
   }),
   operation({

@@ -10,7 +10,13 @@ import {
 import { exampleIds, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { componentSchemas, ref, string, type Schema } from '../openapi/schema.js';
-import { minPositionQuery, pagingQuery, readOne } from '../openapi/resource.js';
+import {
+  changedResponse,
+  createdResponse,
+  minPositionQuery,
+  pagingQuery,
+  readOne,
+} from '../openapi/resource.js';
 
 /** Locations: their operations. Their schemas are derived from the codecs (./codecs.ts). */
 
@@ -62,11 +68,7 @@ export const locationOperations = (): BuiltOperation[] => {
         },
       },
       responses: {
-        '201': {
-          description: 'Created',
-          headers: ['Location', 'ETag', 'X-Position'],
-          content: { 'application/json': ref('Location') },
-        },
+        '201': createdResponse('Location', 'Created'),
       },
     }),
     operation({
@@ -120,11 +122,7 @@ export const locationOperations = (): BuiltOperation[] => {
         example: { attributes: { access: 'footpath from the north gate' } },
       },
       responses: {
-        '200': {
-          description: 'The location',
-          headers: ['ETag', 'X-Position'],
-          content: { 'application/json': ref('Location') },
-        },
+        '200': changedResponse('Location', 'The location'),
       },
       problems: ['412'],
     }),

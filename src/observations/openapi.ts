@@ -20,7 +20,7 @@ import {
   string,
   type Schema,
 } from '../openapi/schema.js';
-import { pagingQuery } from '../openapi/resource.js';
+import { changedResponse, createdResponse, pagingQuery } from '../openapi/resource.js';
 
 /**
  * Observations: their operations (their media and history: src/media, src/history). Their schemas are
@@ -80,11 +80,7 @@ export const observationOperations = (): BuiltOperation[] => [
       },
     },
     responses: {
-      '201': {
-        description: 'Recorded',
-        headers: ['Location', 'ETag', 'X-Position'],
-        content: { 'application/json': ref('Observation') },
-      },
+      '201': createdResponse('Observation', 'Recorded'),
     },
     problems: ['422'],
   }),
@@ -168,11 +164,7 @@ export const observationOperations = (): BuiltOperation[] => [
       example: { notes: 'Two foxes near the creek', attributes: { count: 2 } },
     },
     responses: {
-      '200': {
-        description: 'The observation',
-        headers: ['ETag', 'X-Position'],
-        content: { 'application/json': ref('Observation') },
-      },
+      '200': changedResponse('Observation', 'The observation'),
     },
     problems: ['412', '422'],
   }),

@@ -25,6 +25,13 @@ export const createdResponse = (schema: string, description: string) => ({
   content: { 'application/json': ref(schema) },
 });
 
+/** The 200 of a write that answers the resource as it now is. */
+export const changedResponse = (schema: string, description: string) => ({
+  description,
+  headers: ['ETag', 'X-Position'] as const,
+  content: { 'application/json': ref(schema) },
+});
+
 /** Read-your-writes for a list that reads a projection (src/http/consistency.ts). */
 export const minPositionQuery = {
   schema: integer(0, Number.MAX_SAFE_INTEGER, { format: 'int64' }),

@@ -1,7 +1,13 @@
 import { mergePatchTypes } from '../http/body.js';
 import { exampleIds, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { minPositionQuery, pagingQuery, readOne } from '../openapi/resource.js';
+import {
+  changedResponse,
+  createdResponse,
+  minPositionQuery,
+  pagingQuery,
+  readOne,
+} from '../openapi/resource.js';
 import { componentSchemas, ref, type Schema } from '../openapi/schema.js';
 import { CreateVisitBody, ListVisitsQuery, PatchVisitBody, VisitCodec } from './codecs.js';
 
@@ -41,11 +47,7 @@ export const visitOperations = (): BuiltOperation[] => {
         },
       },
       responses: {
-        '201': {
-          description: 'Created',
-          headers: ['Location', 'ETag', 'X-Position'],
-          content: { 'application/json': ref('Visit') },
-        },
+        '201': createdResponse('Visit', 'Created'),
       },
       problems: ['422'],
     }),
@@ -95,11 +97,7 @@ export const visitOperations = (): BuiltOperation[] => {
         example: { endedAt: '2026-05-01T12:30:00+02:00', notes: 'Sunny, light wind from the west' },
       },
       responses: {
-        '200': {
-          description: 'The visit',
-          headers: ['ETag', 'X-Position'],
-          content: { 'application/json': ref('Visit') },
-        },
+        '200': changedResponse('Visit', 'The visit'),
       },
       problems: ['412', '422'],
     }),
@@ -114,11 +112,7 @@ export const visitOperations = (): BuiltOperation[] => {
       pathParameters: visit.byId,
       headers: ['IfMatch'],
       responses: {
-        '200': {
-          description: 'Submitted',
-          headers: ['ETag', 'X-Position'],
-          content: { 'application/json': ref('Visit') },
-        },
+        '200': changedResponse('Visit', 'Submitted'),
       },
       problems: ['412', '503'],
     }),

@@ -2,7 +2,7 @@ import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestE
 import { exampleIds, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { ref } from '../openapi/schema.js';
-import { pagingQuery } from '../openapi/resource.js';
+import { changedResponse, createdResponse, pagingQuery } from '../openapi/resource.js';
 
 // The routes of webhook subscriptions and their deliveries (schemas: openapi.ts).
 
@@ -34,11 +34,7 @@ export const webhookOperations = (): BuiltOperation[] => [
       json: true,
     },
     responses: {
-      '201': {
-        description: 'Subscribed; the only answer with the secret',
-        headers: ['Location', 'ETag', 'X-Position'],
-        content: { 'application/json': ref('CreatedWebhookSubscription') },
-      },
+      '201': createdResponse('CreatedWebhookSubscription', 'Subscribed; the only answer with the secret'),
     },
   }),
   operation({
@@ -97,11 +93,7 @@ export const webhookOperations = (): BuiltOperation[] => [
       json: true,
     },
     responses: {
-      '200': {
-        description: 'Active again',
-        headers: ['ETag', 'X-Position'],
-        content: { 'application/json': ref('EnabledWebhookSubscription') },
-      },
+      '200': changedResponse('EnabledWebhookSubscription', 'Active again'),
     },
   }),
   operation({
@@ -126,11 +118,7 @@ export const webhookOperations = (): BuiltOperation[] => [
       json: true,
     },
     responses: {
-      '200': {
-        description: 'Rotated',
-        headers: ['ETag', 'X-Position'],
-        content: { 'application/json': ref('RotatedWebhookSubscription') },
-      },
+      '200': changedResponse('RotatedWebhookSubscription', 'Rotated'),
     },
   }),
   operation({
