@@ -9,7 +9,7 @@ import {
 } from './codecs.js';
 import { exampleIds, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { changedResponse, createdResponse, pagingQuery } from '../openapi/resource.js';
+import { changedResponse, createdResponse, pageResponse, pagingQuery } from '../openapi/resource.js';
 import { componentSchema, ref, type Schema } from '../openapi/schema.js';
 
 /** A tenant's users, API keys and OAuth clients: their schemas and operations. */
@@ -152,7 +152,7 @@ export const credentialOperations = (): BuiltOperation[] => [
     access: { scope: 'admin' },
     query: pagingQuery,
     responses: {
-      '200': { description: 'A page', content: { 'application/json': page(ref('User'), 'A page') } },
+      '200': pageResponse('User', 'A page'),
     },
   }),
   operation({

@@ -19,7 +19,7 @@ import {
   string,
   type Schema,
 } from '../openapi/schema.js';
-import { createdResponse, minPositionQuery, pagingQuery } from '../openapi/resource.js';
+import { createdResponse, minPositionQuery, pageResponse, pagingQuery } from '../openapi/resource.js';
 
 /** Computer-vision jobs and the models they run. */
 
@@ -165,7 +165,7 @@ export const cvOperations = (): BuiltOperation[] => [
       },
     },
     responses: {
-      '200': { description: 'A page', content: { 'application/json': page(ref('CvJob'), 'A page of jobs') } },
+      '200': pageResponse('CvJob', 'A page of jobs'),
     },
     problems: ['503'],
   }),

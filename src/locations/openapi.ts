@@ -7,13 +7,14 @@ import {
   PatchLocationBody,
   PolygonCodec,
 } from './codecs.js';
-import { exampleIds, page } from '../openapi/components.js';
+import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { componentSchemas, ref, string, type Schema } from '../openapi/schema.js';
+import { componentSchemas, string, type Schema } from '../openapi/schema.js';
 import {
   changedResponse,
   createdResponse,
   minPositionQuery,
+  pageResponse,
   pagingQuery,
   readOne,
 } from '../openapi/resource.js';
@@ -96,10 +97,7 @@ export const locationOperations = (): BuiltOperation[] => {
         },
       },
       responses: {
-        '200': {
-          description: 'A page',
-          content: { 'application/json': page(ref('Location'), 'A page of locations') },
-        },
+        '200': pageResponse('Location', 'A page of locations'),
       },
       problems: ['503'],
     }),

@@ -9,7 +9,7 @@ import {
   PatchObservationBody,
   sortOptions,
 } from './codecs.js';
-import { exampleIds, page } from '../openapi/components.js';
+import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   componentSchema,
@@ -20,7 +20,7 @@ import {
   string,
   type Schema,
 } from '../openapi/schema.js';
-import { changedResponse, createdResponse, pagingQuery } from '../openapi/resource.js';
+import { changedResponse, createdResponse, pageResponse, pagingQuery } from '../openapi/resource.js';
 
 /**
  * Observations: their operations (their media and history: src/media, src/history). Their schemas are
@@ -118,10 +118,7 @@ export const observationOperations = (): BuiltOperation[] => [
       },
     },
     responses: {
-      '200': {
-        description: 'A page',
-        content: { 'application/json': page(ref('Observation'), 'A page of observations') },
-      },
+      '200': pageResponse('Observation', 'A page of observations'),
     },
     problems: ['503'],
   }),

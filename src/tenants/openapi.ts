@@ -1,7 +1,7 @@
 import { CreatedTenantCodec, CreateTenantBody, TenantCodec } from './codecs.js';
-import { page } from '../openapi/components.js';
+import {} from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { createdResponse, pagingQuery } from '../openapi/resource.js';
+import { createdResponse, pageResponse, pagingQuery } from '../openapi/resource.js';
 import { componentSchemas, ref, type Schema } from '../openapi/schema.js';
 
 /** Tenants: their schemas and operations (their users and credentials: src/credentials). */
@@ -36,7 +36,7 @@ export const tenantOperations = (): BuiltOperation[] => [
     access: { platformOnly: true },
     query: pagingQuery,
     responses: {
-      '200': { description: 'A page', content: { 'application/json': page(ref('Tenant'), 'A page') } },
+      '200': pageResponse('Tenant', 'A page'),
     },
   }),
   operation({

@@ -1,14 +1,15 @@
 import { mergePatchTypes } from '../http/body.js';
-import { exampleIds, page } from '../openapi/components.js';
+import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   changedResponse,
   createdResponse,
   minPositionQuery,
+  pageResponse,
   pagingQuery,
   readOne,
 } from '../openapi/resource.js';
-import { componentSchemas, ref, type Schema } from '../openapi/schema.js';
+import { componentSchemas, type Schema } from '../openapi/schema.js';
 import { CreateVisitBody, ListVisitsQuery, PatchVisitBody, VisitCodec } from './codecs.js';
 
 /** Field visits: their operations. Their schemas are derived from the codecs (./codecs.ts). */
@@ -71,10 +72,7 @@ export const visitOperations = (): BuiltOperation[] => {
         },
       },
       responses: {
-        '200': {
-          description: 'A page',
-          content: { 'application/json': page(ref('Visit'), 'A page of visits') },
-        },
+        '200': pageResponse('Visit', 'A page of visits'),
       },
       problems: ['503'],
     }),

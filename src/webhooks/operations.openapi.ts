@@ -1,8 +1,8 @@
 import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
-import { exampleIds, page } from '../openapi/components.js';
+import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { ref } from '../openapi/schema.js';
-import { changedResponse, createdResponse, pagingQuery } from '../openapi/resource.js';
+import { changedResponse, createdResponse, pageResponse, pagingQuery } from '../openapi/resource.js';
 
 // The routes of webhook subscriptions and their deliveries (schemas: openapi.ts).
 
@@ -46,10 +46,7 @@ export const webhookOperations = (): BuiltOperation[] => [
     access,
     query: pagingQuery,
     responses: {
-      '200': {
-        description: 'A page',
-        content: { 'application/json': page(ref('WebhookSubscription'), 'A page of subscriptions') },
-      },
+      '200': pageResponse('WebhookSubscription', 'A page of subscriptions'),
     },
   }),
   operation({
@@ -171,10 +168,7 @@ export const webhookOperations = (): BuiltOperation[] => [
       },
     },
     responses: {
-      '200': {
-        description: 'A page',
-        content: { 'application/json': page(ref('DeliveryAttempt'), 'A page of attempts') },
-      },
+      '200': pageResponse('DeliveryAttempt', 'A page of attempts'),
     },
   }),
   operation({
