@@ -1487,13 +1487,16 @@ export interface components {
       id: string;
       /** @example t_01m7xr44nde6cpe35md841agpz */
       tenantId: string;
-      /** Format: date-time */
+      /**
+       * Format: date-time
+       * @description When it was observed: ISO 8601 with a time zone, returned in UTC
+       */
       observedAt: string;
       position: components['schemas']['GeoPosition'] | null;
       locationId: string | null;
       visitId: string | null;
       notes: string | null;
-      /** @description Free-form */
+      /** @description Free-form, at most 16 KiB once serialized; a patch merges it key by key; nested at most 32 levels deep, with at most 256 keys in any object, 4096 members and items in all, and keys of at most 256 characters without U+0000 */
       attributes: {
         [key: string]: unknown;
       };
@@ -1590,7 +1593,7 @@ export interface components {
       name: string;
       position: components['schemas']['LatLon'];
       boundary: components['schemas']['Polygon'] | null;
-      /** @description Free-form */
+      /** @description Free-form, at most 16 KiB once serialized; a patch merges it key by key; nested at most 32 levels deep, with at most 256 keys in any object, 4096 members and items in all, and keys of at most 256 characters without U+0000 */
       attributes: {
         [key: string]: unknown;
       };
@@ -1944,13 +1947,16 @@ export interface components {
       /** @description The observation as recorded */
       data: {
         observationId: string;
-        /** Format: date-time */
+        /**
+         * Format: date-time
+         * @description When it was observed: ISO 8601 with a time zone, returned in UTC
+         */
         observedAt: string;
         position: components['schemas']['GeoPosition'] | null;
         locationId: string | null;
         visitId: string | null;
         notes: string | null;
-        /** @description Free-form */
+        /** @description Free-form, at most 16 KiB once serialized; a patch merges it key by key; nested at most 32 levels deep, with at most 256 keys in any object, 4096 members and items in all, and keys of at most 256 characters without U+0000 */
         attributes: {
           [key: string]: unknown;
         };
@@ -1976,13 +1982,16 @@ export interface components {
         observationId: string;
         /** @description The new value of every field that changed (`attributes` whole, after the merge) */
         changes: {
-          /** Format: date-time */
+          /**
+           * Format: date-time
+           * @description When it was observed: ISO 8601 with a time zone, returned in UTC
+           */
           observedAt?: string;
           position?: components['schemas']['GeoPosition'] | null;
           locationId?: string | null;
           visitId?: string | null;
           notes?: string | null;
-          /** @description Free-form */
+          /** @description Free-form, at most 16 KiB once serialized; a patch merges it key by key; nested at most 32 levels deep, with at most 256 keys in any object, 4096 members and items in all, and keys of at most 256 characters without U+0000 */
           attributes?: {
             [key: string]: unknown;
           };
@@ -2074,7 +2083,7 @@ export interface components {
         endedAt: string | null;
         participants: string[];
         notes: string | null;
-        /** @description The observations that belong to the visit */
+        /** @description The observations of the visit, recorded when it is submitted */
         observationIds: string[];
         /** @constant */
         status: 'submitted';

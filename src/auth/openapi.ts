@@ -121,9 +121,6 @@ const refreshTokenBody = (name: string) => ({
   codec: RefreshBody,
   name,
   example: { refreshToken: exampleRefreshToken },
-  properties: {
-    refreshToken: string({ minLength: 1, maxLength: 4096, pattern: '^ort_', format: 'password' }),
-  },
   mediaTypes: ['application/json'],
   json: true,
 });
@@ -148,14 +145,6 @@ export const authOperations = (): BuiltOperation[] => [
       codec: LoginBody,
       name: 'LoginRequest',
       example: { email: 'ada@acme.test', password: 'correct horse battery staple' },
-      properties: {
-        email: fields.email,
-        password: fields.secret(1, 1024),
-        tenantId: {
-          ...fields.tenantId,
-          description: 'The tenant of the account, needed only when the password opens accounts in several',
-        },
-      },
       mediaTypes: ['application/json'],
       json: true,
     },

@@ -1,56 +1,52 @@
-import { CreateSecretCredentialBody, CreateUserBody } from './codecs.js';
-import { exampleIds, fields, page } from '../openapi/components.js';
+import * as t from 'io-ts';
+import { component, described, strictObject } from '../http/codec.js';
+import {
+  CreateSecretCredentialBody,
+  CreateUserBody,
+  secretCredentialFields,
+  shownOnce,
+  UserCodec,
+} from './codecs.js';
+import { exampleIds, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { createdResponse, pagingQuery } from '../openapi/resource.js';
-import { dateTime, enumOf, nullable, object, ref, string, type Schema } from '../openapi/schema.js';
+import { changedResponse, createdResponse, pageResponse, pagingQuery } from '../openapi/resource.js';
+import { componentSchema, ref, type Schema } from '../openapi/schema.js';
 
 /** A tenant's users, API keys and OAuth clients: their schemas and operations. */
 
-const credential = (prefix: string) => ({
-  id: fields.id(prefix),
-  tenantId: fields.tenantId,
-  name: string({ minLength: 1, maxLength: 200 }),
-  scopes: fields.scopes,
-  status: enumOf(['active', 'revoked']),
-  createdAt: dateTime(),
-  revokedAt: nullable(dateTime()),
-  version: fields.version,
+/** An API key or an OAuth client as a resource, with what its creation alone shows. */
+const credential = (
+  name: string,
+  prefix: string,
+  description: string,
+  shown: { description: string; fields: Record<string, t.Mixed> },
+) => ({
+  [name]: componentSchema(
+    component(name, described(strictObject(name, secretCredentialFields(prefix)), { description })),
+  ),
+  [`Created${name}`]: componentSchema(
+    component(
+      `Created${name}`,
+      described(strictObject(name, { ...secretCredentialFields(prefix), ...shown.fields }), {
+        description: shown.description,
+      }),
+    ),
+  ),
 });
 
 export const credentialSchemas: Record<string, Schema> = {
-  User: object(
-    {
-      id: string({ pattern: '^u_[0-9a-f]{26}$', description: 'Derived from the tenant and the e-mail' }),
-      tenantId: fields.tenantId,
-      email: fields.email,
-      scopes: fields.scopes,
-      status: enumOf(['active', 'disabled']),
-      createdAt: dateTime(),
-      disabledAt: nullable(dateTime()),
-      version: fields.version,
+  User: componentSchema(UserCodec),
+  ...credential('ApiKey', 'k', 'An API key, without its secret', {
+    description: 'The new API key, with the key itself',
+    fields: { key: shownOnce('obs_', 'The key for `X-API-Key`, shown once') },
+  }),
+  ...credential('OAuthClient', 'c', 'An OAuth client, without its secret', {
+    description: 'The new OAuth client, with its credentials',
+    fields: {
+      clientId: described(t.string, { description: 'The `client_id` for the token endpoint' }),
+      clientSecret: described(t.string, { description: 'The `client_secret`, shown once' }),
     },
-    {},
-    { description: 'A user who logs in with an e-mail and a password; the password is never returned' },
-  ),
-  ApiKey: object(credential('k'), {}, { description: 'An API key, without its secret' }),
-  CreatedApiKey: object(
-    {
-      ...credential('k'),
-      key: string({ pattern: '^obs_', description: 'The key for `X-API-Key`, shown once' }),
-    },
-    {},
-    { description: 'The new API key, with the key itself' },
-  ),
-  OAuthClient: object(credential('c'), {}, { description: 'An OAuth client, without its secret' }),
-  CreatedOAuthClient: object(
-    {
-      ...credential('c'),
-      clientId: string({ description: 'The `client_id` for the token endpoint' }),
-      clientSecret: string({ description: 'The `client_secret`, shown once' }),
-    },
-    {},
-    { description: 'The new OAuth client, with its credentials' },
-  ),
+  }),
 };
 
 const secretCredentialOperations = (
@@ -72,7 +68,6 @@ const secretCredentialOperations = (
         codec: CreateSecretCredentialBody,
         name: 'CreateCredentialRequest',
         example: { name: 'Field app', scopes: ['observations:read', 'observations:write'] },
-        properties: { name: fields.text(200, 1), scopes: fields.scopes },
         mediaTypes: ['application/json'],
         json: true,
       },
@@ -142,11 +137,6 @@ export const credentialOperations = (): BuiltOperation[] => [
         password: 'correct horse battery staple',
         scopes: ['observations:read', 'observations:write'],
       },
-      properties: {
-        email: fields.email,
-        password: fields.secret(12, 1024),
-        scopes: fields.scopes,
-      },
       mediaTypes: ['application/json'],
       json: true,
     },
@@ -162,7 +152,7 @@ export const credentialOperations = (): BuiltOperation[] => [
     access: { scope: 'admin' },
     query: pagingQuery,
     responses: {
-      '200': { description: 'A page', content: { 'application/json': page(ref('User'), 'A page') } },
+      '200': pageResponse('User', 'A page'),
     },
   }),
   operation({
@@ -189,11 +179,7 @@ export const credentialOperations = (): BuiltOperation[] => [
     access: { scope: 'admin' },
     pathParameters: userId,
     responses: {
-      '200': {
-        description: 'The disabled user',
-        headers: ['ETag', 'X-Position'],
-        content: { 'application/json': ref('User') },
-      },
+      '200': changedResponse('User', 'The disabled user'),
     },
   }),
   ...secretCredentialOperations('api-keys', {

@@ -1,6 +1,6 @@
-import { CreateCvJobBody, ListCvJobsQuery, NoParams } from './codecs.js';
+import { CreateCvJobBody, DetectionParametersBody, ListCvJobsQuery, ModelName, NoParams } from './codecs.js';
 import { cvJobStatuses } from './decider.js';
-import { failureCodes, modelNamePattern } from './models/port.js';
+import { failureCodes } from './models/port.js';
 import { exampleIds, fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
@@ -14,40 +14,21 @@ import {
   number,
   object,
   ref,
+  schemaOf,
+  componentSchema,
   string,
   type Schema,
 } from '../openapi/schema.js';
-import { pagingQuery } from '../openapi/resource.js';
+import { createdResponse, minPositionQuery, pageResponse, pagingQuery } from '../openapi/resource.js';
 
 /** Computer-vision jobs and the models they run. */
 
-const modelName = string({
-  maxLength: 64,
-  pattern: modelNamePattern.source,
-  not: { pattern: '\\.\\.' },
-  description: 'A model name (see GET …/cv-models)',
-  examples: ['image-quality'],
-});
+const modelName = schemaOf(ModelName);
 
 const fraction = number(0, 1);
 
 export const cvSchemas: Record<string, Schema> = {
-  DetectionParameters: object(
-    {},
-    {
-      minConfidence: number(0, 1, {
-        description: 'Detections less confident than this are left out (objects-coco: 0.3 when not given)',
-      }),
-      maxDetections: integer(1, 1000, {
-        format: 'int32',
-        description: 'At most this many detections, the most confident first (objects-coco: 100)',
-      }),
-    },
-    {
-      description:
-        "What the job asks of a model that finds objects; left out, the model's defaults (the result's summary.parameters says what it applied). Models that find no objects ignore them.",
-    },
-  ),
+  DetectionParameters: componentSchema(DetectionParametersBody),
   Detection: {
     type: 'object',
     required: ['label', 'confidence', 'bbox'],
@@ -159,21 +140,11 @@ export const cvOperations = (): BuiltOperation[] => [
         model: 'objects-coco',
         parameters: { minConfidence: 0.4 },
       },
-      properties: {
-        observationId: fields.resourceId,
-        model: modelName,
-        mediaId: fields.resourceId,
-        parameters: ref('DetectionParameters'),
-      },
       mediaTypes: ['application/json'],
       json: true,
     },
     responses: {
-      '202': {
-        description: 'Queued',
-        headers: ['Location', 'ETag', 'X-Position'],
-        content: { 'application/json': ref('CvJob') },
-      },
+      '202': createdResponse('CvJob', 'Queued'),
     },
   }),
   operation({
@@ -187,17 +158,14 @@ export const cvOperations = (): BuiltOperation[] => [
       codec: ListCvJobsQuery,
       parameters: {
         ...pagingQuery.parameters,
-        minPosition: {
-          schema: integer(0, Number.MAX_SAFE_INTEGER, { format: 'int64' }),
-          description: 'Wait until the list includes the write with this X-Position',
-        },
-        observationId: { schema: fields.resourceId, description: 'Only jobs of this observation' },
-        status: { schema: enumOf(cvJobStatuses), description: 'Only jobs in this state' },
-        model: { schema: modelName, description: 'Only jobs of this model' },
+        minPosition: minPositionQuery,
+        observationId: { description: 'Only jobs of this observation' },
+        status: { description: 'Only jobs in this state' },
+        model: { description: 'Only jobs of this model' },
       },
     },
     responses: {
-      '200': { description: 'A page', content: { 'application/json': page(ref('CvJob'), 'A page of jobs') } },
+      '200': pageResponse('CvJob', 'A page of jobs'),
     },
     problems: ['503'],
   }),

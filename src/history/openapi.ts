@@ -1,4 +1,5 @@
-import { exampleIds, fields, page } from '../openapi/components.js';
+import { observationId, observationsPath } from '../observations/openapi.js';
+import { fields, page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
   arrayOf,
@@ -74,10 +75,7 @@ export const historySchemas: Record<string, Schema> = {
 /** An event type's name, as EventTypesParam (./codecs.ts) checks each one. */
 const eventTypeName = '[A-Za-z][A-Za-z0-9._-]{0,99}';
 
-const dateQuery = (description: string) => ({ schema: dateTime(), description });
-
-const observationId = { id: { description: "The observation's id", example: exampleIds.observation } };
-const base = '/v1/tenants/:tenantId/observations';
+const base = observationsPath;
 
 export const historyOperations = (): BuiltOperation[] => [
   operation({
@@ -132,8 +130,8 @@ export const historyOperations = (): BuiltOperation[] => [
           schema: string({ maxLength: 300, pattern: '^[a-z][a-zA-Z]*-t_[0-9a-z]+_.+$' }),
           description: 'One stream',
         },
-        from: dateQuery('`occurredAt` at or after'),
-        to: dateQuery('`occurredAt` at or before'),
+        from: { description: '`occurredAt` at or after' },
+        to: { description: '`occurredAt` at or before' },
         after: {
           schema: integer(0, Number.MAX_SAFE_INTEGER, { format: 'int64' }),
           description: 'Start after this position',

@@ -3,6 +3,9 @@ import * as t from 'io-ts';
 import type { FieldError } from '../core/errors.js';
 import { maxListedErrors, ValidationError } from '../core/errors.js';
 import { boundsProblem, describeBounds, freeFormBounds, type JsonBounds } from '../core/json-bounds.js';
+import { described, noted, type JsonSchema } from './schema-notes.js';
+
+export { absentAs, absentValues, component, described, withSchema, type JsonSchema } from './schema-notes.js';
 
 /**
  * io-ts at the edge. Codecs are named after what they expect ("a latitude between -90 and 90"), and the
@@ -130,17 +133,28 @@ export type StrictObjectCodec = t.Decoder<unknown, object> & {
   readonly fields: t.Props;
 };
 
-/** A refinement with a message of its own. */
-export const refined = <A>(base: t.Type<A, A, unknown>, predicate: (a: A) => boolean, expectation: string) =>
-  new t.Type<A, A, unknown>(
-    expectation,
-    (u): u is A => base.is(u) && predicate(u),
-    (u, context) => {
-      const result = base.validate(u, context);
-      if (isLeft(result)) return t.failure(u, context, `must be ${expectation}`);
-      return predicate(result.right) ? result : t.failure(u, context, `must be ${expectation}`);
-    },
-    t.identity,
+/**
+ * A refinement with a message of its own. `schema` holds the keywords that say what the predicate checks
+ * (a pattern, bounds) on top of the base's schema.
+ */
+export const refined = <A>(
+  base: t.Type<A, A, unknown>,
+  predicate: (a: A) => boolean,
+  expectation: string,
+  schema: JsonSchema = {},
+) =>
+  noted(
+    new t.Type<A, A, unknown>(
+      expectation,
+      (u): u is A => base.is(u) && predicate(u),
+      (u, context) => {
+        const result = base.validate(u, context);
+        if (isLeft(result)) return t.failure(u, context, `must be ${expectation}`);
+        return predicate(result.right) ? result : t.failure(u, context, `must be ${expectation}`);
+      },
+      t.identity,
+    ),
+    { of: base, schema },
   );
 
 /**
@@ -156,7 +170,7 @@ export const listOf = <A>(
   const items = t.array(item);
   const fits = (list: readonly A[]) =>
     list.length >= min && list.length <= max && (!distinct || new Set(list).size === list.length);
-  return new t.Type<A[], A[], unknown>(
+  const list = new t.Type<A[], A[], unknown>(
     expectation,
     (u): u is A[] => items.is(u) && fits(u),
     (u, context) => {
@@ -168,13 +182,41 @@ export const listOf = <A>(
     },
     t.identity,
   );
+  return noted(list, {
+    items: item,
+    schema: { minItems: min, maxItems: max, ...(distinct ? { uniqueItems: true } : {}) },
+  });
 };
 
+/** One of a few strings (a sort, a status): the schema lists them. */
+export const oneOf = <V extends string>(values: readonly V[]) =>
+  refined(
+    // The predicate is what makes a string one of the values.
+    t.string as unknown as t.Type<V, V, unknown>,
+    (s) => values.includes(s),
+    `one of ${values.join(', ')}`,
+    { enum: [...values] },
+  );
+
 export const boundedString = (min: number, max: number) =>
-  refined(t.string, (s) => s.length >= min && s.length <= max, `a string of ${min} to ${max} characters`);
+  refined(t.string, (s) => s.length >= min && s.length <= max, `a string of ${min} to ${max} characters`, {
+    minLength: min,
+    maxLength: max,
+  });
+
+/** Text a person writes (a name, notes): any characters, within its length. */
+export const plainText = (min: number, max: number) =>
+  described(boundedString(min, max), { contentMediaType: 'text/plain' });
+
+/** A password or secret: any characters, within its length; UIs hide what is typed. */
+export const secretText = (min: number, max: number) =>
+  described(boundedString(min, max), { format: 'password' });
 
 export const numberBetween = (min: number, max: number, what = 'a number') =>
-  refined(t.number, (n) => Number.isFinite(n) && n >= min && n <= max, `${what} between ${min} and ${max}`);
+  refined(t.number, (n) => Number.isFinite(n) && n >= min && n <= max, `${what} between ${min} and ${max}`, {
+    minimum: min,
+    maximum: max,
+  });
 
 const isoDateTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
 
@@ -206,39 +248,49 @@ export const isCalendarDateTime = (text: string): boolean => {
   );
 };
 
-/** An ISO 8601 date-time with an offset, normalized to UTC (`toISOString`), so that strings sort by time. */
-export const DateTimeString = new t.Type<string, string, unknown>(
-  'an ISO 8601 date-time with a time zone',
-  (u): u is string => typeof u === 'string' && isoDateTime.test(u) && isCalendarDateTime(u),
-  (u, context) => {
-    if (typeof u !== 'string' || !isoDateTime.test(u)) {
-      return t.failure(
-        u,
-        context,
-        'must be an ISO 8601 date-time with a time zone, e.g. 2026-05-01T09:30:00Z',
-      );
-    }
-    return isCalendarDateTime(u)
-      ? t.success(new Date(Date.parse(u)).toISOString())
-      : t.failure(u, context, 'is not a real date: no such day or time in the calendar');
-  },
-  t.identity,
+/**
+ * An ISO 8601 date-time with an offset, normalized to UTC (`toISOString`), so that strings sort by time.
+ * At most 35 characters: seconds to 9 decimals and an offset.
+ */
+export const DateTimeString = noted(
+  new t.Type<string, string, unknown>(
+    'an ISO 8601 date-time with a time zone',
+    (u): u is string => typeof u === 'string' && isoDateTime.test(u) && isCalendarDateTime(u),
+    (u, context) => {
+      if (typeof u !== 'string' || !isoDateTime.test(u)) {
+        return t.failure(
+          u,
+          context,
+          'must be an ISO 8601 date-time with a time zone, e.g. 2026-05-01T09:30:00Z',
+        );
+      }
+      return isCalendarDateTime(u)
+        ? t.success(new Date(Date.parse(u)).toISOString())
+        : t.failure(u, context, 'is not a real date: no such day or time in the calendar');
+    },
+    t.identity,
+  ),
+  { schema: { type: 'string', format: 'date-time', maxLength: 35 } },
 );
 
 export const ResourceId = refined(
   t.string,
   (s) => /^[A-Za-z0-9_-]{1,64}$/.test(s),
   'an id of 1 to 64 letters, digits, _ or -',
+  { maxLength: 64, pattern: '^[A-Za-z0-9_-]{1,64}$' },
 );
 
-export const PlainObject = new t.Type<Record<string, unknown>, Record<string, unknown>, unknown>(
-  'a JSON object',
-  (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u),
-  (u, context) =>
-    typeof u === 'object' && u !== null && !Array.isArray(u)
-      ? t.success(u as Record<string, unknown>)
-      : t.failure(u, context, 'must be a JSON object'),
-  t.identity,
+export const PlainObject = noted(
+  new t.Type<Record<string, unknown>, Record<string, unknown>, unknown>(
+    'a JSON object',
+    (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u),
+    (u, context) =>
+      typeof u === 'object' && u !== null && !Array.isArray(u)
+        ? t.success(u as Record<string, unknown>)
+        : t.failure(u, context, 'must be a JSON object'),
+    t.identity,
+  ),
+  { schema: { type: 'object', additionalProperties: true } },
 );
 
 /**
@@ -247,33 +299,47 @@ export const PlainObject = new t.Type<Record<string, unknown>, Record<string, un
  * sees the value; a refusal names the field, and says where inside it. Every free-form field uses it.
  */
 export const boundedJson = <A>(base: t.Type<A, A, unknown>, bounds: JsonBounds = freeFormBounds) =>
-  Object.assign(
-    new t.Type<A, A, unknown>(
-      `${base.name} ${describeBounds(bounds)}`,
-      (u): u is A => base.is(u) && boundsProblem(u, bounds) === undefined,
-      (u, context) => {
-        const problem = boundsProblem(u, bounds);
-        return problem === undefined ? base.validate(u, context) : t.failure(u, context, problem);
-      },
-      t.identity,
+  noted(
+    Object.assign(
+      new t.Type<A, A, unknown>(
+        `${base.name} ${describeBounds(bounds)}`,
+        (u): u is A => base.is(u) && boundsProblem(u, bounds) === undefined,
+        (u, context) => {
+          const problem = boundsProblem(u, bounds);
+          return problem === undefined ? base.validate(u, context) : t.failure(u, context, problem);
+        },
+        t.identity,
+      ),
+      { bounds },
     ),
-    { bounds },
+    {
+      of: base,
+      schema: { description: describeBounds(bounds), maxProperties: bounds.maxKeys },
+    },
   );
 
 /** A free-form JSON object (`attributes`), within the bounds of free-form fields. */
 export const FreeJsonObject = boundedJson(PlainObject);
 
-/** Query strings arrive as text: these codecs parse it. */
-export const singleParam = <A>(name: string, parse: (s: string) => A | undefined, message: string) =>
-  new t.Type<A, A, unknown>(
-    name,
-    (_u): _u is A => false,
-    (u, context) => {
-      if (Array.isArray(u)) return t.failure(u, context, 'must be given once');
-      const parsed = typeof u === 'string' ? parse(u) : undefined;
-      return parsed === undefined ? t.failure(u, context, message) : t.success(parsed);
-    },
-    t.identity,
+/** Query strings arrive as text: these codecs parse it. `schema` is that of the text the parameter takes. */
+export const singleParam = <A>(
+  name: string,
+  parse: (s: string) => A | undefined,
+  message: string,
+  schema: JsonSchema = { type: 'string' },
+) =>
+  noted(
+    new t.Type<A, A, unknown>(
+      name,
+      (_u): _u is A => false,
+      (u, context) => {
+        if (Array.isArray(u)) return t.failure(u, context, 'must be given once');
+        const parsed = typeof u === 'string' ? parse(u) : undefined;
+        return parsed === undefined ? t.failure(u, context, message) : t.success(parsed);
+      },
+      t.identity,
+    ),
+    { schema },
   );
 
 export const wholeNumberParam = (min: number, max: number) =>
@@ -281,14 +347,19 @@ export const wholeNumberParam = (min: number, max: number) =>
     `a whole number from ${min} to ${max}`,
     (s) => (/^\d{1,16}$/.test(s) && Number(s) >= min && Number(s) <= max ? Number(s) : undefined),
     `must be a whole number from ${min} to ${max}`,
+    { type: 'integer', minimum: min, maximum: max },
   );
 
+/** A parameter that takes one value of `codec`, whose schema it has. */
 export const paramOf = <A>(codec: t.Type<A, A, unknown>) =>
-  singleParam(
-    codec.name,
-    (s) => {
-      const result = codec.decode(s);
-      return result._tag === 'Right' ? result.right : undefined;
-    },
-    `must be ${codec.name}`,
+  noted(
+    singleParam(
+      codec.name,
+      (s) => {
+        const result = codec.decode(s);
+        return result._tag === 'Right' ? result.right : undefined;
+      },
+      `must be ${codec.name}`,
+    ),
+    { of: codec, schema: {} },
   );

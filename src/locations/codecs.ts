@@ -1,23 +1,40 @@
 import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import {
-  boundedString,
+  absentAs,
+  component,
+  DateTimeString,
+  described,
   numberBetween,
   paramOf,
+  plainText,
   FreeJsonObject,
-  refined,
+  oneOf,
   singleParam,
   strictObject,
   wholeNumberParam,
+  withSchema,
 } from '../http/codec.js';
 import { pageParams } from '../http/paging.js';
+import { ServiceId, StreamVersion, TenantIdString, typesAgree } from '../http/resource-fields.js';
 import { parseBbox } from '../observations/codecs.js';
-import type { Polygon } from './decider.js';
+import type { Location, Polygon } from './decider.js';
 
-const LatLon = strictObject('a position', {
-  lat: numberBetween(-90, 90, 'a latitude'),
-  lon: numberBetween(-180, 180, 'a longitude'),
-});
+/**
+ * A location's fields, each declared once: the codecs decode the bodies, and the API's document derives
+ * the schemas of the bodies and of the resource from them (src/openapi/schema.ts).
+ */
+
+export const LatLon = component(
+  'LatLon',
+  described(
+    strictObject('a position', {
+      lat: numberBetween(-90, 90, 'a latitude'),
+      lon: numberBetween(-180, 180, 'a longitude'),
+    }),
+    { description: 'A WGS 84 position' },
+  ),
+);
 
 const isPosition = (p: unknown): p is [number, number] =>
   Array.isArray(p) &&
@@ -31,9 +48,9 @@ const isPosition = (p: unknown): p is [number, number] =>
  * A GeoJSON Polygon: `{type: "Polygon", coordinates: [ring, ...holes]}`, each ring a closed list of at
  * least 4 `[lon, lat]` positions whose first and last are the same.
  */
-export const PolygonCodec = new t.Type<Polygon, Polygon, unknown>(
+const PolygonCodecAlone = new t.Type<Polygon, Polygon, unknown>(
   'a GeoJSON Polygon',
-  (u): u is Polygon => !isLeft(PolygonCodec.validate(u, [])),
+  (u): u is Polygon => !isLeft(PolygonCodecAlone.validate(u, [])),
   (u, context) => {
     const value = u as { type?: unknown; coordinates?: unknown };
     if (
@@ -74,22 +91,89 @@ export const PolygonCodec = new t.Type<Polygon, Polygon, unknown>(
   t.identity,
 );
 
-const fields = {
-  boundary: t.union([PolygonCodec, t.null]),
-  attributes: FreeJsonObject,
+const lonLat = {
+  type: 'array',
+  prefixItems: [
+    { type: 'number', minimum: -180, maximum: 180 },
+    { type: 'number', minimum: -90, maximum: 90 },
+  ],
+  // Exactly the two of prefixItems: `items` never applies.
+  items: { type: 'number' },
+  minItems: 2,
+  maxItems: 2,
+  description: '`[lon, lat]`',
 };
 
-export const CreateLocationBody = strictObject(
-  'a location',
-  { name: boundedString(1, 200), position: LatLon },
-  fields,
+/** What PolygonCodec checks, as JSON Schema: the codec is written by hand, so is its schema. */
+export const PolygonCodec = component(
+  'Polygon',
+  withSchema(PolygonCodecAlone, {
+    type: 'object',
+    required: ['type', 'coordinates'],
+    properties: {
+      type: { type: 'string', const: 'Polygon' },
+      coordinates: {
+        type: 'array',
+        items: {
+          type: 'array',
+          items: lonLat,
+          minItems: 4,
+          // What a 1 MB body (BODY_LIMIT) can hold at 6 bytes a position; the codec counts no further.
+          maxItems: 175_000,
+          description: 'A closed ring: the last position repeats the first',
+          // Not JSON Schema, which cannot say it: test/support/schema-arbitrary.ts makes rings that close.
+          'x-closed-ring': true,
+        },
+        minItems: 1,
+        maxItems: 44_000,
+        description: 'The outer ring, then any holes',
+      },
+      bbox: { type: 'array', items: { type: 'number' }, minItems: 4, maxItems: 6 },
+    },
+    additionalProperties: false,
+    description: 'A GeoJSON Polygon (RFC 7946 §3.1.6)',
+  }),
 );
+
+const name = plainText(1, 200);
+
+const optionalFields = {
+  boundary: absentAs(t.union([PolygonCodec, t.null]), null),
+  attributes: absentAs(
+    described(FreeJsonObject, {
+      description: 'Free-form, at most 16 KiB once serialized; a patch merges it key by key',
+    }),
+    {},
+  ),
+};
+
+export const CreateLocationBody = strictObject('a location', { name, position: LatLon }, optionalFields);
 
 export const PatchLocationBody = strictObject(
   'a location patch',
   {},
-  { name: boundedString(1, 200), position: LatLon, ...fields },
+  { name, position: LatLon, ...optionalFields },
 );
+
+/** The resource as clients read it. */
+export const LocationCodec = component(
+  'Location',
+  described(
+    strictObject('a location', {
+      id: ServiceId('l'),
+      tenantId: TenantIdString,
+      name,
+      position: LatLon,
+      ...optionalFields,
+      createdAt: DateTimeString,
+      updatedAt: DateTimeString,
+      version: StreamVersion,
+    }),
+    { description: 'A named place where observations are made' },
+  ),
+);
+
+typesAgree<Location, t.TypeOf<typeof LocationCodec>>(true);
 
 export const locationSorts = ['name', '-name', 'createdAt', '-createdAt', 'updatedAt', '-updatedAt'] as const;
 
@@ -104,13 +188,7 @@ export const ListLocationsQuery = strictObject(
       parseBbox,
       'must be minLon,minLat,maxLon,maxLat with minLat <= maxLat',
     ),
-    namePrefix: paramOf(boundedString(1, 200)),
-    sort: paramOf(
-      refined(
-        t.string,
-        (s) => (locationSorts as readonly string[]).includes(s),
-        `one of ${locationSorts.join(', ')}`,
-      ),
-    ),
+    namePrefix: paramOf(name),
+    sort: paramOf(oneOf(locationSorts)),
   },
 );

@@ -1,93 +1,31 @@
 import { mergePatchTypes } from '../http/body.js';
-import { FreeJsonObject } from '../http/codec.js';
-import { CreateLocationBody, ListLocationsQuery, locationSorts, PatchLocationBody } from './codecs.js';
-import { exampleIds, fields, page } from '../openapi/components.js';
-import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
-  arrayOf,
-  boundedFreeObject,
-  dateTime,
-  enumOf,
-  freeObject,
-  nullable,
-  number,
-  object,
-  ref,
-  string,
-  type Schema,
-} from '../openapi/schema.js';
-import { minPositionQuery, pagingQuery, readOne } from '../openapi/resource.js';
+  CreateLocationBody,
+  LatLon,
+  ListLocationsQuery,
+  LocationCodec,
+  PatchLocationBody,
+  PolygonCodec,
+} from './codecs.js';
+import { exampleIds } from '../openapi/components.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
+import { componentSchemas, string, type Schema } from '../openapi/schema.js';
+import {
+  changedResponse,
+  createdResponse,
+  minPositionQuery,
+  pageResponse,
+  pagingQuery,
+  readOne,
+} from '../openapi/resource.js';
 
-/** Locations: their schemas and operations. */
+/** Locations: their operations. Their schemas are derived from the codecs (./codecs.ts). */
 
-const latLon = object(
-  { lat: number(-90, 90), lon: number(-180, 180) },
-  {},
-  { description: 'A WGS 84 position' },
-);
-
-const lonLat: Schema = {
-  type: 'array',
-  prefixItems: [number(-180, 180), number(-90, 90)],
-  // Exactly the two of prefixItems: `items` never applies.
-  items: { type: 'number' },
-  minItems: 2,
-  maxItems: 2,
-  description: '`[lon, lat]`',
-};
-
-const polygon = object(
-  {
-    type: { type: 'string', const: 'Polygon' },
-    coordinates: arrayOf(
-      arrayOf(lonLat, {
-        minItems: 4,
-        // What a 1 MB body (BODY_LIMIT) can hold at 6 bytes a position; the codec counts no further.
-        maxItems: 175_000,
-        description: 'A closed ring: the last position repeats the first',
-        // Not JSON Schema, which cannot say it: test/support/schema-arbitrary.ts makes rings that close.
-        'x-closed-ring': true,
-      }),
-      {
-        minItems: 1,
-        maxItems: 44_000,
-        description: 'The outer ring, then any holes',
-      },
-    ),
-  },
-  { bbox: arrayOf({ type: 'number' }, { minItems: 4, maxItems: 6 }) },
-  { description: 'A GeoJSON Polygon (RFC 7946 §3.1.6)' },
-);
-
-const locationFields: Record<string, Schema> = {
-  name: fields.text(200, 1),
-  position: ref('LatLon'),
-  boundary: nullable(ref('Polygon')),
-  attributes: boundedFreeObject(
-    FreeJsonObject,
-    'Free-form, at most 16 KiB once serialized; a patch merges it key by key',
-  ),
-};
-
-export const locationSchemas: Record<string, Schema> = {
-  LatLon: latLon,
-  Polygon: polygon,
-  Location: object(
-    {
-      id: fields.id('l'),
-      tenantId: fields.tenantId,
-      name: string({ minLength: 1, maxLength: 200 }),
-      position: ref('LatLon'),
-      boundary: nullable(ref('Polygon')),
-      attributes: freeObject('Free-form'),
-      createdAt: dateTime(),
-      updatedAt: dateTime(),
-      version: fields.version,
-    },
-    {},
-    { description: 'A named place where observations are made' },
-  ),
-};
+export const locationSchemas: Record<string, Schema> = componentSchemas([
+  LatLon,
+  PolygonCodec,
+  LocationCodec,
+]);
 
 const locations = '/v1/tenants/:tenantId/locations';
 
@@ -111,7 +49,6 @@ export const locationOperations = (): BuiltOperation[] => {
       body: {
         codec: CreateLocationBody,
         name: 'CreateLocationRequest',
-        properties: locationFields,
         mediaTypes: ['application/json'],
         json: true,
         example: {
@@ -132,11 +69,7 @@ export const locationOperations = (): BuiltOperation[] => {
         },
       },
       responses: {
-        '201': {
-          description: 'Created',
-          headers: ['Location', 'ETag', 'X-Position'],
-          content: { 'application/json': ref('Location') },
-        },
+        '201': createdResponse('Location', 'Created'),
       },
     }),
     operation({
@@ -159,18 +92,12 @@ export const locationOperations = (): BuiltOperation[] => {
             }),
             description: '`minLon,minLat,maxLon,maxLat`: locations whose position is inside',
           },
-          namePrefix: {
-            schema: fields.text(200, 1),
-            description: 'Names that start with it',
-          },
-          sort: { schema: enumOf(locationSorts), description: 'Order' },
+          namePrefix: { description: 'Names that start with it' },
+          sort: { description: 'Order' },
         },
       },
       responses: {
-        '200': {
-          description: 'A page',
-          content: { 'application/json': page(ref('Location'), 'A page of locations') },
-        },
+        '200': pageResponse('Location', 'A page of locations'),
       },
       problems: ['503'],
     }),
@@ -188,17 +115,12 @@ export const locationOperations = (): BuiltOperation[] => {
       body: {
         codec: PatchLocationBody,
         name: 'LocationPatch',
-        properties: locationFields,
         mediaTypes: [...mergePatchTypes],
         json: true,
         example: { attributes: { access: 'footpath from the north gate' } },
       },
       responses: {
-        '200': {
-          description: 'The location',
-          headers: ['ETag', 'X-Position'],
-          content: { 'application/json': ref('Location') },
-        },
+        '200': changedResponse('Location', 'The location'),
       },
       problems: ['412'],
     }),

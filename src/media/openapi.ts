@@ -1,32 +1,14 @@
-import { exampleIds, fields } from '../openapi/components.js';
+import { observationId, observationsPath } from '../observations/openapi.js';
+import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { dateTime, enumOf, integer, object, ref, string, type Schema } from '../openapi/schema.js';
+import { componentSchema, ref, type Schema } from '../openapi/schema.js';
+import { mediaContentTypes as mediaTypes, ObservationMediaCodec } from '../observations/codecs.js';
 
 /** The images attached to observations: their schema and operations. */
 
-const mediaTypes = ['image/jpeg', 'image/png', 'image/webp'] as const;
+export const mediaSchemas: Record<string, Schema> = { Media: componentSchema(ObservationMediaCodec) };
 
-export const mediaSchemas: Record<string, Schema> = {
-  Media: object(
-    {
-      id: string({
-        pattern: '^m_[0-9a-f]{26}$',
-        description: '`m_` and the first 26 hex digits of the SHA-256',
-      }),
-      sha256: fields.sha256,
-      contentType: enumOf(mediaTypes),
-      size: integer(1, undefined, { description: 'Bytes' }),
-      width: integer(1),
-      height: integer(1),
-      addedAt: dateTime(),
-    },
-    {},
-    { description: 'An image attached to an observation' },
-  ),
-};
-
-const observationId = { id: { description: "The observation's id", example: exampleIds.observation } };
-const base = '/v1/tenants/:tenantId/observations';
+const base = observationsPath;
 
 export const mediaOperations = (): BuiltOperation[] => [
   operation({

@@ -1,62 +1,150 @@
 import * as t from 'io-ts';
 import { pageParams } from '../http/paging.js';
 import {
-  boundedString,
+  absentAs,
+  absentValues,
+  component,
+  described,
   paramOf,
+  plainText,
   singleParam,
   wholeNumberParam,
   DateTimeString,
   numberBetween,
   FreeJsonObject,
+  oneOf,
   refined,
   ResourceId,
   strictObject,
 } from '../http/codec.js';
+import { ServiceId, Sha256Hex, StreamVersion, TenantIdString, WholeNumber } from '../http/resource-fields.js';
 import type { BoundingBox } from '../readmodels/port.js';
-import type { ObservationFields } from './observation.js';
+
+/**
+ * An observation's fields, each declared once: the codec decodes the bodies that set it, types the
+ * resource, and describes it in the API's document (request bodies, the resource, the webhook events).
+ */
 
 const nullable = <A>(codec: t.Type<A, A, unknown>) => t.union([codec, t.null]);
 
-export const GeoPositionCodec = strictObject(
-  'a position',
-  { lat: numberBetween(-90, 90, 'a latitude'), lon: numberBetween(-180, 180, 'a longitude') },
-  { accuracyM: numberBetween(0, 1_000_000, 'an accuracy in metres') },
+export const GeoPositionCodec = component(
+  'GeoPosition',
+  described(
+    strictObject(
+      'a position',
+      { lat: numberBetween(-90, 90, 'a latitude'), lon: numberBetween(-180, 180, 'a longitude') },
+      {
+        accuracyM: described(numberBetween(0, 1_000_000, 'an accuracy in metres'), {
+          description: 'Accuracy in metres',
+        }),
+      },
+    ),
+    { description: 'A WGS 84 position' },
+  ),
 );
 
+/** The fields a client may leave out of a creation, each with the value recorded when it does. */
 const optionalFields = {
-  position: nullable(GeoPositionCodec),
-  locationId: nullable(ResourceId),
-  visitId: nullable(ResourceId),
-  notes: nullable(boundedString(0, 10_000)),
-  attributes: FreeJsonObject,
+  position: absentAs(nullable(GeoPositionCodec), null),
+  locationId: absentAs(nullable(ResourceId), null),
+  visitId: absentAs(nullable(ResourceId), null),
+  notes: absentAs(nullable(plainText(0, 10_000)), null),
+  attributes: absentAs(
+    described(FreeJsonObject, {
+      description: 'Free-form, at most 16 KiB once serialized; a patch merges it key by key',
+    }),
+    {},
+  ),
+};
+
+/** Every field a client sets: those of a creation, a patch, and the data of the webhook events. */
+export const observationFields = {
+  observedAt: described(DateTimeString, {
+    description: 'When it was observed: ISO 8601 with a time zone, returned in UTC',
+  }),
+  ...optionalFields,
 };
 
 export const CreateObservationBody = strictObject(
   'an observation',
-  { observedAt: DateTimeString },
+  { observedAt: observationFields.observedAt },
   optionalFields,
 );
 
-export const PatchObservationBody = strictObject(
-  'an observation patch',
-  {},
-  { observedAt: DateTimeString, ...optionalFields },
-);
+export const PatchObservationBody = strictObject('an observation patch', {}, observationFields);
 
-/** What a creation records for a field the body leaves out; the type makes a new field name its own. */
-const absentFields = {
-  position: null,
-  locationId: null,
-  visitId: null,
-  notes: null,
-  attributes: {},
-} satisfies Omit<ObservationFields, 'observedAt'>;
+/** The fields a client sets. Optional ones are recorded as their `absentAs` value when absent. */
+export type ObservationFields = t.TypeOf<t.TypeC<typeof observationFields>>;
+
+/** What a creation records for each field the body leaves out, as the fields declare it. */
+const absentFields = absentValues(optionalFields);
 
 /** The fields a creation records: the body's, and the defaults for those it leaves out. */
 export const recordedFields = (body: t.TypeOf<typeof CreateObservationBody>): ObservationFields => ({
   ...absentFields,
   ...body,
 });
+
+/**
+ * The fields of the observation the examples show: the document's resource and the webhooks' test event.
+ * A field added later joins them with its value when absent, as a creation records it.
+ */
+const { observedAt: exampleTime, ...exampleRest } = recordedFields({
+  observedAt: '2026-05-01T07:30:00.000Z',
+  position: { lat: 45.1, lon: 7.2, accuracyM: 5 },
+  notes: 'near the creek',
+  attributes: { species: 'fox', count: 2 },
+});
+// observedAt first, as a reader expects it.
+export const exampleObservationFields: ObservationFields = { observedAt: exampleTime, ...exampleRest };
+
+/** The image types the service stores: the type is read from the bytes (src/media/header.ts). */
+export const mediaContentTypes = ['image/jpeg', 'image/png', 'image/webp'] as const;
+
+const MediaContentTypeCodec = t.keyof(
+  Object.fromEntries(mediaContentTypes.map((type) => [type, null])) as Record<
+    (typeof mediaContentTypes)[number],
+    null
+  >,
+);
+
+export const ObservationMediaCodec = component(
+  'Media',
+  described(
+    strictObject('a medium', {
+      id: described(
+        refined(t.string, (s) => /^m_[0-9a-f]{26}$/.test(s), 'a media id', { pattern: '^m_[0-9a-f]{26}$' }),
+        {
+          description: '`m_` and the first 26 hex digits of the SHA-256',
+        },
+      ),
+      sha256: Sha256Hex,
+      contentType: MediaContentTypeCodec,
+      size: WholeNumber(1, { description: 'Bytes' }),
+      width: WholeNumber(1),
+      height: WholeNumber(1),
+      addedAt: DateTimeString,
+    }),
+    { description: 'An image attached to an observation' },
+  ),
+);
+
+/** The resource as clients see it, and the document the observations read model stores. */
+export const ObservationCodec = component(
+  'Observation',
+  described(
+    strictObject('an observation', {
+      id: ServiceId('o'),
+      tenantId: TenantIdString,
+      ...observationFields,
+      media: described(t.array(ObservationMediaCodec), { description: 'In the order they were added' }),
+      createdAt: DateTimeString,
+      updatedAt: DateTimeString,
+      version: StreamVersion,
+    }),
+    { description: 'A field observation' },
+  ),
+);
 
 export const parseBbox = (s: string): BoundingBox | undefined => {
   const parts = s.split(',');
@@ -92,13 +180,7 @@ export const ListObservationsQuery = strictObject(
       parseBbox,
       'must be minLon,minLat,maxLon,maxLat with longitudes in -180..180, latitudes in -90..90 and minLat <= maxLat',
     ),
-    sort: paramOf(
-      refined(
-        t.string,
-        (s) => (sortOptions as readonly string[]).includes(s),
-        `one of ${sortOptions.join(', ')}`,
-      ),
-    ),
+    sort: paramOf(oneOf(sortOptions)),
   },
 );
 

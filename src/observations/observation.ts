@@ -1,51 +1,30 @@
+import type * as t from 'io-ts';
 import type { DomainEvent } from '../core/decider.js';
 import { ValidationError } from '../core/errors.js';
 import { boundsProblem } from '../core/json-bounds.js';
+import type {
+  GeoPositionCodec,
+  ObservationCodec,
+  ObservationFields,
+  ObservationMediaCodec,
+} from './codecs.js';
 
-export interface GeoPosition {
-  lat: number;
-  lon: number;
-  accuracyM?: number;
-}
+export type GeoPosition = t.TypeOf<typeof GeoPositionCodec>;
 
 export type Attributes = Record<string, unknown>;
 
-/** The resource as clients see it, and the document the observations read model stores. */
-export interface Observation {
-  id: string;
-  tenantId: string;
-  observedAt: string;
-  position: GeoPosition | null;
-  locationId: string | null;
-  visitId: string | null;
-  notes: string | null;
-  attributes: Attributes;
-  /** Images attached to the observation, in the order they were added. */
-  media: ObservationMedia[];
-  createdAt: string;
-  updatedAt: string;
-  version: number;
-}
+/** The resource as clients see it, and the document the observations read model stores (./codecs.ts). */
+export type Observation = t.TypeOf<typeof ObservationCodec>;
 
-export type MediaContentType = 'image/jpeg' | 'image/png' | 'image/webp';
+/**
+ * An attached image: stored once by its SHA-256 in the blob store, described here. Its id is `m_` and the
+ * first 26 hex digits of the SHA-256: the same image attached twice is one medium.
+ */
+export type ObservationMedia = t.TypeOf<typeof ObservationMediaCodec>;
 
-/** An attached image: stored once by its SHA-256 in the blob store, described here. */
-export interface ObservationMedia {
-  /** `m_` and the first 26 hex digits of the SHA-256: the same image attached twice is one medium. */
-  id: string;
-  sha256: string;
-  contentType: MediaContentType;
-  size: number;
-  width: number;
-  height: number;
-  addedAt: string;
-}
+export type MediaContentType = ObservationMedia['contentType'];
 
-/** The fields a client sets. Optional ones are null when absent. */
-export type ObservationFields = Pick<
-  Observation,
-  'observedAt' | 'position' | 'locationId' | 'visitId' | 'notes' | 'attributes'
->;
+export type { ObservationFields };
 
 export type ObservationRecorded = DomainEvent<
   'ObservationRecorded',

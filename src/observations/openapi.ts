@@ -1,104 +1,59 @@
 import { mergePatchTypes } from '../http/body.js';
-import { FreeJsonObject } from '../http/codec.js';
 import {
   CreateObservationBody,
+  exampleObservationFields,
   GeoPositionCodec,
   ListObservationsQuery,
+  ObservationCodec,
+  observationFields,
   PatchObservationBody,
   sortOptions,
 } from './codecs.js';
-import { exampleIds, fields, page } from '../openapi/components.js';
+import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import {
-  arrayOf,
-  boundedFreeObject,
-  codecObject,
-  dateTime,
+  componentSchema,
   enumOf,
-  freeObject,
+  fieldSchemas,
   integer,
-  nullable,
-  number,
-  object,
   ref,
   string,
   type Schema,
 } from '../openapi/schema.js';
-import { pagingQuery } from '../openapi/resource.js';
+import { changedResponse, createdResponse, pageResponse, pagingQuery } from '../openapi/resource.js';
 
-/** Observations: their schemas and operations (their media and history: src/media, src/history). */
-
-export const geoPosition = codecObject(
-  GeoPositionCodec,
-  {
-    lat: number(-90, 90),
-    lon: number(-180, 180),
-    accuracyM: number(0, 1_000_000, { description: 'Accuracy in metres' }),
-  },
-  { description: 'A WGS 84 position' },
-);
-
-const bodyFields: Record<string, Schema> = {
-  observedAt: dateTime('When it was observed: ISO 8601 with a time zone, returned in UTC'),
-  position: nullable(ref('GeoPosition')),
-  locationId: nullable(fields.resourceId),
-  visitId: nullable(fields.resourceId),
-  notes: nullable(fields.text(10_000)),
-  attributes: boundedFreeObject(
-    FreeJsonObject,
-    'Free-form, at most 16 KiB once serialized; a patch merges it key by key',
-  ),
-};
+/**
+ * Observations: their operations (their media and history: src/media, src/history). Their schemas are
+ * derived from the codecs (./codecs.ts), where each field is declared once.
+ */
 
 /** An observation's own fields as stored and sent: the resource's, and the data of its webhook events. */
-export const observationFieldSchemas: Record<string, Schema> = {
-  observedAt: dateTime(),
-  position: nullable(ref('GeoPosition')),
-  locationId: nullable(fields.resourceId),
-  visitId: nullable(fields.resourceId),
-  notes: nullable(string({ maxLength: 10_000 })),
-  attributes: freeObject('Free-form'),
-};
+export const observationFieldSchemas = fieldSchemas(observationFields);
 
 export const observationSchemas: Record<string, Schema> = {
-  GeoPosition: geoPosition,
-  Observation: object(
-    {
-      id: fields.id('o'),
-      tenantId: fields.tenantId,
-      ...observationFieldSchemas,
-      media: arrayOf(ref('Media'), { description: 'In the order they were added' }),
-      createdAt: dateTime(),
-      updatedAt: dateTime(),
-      version: fields.version,
-    },
-    {},
-    {
-      description: 'A field observation',
-      examples: [
-        {
-          id: 'o_01m7xq3mn18snzhf2p99rppm8q',
-          tenantId: 't_01m7xr44nde6cpe35md841agpz',
-          observedAt: '2026-05-01T07:30:00.000Z',
-          position: { lat: 45.1, lon: 7.2, accuracyM: 5 },
-          locationId: null,
-          visitId: null,
-          notes: 'near the creek',
-          attributes: { species: 'fox', count: 2 },
-          media: [],
-          createdAt: '2026-11-21T00:11:43.137Z',
-          updatedAt: '2026-11-21T00:11:43.137Z',
-          version: 0,
-        },
-      ],
-    },
-  ),
+  GeoPosition: componentSchema(GeoPositionCodec),
+  Observation: {
+    ...componentSchema(ObservationCodec),
+    examples: [
+      {
+        id: 'o_01m7xq3mn18snzhf2p99rppm8q',
+        tenantId: 't_01m7xr44nde6cpe35md841agpz',
+        ...exampleObservationFields,
+        media: [],
+        createdAt: '2026-11-21T00:11:43.137Z',
+        updatedAt: '2026-11-21T00:11:43.137Z',
+        version: 0,
+      },
+    ],
+  },
 };
 
-const dateQuery = (description: string) => ({ schema: dateTime(), description });
-
-const observationId = { id: { description: "The observation's id", example: exampleIds.observation } };
-const base = '/v1/tenants/:tenantId/observations';
+/** The path of observations, and its `:id`: media and history hang below one observation. */
+export const observationsPath = '/v1/tenants/:tenantId/observations';
+export const observationId = {
+  id: { description: "The observation's id", example: exampleIds.observation },
+};
+const base = observationsPath;
 
 export const observationOperations = (): BuiltOperation[] => [
   operation({
@@ -114,7 +69,6 @@ export const observationOperations = (): BuiltOperation[] => [
     body: {
       codec: CreateObservationBody,
       name: 'CreateObservationRequest',
-      properties: bodyFields,
       mediaTypes: ['application/json'],
       json: true,
       // Names no location or visit, so that it works as it is in any tenant.
@@ -126,11 +80,7 @@ export const observationOperations = (): BuiltOperation[] => [
       },
     },
     responses: {
-      '201': {
-        description: 'Recorded',
-        headers: ['Location', 'ETag', 'X-Position'],
-        content: { 'application/json': ref('Observation') },
-      },
+      '201': createdResponse('Observation', 'Recorded'),
     },
     problems: ['422'],
   }),
@@ -151,11 +101,11 @@ export const observationOperations = (): BuiltOperation[] => [
           description:
             'Wait (up to CONSISTENCY_TIMEOUT) until the list includes the write with this X-Position',
         },
-        observedFrom: dateQuery('`observedAt` at or after'),
-        observedTo: dateQuery('`observedAt` at or before'),
-        updatedSince: dateQuery('`updatedAt` at or after'),
-        locationId: { schema: fields.resourceId, description: 'Only this location' },
-        visitId: { schema: fields.resourceId, description: 'Only this visit' },
+        observedFrom: { description: '`observedAt` at or after' },
+        observedTo: { description: '`observedAt` at or before' },
+        updatedSince: { description: '`updatedAt` at or after' },
+        locationId: { description: 'Only this location' },
+        visitId: { description: 'Only this visit' },
         bbox: {
           schema: string({
             maxLength: 200,
@@ -168,10 +118,7 @@ export const observationOperations = (): BuiltOperation[] => [
       },
     },
     responses: {
-      '200': {
-        description: 'A page',
-        content: { 'application/json': page(ref('Observation'), 'A page of observations') },
-      },
+      '200': pageResponse('Observation', 'A page of observations'),
     },
     problems: ['503'],
   }),
@@ -209,17 +156,12 @@ export const observationOperations = (): BuiltOperation[] => [
     body: {
       codec: PatchObservationBody,
       name: 'ObservationPatch',
-      properties: bodyFields,
       mediaTypes: [...mergePatchTypes],
       json: true,
       example: { notes: 'Two foxes near the creek', attributes: { count: 2 } },
     },
     responses: {
-      '200': {
-        description: 'The observation',
-        headers: ['ETag', 'X-Position'],
-        content: { 'application/json': ref('Observation') },
-      },
+      '200': changedResponse('Observation', 'The observation'),
     },
     problems: ['412', '422'],
   }),

@@ -1,4 +1,4 @@
-import type { GeoPosition, ObservationRecorded } from './observation.js';
+import type { Attributes, GeoPosition } from './observation.js';
 
 /**
  * The schema history of the observation events. Only types: this module is imported by the event stores'
@@ -18,7 +18,21 @@ export interface ObservationRecordedV1 {
   notes?: string;
 }
 
-type V2 = ObservationRecorded['data'];
+/**
+ * `ObservationRecorded` version 2, spelled out rather than taken from the current type: what an upcaster
+ * returns never changes, so a field added later must not change the type of this one.
+ */
+export interface ObservationRecordedV2 {
+  observationId: string;
+  observedAt: string;
+  position: GeoPosition | null;
+  locationId: string | null;
+  visitId: string | null;
+  notes: string | null;
+  attributes: Attributes;
+}
+
+type V2 = ObservationRecordedV2;
 
 /**
  * v1 -> v2: absent optional fields become null and attributes `{}`. Values that are there are kept, so

@@ -1,6 +1,7 @@
-import { tenantIdPattern } from '../core/ids.js';
+import { ResourceId } from '../http/codec.js';
+import { ServiceId, StreamVersion, TenantIdString } from '../http/resource-fields.js';
 import { scopes } from '../core/scopes.js';
-import { arrayOf, enumOf, integer, object, ref, string, type Schema } from './schema.js';
+import { arrayOf, enumOf, integer, object, ref, schemaOf, string, type Schema } from './schema.js';
 
 /**
  * The ids the examples use, one per kind of resource. A client can send an operation's example as it is once
@@ -21,27 +22,17 @@ export const exampleIds = {
   delivery: 'd_4e07408562bedb8b60ce05c1de',
 } as const;
 
-/** Field schemas that requests and responses share. */
+/**
+ * Field schemas that requests and responses share, for the schemas no codec describes yet (CV jobs,
+ * webhook subscriptions, history): derived from the codecs of the same fields.
+ */
 export const fields = {
-  tenantId: string({
-    maxLength: 42,
-    pattern: tenantIdPattern.source,
-    examples: ['t_01m7xr44nde6cpe35md841agpz'],
-  }),
+  tenantId: schemaOf(TenantIdString),
   /** ResourceId (src/http/codec.ts): what a body may use to name another resource, and a path's id. */
-  resourceId: string({ maxLength: 64, pattern: '^[A-Za-z0-9_-]{1,64}$' }),
+  resourceId: schemaOf(ResourceId),
   /** An id the service made: a type prefix, `_`, 26 characters of Crockford base32. */
-  id: (prefix: string) => string({ pattern: `^${prefix}_[0-9a-z]{26}$` }),
-  scope: enumOf(scopes, { description: '`admin` implies every other scope, within its own tenant' }),
-  scopes: arrayOf(enumOf(scopes), {
-    minItems: 1,
-    maxItems: scopes.length,
-    uniqueItems: true,
-    description: 'A non-empty list of distinct scopes',
-  }),
-  /** Email (src/credentials/codecs.ts). */
-  email: string({ maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$', examples: ['ops@acme.test'] }),
-  version: integer(0, undefined, { description: 'The stream version; the ETag is this number in quotes' }),
+  id: (prefix: string) => schemaOf(ServiceId(prefix)),
+  version: schemaOf(StreamVersion),
   cursor: string({
     minLength: 1,
     maxLength: 1024,
@@ -49,9 +40,6 @@ export const fields = {
     pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
     description: 'The `nextCursor` of the previous page',
   }),
-  /** Text a person writes (a name, notes): any characters, within its length. */
-  text: (maxLength: number, minLength = 0, extra: Schema = {}) =>
-    string({ minLength, maxLength, contentMediaType: 'text/plain', ...extra }),
   /** A password or secret: any characters, within its length; UIs hide what is typed. */
   secret: (minLength: number, maxLength: number, extra: Schema = {}) =>
     string({ minLength, maxLength, format: 'password', ...extra }),

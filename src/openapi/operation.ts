@@ -1,3 +1,4 @@
+import type * as t from 'io-ts';
 import type { Scope } from '../core/scopes.js';
 import type { StrictObjectCodec } from '../http/codec.js';
 import {
@@ -8,7 +9,7 @@ import {
   type ProblemStatus,
 } from './components.js';
 import { fields } from './components.js';
-import { codecObject, codecQuery, type QueryParameter, type Schema } from './schema.js';
+import { codecQuery, schemaOf, type QueryParameter, type Schema } from './schema.js';
 
 /**
  * One operation of the API, described next to the codecs its route decodes with. `operation()` turns it
@@ -49,10 +50,9 @@ export interface OperationSpec {
   /** Header parameters the route reads. */
   headers?: ('IfMatch' | 'IfNoneMatch')[];
   body?: {
-    /** The codec the route decodes the body with: the schema's fields come from it. */
+    /** The codec the route decodes the body with: the schema is derived from it. */
     codec?: StrictObjectCodec;
-    /** The properties' schemas (with `codec`), or the whole schema (without it). */
-    properties?: Record<string, Schema>;
+    /** The whole schema, for a body no codec decodes (the OAuth token request's form). */
     schema?: Schema;
     /** Named in components.schemas, for reuse and readable docs. */
     name?: string;
@@ -134,15 +134,11 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
   const schemas: Record<string, Schema> = {};
   let requestBody: Record<string, unknown> | undefined;
   if (spec.body) {
-    const { codec, properties, name } = spec.body;
+    const { codec, name } = spec.body;
     // Without a codec or a schema the body is bytes (an image): the media types say it all.
     let schema: Schema | undefined;
-    if (codec) {
-      if (!properties) throw new Error(`${spec.operationId}: a body codec needs its properties described`);
-      schema = codecObject(codec, properties);
-    } else {
-      schema = spec.body.schema;
-    }
+    if (codec) schema = schemaOf(codec as unknown as t.Mixed);
+    else schema = spec.body.schema;
     if (schema && spec.body.example === undefined)
       throw new Error(`${spec.operationId}: a body with a schema needs an example that the service accepts`);
     if (schema && name) {

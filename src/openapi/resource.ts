@@ -1,5 +1,5 @@
 import { ListParams } from '../http/paging.js';
-import { fields } from './components.js';
+import { fields, page } from './components.js';
 import { operation } from './operation.js';
 import { integer, ref } from './schema.js';
 
@@ -22,6 +22,19 @@ export const pagingQuery = {
 export const createdResponse = (schema: string, description: string) => ({
   description,
   headers: ['Location', 'ETag', 'X-Position'] as const,
+  content: { 'application/json': ref(schema) },
+});
+
+/** The 200 of a list: a page of the resource. */
+export const pageResponse = (schema: string, description: string) => ({
+  description: 'A page',
+  content: { 'application/json': page(ref(schema), description) },
+});
+
+/** The 200 of a write that answers the resource as it now is. */
+export const changedResponse = (schema: string, description: string) => ({
+  description,
+  headers: ['ETag', 'X-Position'] as const,
   content: { 'application/json': ref(schema) },
 });
 

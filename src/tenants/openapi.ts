@@ -1,30 +1,12 @@
-import { CreateTenantBody } from './codecs.js';
-import { fields, page } from '../openapi/components.js';
+import { CreatedTenantCodec, CreateTenantBody, TenantCodec } from './codecs.js';
+import {} from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { createdResponse, pagingQuery } from '../openapi/resource.js';
-import { dateTime, object, ref, string, type Schema } from '../openapi/schema.js';
+import { createdResponse, pageResponse, pagingQuery } from '../openapi/resource.js';
+import { componentSchemas, ref, type Schema } from '../openapi/schema.js';
 
 /** Tenants: their schemas and operations (their users and credentials: src/credentials). */
 
-const tenant = {
-  id: fields.tenantId,
-  name: string({ minLength: 1, maxLength: 200 }),
-  notificationEmail: fields.email,
-  createdAt: dateTime(),
-  version: fields.version,
-};
-
-export const tenantSchemas: Record<string, Schema> = {
-  Tenant: object(tenant, {}, { description: 'A tenant: every resource and credential belongs to one' }),
-  CreatedTenant: object(
-    {
-      ...tenant,
-      adminApiKey: string({ pattern: '^obs_', description: "The tenant's first admin API key, shown once" }),
-    },
-    {},
-    { description: 'The new tenant, with its first admin API key' },
-  ),
-};
+export const tenantSchemas: Record<string, Schema> = componentSchemas([TenantCodec, CreatedTenantCodec]);
 
 export const tenantOperations = (): BuiltOperation[] => [
   operation({
@@ -39,7 +21,6 @@ export const tenantOperations = (): BuiltOperation[] => [
       codec: CreateTenantBody,
       name: 'CreateTenantRequest',
       example: { name: 'Acme field team', notificationEmail: 'ops@acme.test' },
-      properties: { name: fields.text(200, 1), notificationEmail: fields.email },
       mediaTypes: ['application/json'],
       json: true,
     },
@@ -55,7 +36,7 @@ export const tenantOperations = (): BuiltOperation[] => [
     access: { platformOnly: true },
     query: pagingQuery,
     responses: {
-      '200': { description: 'A page', content: { 'application/json': page(ref('Tenant'), 'A page') } },
+      '200': pageResponse('Tenant', 'A page'),
     },
   }),
   operation({

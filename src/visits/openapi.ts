@@ -1,39 +1,20 @@
 import { mergePatchTypes } from '../http/body.js';
-import { exampleIds, fields, page } from '../openapi/components.js';
+import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { minPositionQuery, pagingQuery, readOne } from '../openapi/resource.js';
-import { arrayOf, dateTime, enumOf, nullable, object, ref, string, type Schema } from '../openapi/schema.js';
-import { CreateVisitBody, ListVisitsQuery, PatchVisitBody, visitSorts } from './codecs.js';
+import {
+  changedResponse,
+  createdResponse,
+  minPositionQuery,
+  pageResponse,
+  pagingQuery,
+  readOne,
+} from '../openapi/resource.js';
+import { componentSchemas, type Schema } from '../openapi/schema.js';
+import { CreateVisitBody, ListVisitsQuery, PatchVisitBody, VisitCodec } from './codecs.js';
 
-/** Field visits: their schema and operations. */
+/** Field visits: their operations. Their schemas are derived from the codecs (./codecs.ts). */
 
-const visitFields: Record<string, Schema> = {
-  locationId: fields.resourceId,
-  startedAt: dateTime(),
-  endedAt: nullable(dateTime()),
-  participants: arrayOf(fields.text(200, 1), { maxItems: 100 }),
-  notes: nullable(fields.text(10_000)),
-};
-
-export const visitSchemas: Record<string, Schema> = {
-  Visit: object(
-    {
-      id: fields.id('v'),
-      tenantId: fields.tenantId,
-      ...visitFields,
-      status: enumOf(['draft', 'submitted']),
-      observationIds: arrayOf(string(), {
-        description: 'The observations of the visit, recorded when it is submitted',
-      }),
-      submittedAt: nullable(dateTime()),
-      createdAt: dateTime(),
-      updatedAt: dateTime(),
-      version: fields.version,
-    },
-    {},
-    { description: 'A field visit to a location' },
-  ),
-};
+export const visitSchemas: Record<string, Schema> = componentSchemas([VisitCodec]);
 
 const visits = '/v1/tenants/:tenantId/visits';
 
@@ -58,7 +39,6 @@ export const visitOperations = (): BuiltOperation[] => {
       body: {
         codec: CreateVisitBody,
         name: 'CreateVisitRequest',
-        properties: visitFields,
         mediaTypes: ['application/json'],
         json: true,
         example: {
@@ -68,11 +48,7 @@ export const visitOperations = (): BuiltOperation[] => {
         },
       },
       responses: {
-        '201': {
-          description: 'Created',
-          headers: ['Location', 'ETag', 'X-Position'],
-          content: { 'application/json': ref('Visit') },
-        },
+        '201': createdResponse('Visit', 'Created'),
       },
       problems: ['422'],
     }),
@@ -88,18 +64,15 @@ export const visitOperations = (): BuiltOperation[] => {
         parameters: {
           ...pagingQuery.parameters,
           minPosition: minPositionQuery,
-          locationId: { schema: fields.resourceId, description: 'Only visits to this location' },
-          status: { schema: enumOf(['draft', 'submitted']), description: 'Only visits in this state' },
-          startedFrom: { schema: dateTime(), description: '`startedAt` at or after' },
-          startedTo: { schema: dateTime(), description: '`startedAt` at or before' },
-          sort: { schema: enumOf(visitSorts), description: 'Order' },
+          locationId: { description: 'Only visits to this location' },
+          status: { description: 'Only visits in this state' },
+          startedFrom: { description: '`startedAt` at or after' },
+          startedTo: { description: '`startedAt` at or before' },
+          sort: { description: 'Order' },
         },
       },
       responses: {
-        '200': {
-          description: 'A page',
-          content: { 'application/json': page(ref('Visit'), 'A page of visits') },
-        },
+        '200': pageResponse('Visit', 'A page of visits'),
       },
       problems: ['503'],
     }),
@@ -117,17 +90,12 @@ export const visitOperations = (): BuiltOperation[] => {
       body: {
         codec: PatchVisitBody,
         name: 'VisitPatch',
-        properties: visitFields,
         mediaTypes: [...mergePatchTypes],
         json: true,
         example: { endedAt: '2026-05-01T12:30:00+02:00', notes: 'Sunny, light wind from the west' },
       },
       responses: {
-        '200': {
-          description: 'The visit',
-          headers: ['ETag', 'X-Position'],
-          content: { 'application/json': ref('Visit') },
-        },
+        '200': changedResponse('Visit', 'The visit'),
       },
       problems: ['412', '422'],
     }),
@@ -142,11 +110,7 @@ export const visitOperations = (): BuiltOperation[] => {
       pathParameters: visit.byId,
       headers: ['IfMatch'],
       responses: {
-        '200': {
-          description: 'Submitted',
-          headers: ['ETag', 'X-Position'],
-          content: { 'application/json': ref('Visit') },
-        },
+        '200': changedResponse('Visit', 'Submitted'),
       },
       problems: ['412', '503'],
     }),

@@ -1,21 +1,27 @@
 import { failureCodes } from '../cv/models/port.js';
 import { externalEventTypes, type ExternalEventType } from './external.js';
 import { fields } from '../openapi/components.js';
-import { arrayOf, dateTime, enumOf, nullable, object, ref, string, type Schema } from '../openapi/schema.js';
+import {
+  dateTime,
+  enumOf,
+  fieldSchemas,
+  object,
+  ref,
+  schemaOf,
+  string,
+  type Schema,
+} from '../openapi/schema.js';
+import { VisitCodec } from '../visits/codecs.js';
+import { EventTypeCodec, EventTypeList } from './codecs.js';
 import { observationFieldSchemas } from '../observations/openapi.js';
 
 // What receivers get: the envelope of each external event type, and the document's `webhooks`.
 
 /** An external event type (src/webhooks/external.ts): the webhooks' own vocabulary. */
-export const eventType = enumOf(externalEventTypes);
+export const eventType = schemaOf(EventTypeCodec);
 
 /** The event types a subscription lists. */
-export const eventTypes = arrayOf(eventType, {
-  minItems: 1,
-  maxItems: externalEventTypes.length,
-  uniqueItems: true,
-  description: 'A non-empty list of distinct event types',
-});
+export const eventTypes = schemaOf(EventTypeList);
 
 /** `data` of each external event type (src/webhooks/external.ts). */
 const eventData: Record<ExternalEventType, Schema> = {
@@ -60,12 +66,14 @@ const eventData: Record<ExternalEventType, Schema> = {
   'visit.submitted': object(
     {
       visitId: fields.id('v'),
-      locationId: fields.resourceId,
-      startedAt: dateTime(),
-      endedAt: nullable(dateTime()),
-      participants: arrayOf(string()),
-      notes: nullable(string()),
-      observationIds: arrayOf(string(), { description: 'The observations that belong to the visit' }),
+      ...fieldSchemas(VisitCodec.fields, [
+        'locationId',
+        'startedAt',
+        'endedAt',
+        'participants',
+        'notes',
+        'observationIds',
+      ]),
       status: { type: 'string', const: 'submitted' },
       submittedAt: dateTime(),
     },

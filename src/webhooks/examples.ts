@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RecordedEvent } from '../core/events.js';
+import { exampleObservationFields } from '../observations/codecs.js';
 import { toExternal, type ExternalEvent, type ExternalEventType } from './external.js';
 
 /**
@@ -16,15 +17,7 @@ const domainEvents: Record<
   'observation.created': {
     type: 'ObservationRecorded',
     version: 0,
-    data: {
-      observationId,
-      observedAt: '2026-05-01T07:30:00.000Z',
-      position: { lat: 45.1, lon: 7.2, accuracyM: 5 },
-      locationId: null,
-      visitId: null,
-      notes: 'near the creek',
-      attributes: { species: 'fox', count: 2 },
-    },
+    data: { observationId, ...exampleObservationFields },
   },
   'observation.updated': {
     type: 'ObservationUpdated',

@@ -1,9 +1,8 @@
 import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
-import { exampleIds, page } from '../openapi/components.js';
+import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { boolean, enumOf, ref, string } from '../openapi/schema.js';
-import { pagingQuery } from '../openapi/resource.js';
-import { eventType, eventTypes } from './events.openapi.js';
+import { ref } from '../openapi/schema.js';
+import { changedResponse, createdResponse, pageResponse, pagingQuery } from '../openapi/resource.js';
 
 // The routes of webhook subscriptions and their deliveries (schemas: openapi.ts).
 
@@ -31,36 +30,11 @@ export const webhookOperations = (): BuiltOperation[] => [
       codec: CreateWebhookBody,
       name: 'CreateWebhookRequest',
       example: { url: 'https://example.com/hooks', events: ['observation.created', 'visit.submitted'] },
-      properties: {
-        url: string({
-          minLength: 1,
-          maxLength: 2048,
-          format: 'uri',
-          examples: ['https://example.com/hooks'],
-        }),
-        events: eventTypes,
-        secret: string({
-          minLength: 16,
-          maxLength: 256,
-          format: 'password',
-          description:
-            'Optional: the service generates one when it is left out (recommended). Either the Standard ' +
-            'Webhooks form, `whsec_` and the base64 of 24 to 64 bytes (the key is the decoded bytes), or a plain ' +
-            'secret of 16 to 256 characters (the key is its UTF-8 bytes). Either must look random: at least 8 ' +
-            'different characters (or byte values), and no control characters. The answer shows it once, in ' +
-            'the standard form.',
-          examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
-        }),
-      },
       mediaTypes: ['application/json'],
       json: true,
     },
     responses: {
-      '201': {
-        description: 'Subscribed; the only answer with the secret',
-        headers: ['Location', 'ETag', 'X-Position'],
-        content: { 'application/json': ref('CreatedWebhookSubscription') },
-      },
+      '201': createdResponse('CreatedWebhookSubscription', 'Subscribed; the only answer with the secret'),
     },
   }),
   operation({
@@ -72,10 +46,7 @@ export const webhookOperations = (): BuiltOperation[] => [
     access,
     query: pagingQuery,
     responses: {
-      '200': {
-        description: 'A page',
-        content: { 'application/json': page(ref('WebhookSubscription'), 'A page of subscriptions') },
-      },
+      '200': pageResponse('WebhookSubscription', 'A page of subscriptions'),
     },
   }),
   operation({
@@ -114,17 +85,12 @@ export const webhookOperations = (): BuiltOperation[] => [
       codec: EnableBody,
       name: 'EnableWebhookRequest',
       example: { replayMissed: true },
-      properties: { replayMissed: boolean({ default: false }) },
       mediaTypes: ['application/json'],
       required: false,
       json: true,
     },
     responses: {
-      '200': {
-        description: 'Active again',
-        headers: ['ETag', 'X-Position'],
-        content: { 'application/json': ref('EnabledWebhookSubscription') },
-      },
+      '200': changedResponse('EnabledWebhookSubscription', 'Active again'),
     },
   }),
   operation({
@@ -144,24 +110,12 @@ export const webhookOperations = (): BuiltOperation[] => [
       name: 'RotateWebhookSecretRequest',
       // The secret left out: the service generates one, as is best.
       example: {},
-      properties: {
-        secret: string({
-          minLength: 16,
-          maxLength: 256,
-          format: 'password',
-          description: 'As at creation; generated when left out',
-        }),
-      },
       mediaTypes: ['application/json'],
       required: false,
       json: true,
     },
     responses: {
-      '200': {
-        description: 'Rotated',
-        headers: ['ETag', 'X-Position'],
-        content: { 'application/json': ref('RotatedWebhookSubscription') },
-      },
+      '200': changedResponse('RotatedWebhookSubscription', 'Rotated'),
     },
   }),
   operation({
@@ -185,7 +139,6 @@ export const webhookOperations = (): BuiltOperation[] => [
       codec: TestEventBody,
       name: 'WebhookTestRequest',
       example: { type: 'observation.created' },
-      properties: { type: eventType },
       mediaTypes: ['application/json'],
       required: false,
       json: true,
@@ -210,15 +163,12 @@ export const webhookOperations = (): BuiltOperation[] => [
       codec: DeliveriesQuery,
       parameters: {
         ...pagingQuery.parameters,
-        status: { schema: enumOf(['succeeded', 'failed']), description: 'Only attempts with this outcome' },
-        eventType: { schema: eventType, description: 'Only this event type' },
+        status: { description: 'Only attempts with this outcome' },
+        eventType: { description: 'Only this event type' },
       },
     },
     responses: {
-      '200': {
-        description: 'A page',
-        content: { 'application/json': page(ref('DeliveryAttempt'), 'A page of attempts') },
-      },
+      '200': pageResponse('DeliveryAttempt', 'A page of attempts'),
     },
   }),
   operation({
