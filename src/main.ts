@@ -52,14 +52,14 @@ interface LogOutput {
 
 /**
  * JSON lines for machines; readable lines for people when stdout is a terminal outside production
- * (pino-pretty, in this thread, so that an exit still waits for the last line). NO_COLOR turns colours off.
+ * (pino-pretty, in this thread, so that an exit still waits for the last line). Its colours follow the
+ * terminal's (colorette: off under NO_COLOR, on under FORCE_COLOR).
  */
 const logOutput = (production: boolean): LogOutput => {
   const destination = pino.destination({ dest: 1, sync: false });
   if (production || !process.stdout.isTTY) return { destination, stream: destination as unknown as Writable };
   const stream = PinoPretty({
     destination,
-    colorize: !process.env.NO_COLOR,
     translateTime: 'SYS:HH:MM:ss.l',
     ignore: 'pid,hostname',
     singleLine: false,

@@ -2494,6 +2494,7 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       500: components['responses']['UnexpectedHealthError'];
       default: components['responses']['UnexpectedHealthError'];
     };
@@ -2636,6 +2637,7 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       500: components['responses']['UnexpectedHealthError'];
       /** @description Not ready: `checks` says which check fails */
       503: {
@@ -2913,6 +2915,7 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       500: components['responses']['UnexpectedHealthError'];
       /** @description Not ready: `checks` says which check fails */
       503: {
@@ -3077,6 +3080,7 @@ export interface operations {
           };
         };
       };
+      400: components['responses']['BadRequest'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
@@ -3102,6 +3106,7 @@ export interface operations {
           'text/html': string;
         };
       };
+      400: components['responses']['BadRequest'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
@@ -3141,6 +3146,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
@@ -3166,6 +3172,7 @@ export interface operations {
           'image/svg+xml': string;
         };
       };
+      400: components['responses']['BadRequest'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
@@ -3315,7 +3322,7 @@ export interface operations {
           'application/json': components['schemas']['OAuthToken'];
         };
       };
-      /** @description `invalid_request`, `invalid_scope` or `unsupported_grant_type` */
+      /** @description `invalid_request`, `invalid_scope` or `unsupported_grant_type`; a query parameter the endpoint does not take gets a problem document */
       400: {
         headers: {
           RateLimit: components['headers']['RateLimit'];
@@ -3324,6 +3331,7 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['OAuthError'];
+          'application/problem+json': components['schemas']['Problem'];
         };
       };
       /** @description `invalid_client` */
@@ -3364,6 +3372,7 @@ export interface operations {
           'application/json': components['schemas']['JsonWebKeySet'];
         };
       };
+      400: components['responses']['BadRequest'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
@@ -3389,6 +3398,7 @@ export interface operations {
           'application/json': components['schemas']['AuthorizationServerMetadata'];
         };
       };
+      400: components['responses']['BadRequest'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
@@ -3521,6 +3531,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -3679,6 +3690,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -3883,6 +3895,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -3921,6 +3934,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -4079,6 +4093,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -4117,6 +4132,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -4298,6 +4314,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -4499,6 +4516,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -4552,6 +4570,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -4803,6 +4822,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -4844,6 +4864,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -5085,6 +5106,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -5369,6 +5391,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -5550,6 +5573,7 @@ export interface operations {
           'application/json': components['schemas']['WebhookSubscription'];
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -5587,6 +5611,7 @@ export interface operations {
         };
         content?: never;
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
@@ -5900,6 +5925,7 @@ export interface operations {
           'application/json': components['schemas']['AuditVerification'];
         };
       };
+      400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];

@@ -208,8 +208,10 @@ export const authOperations = (): BuiltOperation[] => [
     responses: {
       '200': { description: 'A token', content: { 'application/json': ref('OAuthToken') } },
       '400': {
-        description: '`invalid_request`, `invalid_scope` or `unsupported_grant_type`',
-        content: { 'application/json': ref('OAuthError') },
+        description:
+          '`invalid_request`, `invalid_scope` or `unsupported_grant_type`; a query parameter the endpoint ' +
+          'does not take gets a problem document',
+        content: { 'application/json': ref('OAuthError'), 'application/problem+json': ref('Problem') },
       },
       '401': {
         description: '`invalid_client`',

@@ -157,7 +157,8 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
   const problems = new Set<ProblemStatus>(spec.problems ?? []);
   if (!('public' in spec.access)) ['401', '403'].forEach((s) => problems.add(s as ProblemStatus));
   if (names.includes('tenantId')) problems.add('404');
-  if (spec.query) problems.add('400');
+  // Every route refuses query parameters it does not take (src/http/query-parameters.ts).
+  problems.add('400');
   if (spec.body?.json) ['400', '413', '415'].forEach((s) => problems.add(s as ProblemStatus));
   if (idempotent) ['400', '409', '422'].forEach((s) => problems.add(s as ProblemStatus));
   // Every write may lose a race with another one (version-conflict) or conflict with the state.
@@ -189,7 +190,8 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
         : {}),
     };
   }
-  for (const status of [...problems].sort()) responses[status] = problemRef(status);
+  // A status the operation answers in a form of its own (OAuth's errors) keeps that form.
+  for (const status of [...problems].sort()) responses[status] ??= problemRef(status);
   // 500 by name, for tools that look for it (OWASP API8); `default` for any other status a proxy may add.
   const unexpected = {
     $ref: `#/components/responses/${rateLimited ? 'UnexpectedError' : 'UnexpectedHealthError'}`,

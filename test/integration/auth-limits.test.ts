@@ -250,7 +250,8 @@ describe('failed-authentication limits (issue 11, findings 3 and 4)', function (
       const twice = await login(server, { email: ada, password: 'a wrong password' });
       const once = await login(server, { email: bo, password: 'a wrong password' });
       const nowhere = await login(server, { email: 'nobody@example.test', password: 'a wrong password' });
-      expect(twice.status).to.equal(400);
+      // A wrong password opens none of the accounts: one 401, whatever number of tenants the e-mail is in.
+      expectUnauthorized(twice);
       expect(problemShape(once)).to.deep.equal(problemShape(twice));
       expect(problemShape(nowhere)).to.deep.equal(problemShape(twice));
     });
@@ -284,7 +285,6 @@ describe('failed-authentication limits (issue 11, findings 3 and 4)', function (
       // Its own user logs in with its own password, in its own tenant, whether the e-mail exists elsewhere or not.
       for (const email of [ada, 'new@example.test']) {
         expect((await login(server, { email, password, tenantId: other.tenantId })).status).to.equal(200);
-        expect((await login(server, { email, password })).status).to.equal(400);
       }
     });
 

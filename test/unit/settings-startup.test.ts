@@ -98,7 +98,7 @@ describe('the start-up configuration log', () => {
       HOST: '127.0.0.1',
       RATE_LIMIT: '600/1m',
       CORS_ORIGINS: null,
-      PUBLIC_URL: 'http://localhost:8080',
+      PUBLIC_URL: 'http://127.0.0.1:8080',
       SIGNING_KEYS_FILE: '/srv/obs/signing-keys.json (created in development)',
     });
   });
