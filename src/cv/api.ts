@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { cvJobsQuery } from '../../projections/cv-jobs.js';
-import { requireScope } from '../http/guard.js';
+import { readWriteGuards } from '../http/guard.js';
 import { readAggregate } from '../core/command-handler.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';
@@ -46,8 +46,7 @@ const modelListing = (model: CvModel) => {
  */
 export const cvApi = (deps: CvApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId' });
-  const read = requireScope(deps.auth, 'cv:read');
-  const write = requireScope(deps.auth, 'cv:write');
+  const { read, write } = readWriteGuards(deps.auth, 'cv');
   const jobs = aggregateResource(deps, cvJobDecider, jobOf);
 
   router.post('/cv-jobs', write, async (ctx) => {

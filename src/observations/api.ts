@@ -6,7 +6,7 @@ import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { projectedList } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
-import { requireScope } from '../http/guard.js';
+import { readWriteGuards } from '../http/guard.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import {
   CreateObservationBody,
@@ -25,8 +25,7 @@ export interface ObservationsApiDeps
 
 export const observationsApi = (deps: ObservationsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/observations' });
-  const read = requireScope(deps.auth, 'observations:read');
-  const write = requireScope(deps.auth, 'observations:write');
+  const { read, write } = readWriteGuards(deps.auth, 'observations');
   const observations = aggregateResource(deps, observationDecider, observationOf);
 
   router.post('/', write, async (ctx) => {
