@@ -5,7 +5,7 @@ import { readWriteGuards } from '../http/guard.js';
 import { readAggregate } from '../core/command-handler.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';
-import { readJsonBody } from '../http/body.js';
+import { decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { projectedList } from '../http/paging.js';
@@ -50,7 +50,7 @@ export const cvApi = (deps: CvApiDeps): Router => {
   const jobs = aggregateResource(deps, cvJobDecider, jobOf);
 
   router.post('/cv-jobs', write, async (ctx) => {
-    const body = decodeOrThrow(CreateCvJobBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateCvJobBody, deps.bodyLimit);
     const tenantId = pathParam(ctx, 'tenantId');
     if (!deps.models.get(body.model)) {
       const known = deps.models

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { locationsQuery } from '../../projections/locations.js';
 import { readWriteGuards } from '../http/guard.js';
-import { readJsonBody, readMergePatch } from '../http/body.js';
+import { readMergePatch, decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { projectedList } from '../http/paging.js';
@@ -23,7 +23,7 @@ export const locationsApi = (deps: LocationsApiDeps): Router => {
   const locations = aggregateResource(deps, locationDecider, locationOf);
 
   router.post('/', write, async (ctx) => {
-    const body = decodeOrThrow(CreateLocationBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateLocationBody, deps.bodyLimit);
     const locationId = deps.ids('l');
     await locations.create(
       ctx,

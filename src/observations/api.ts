@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { observationsQuery } from '../../projections/observations.js';
-import { readJsonBody, readMergePatch } from '../http/body.js';
+import { readMergePatch, decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { projectedList } from '../http/paging.js';
@@ -29,7 +29,7 @@ export const observationsApi = (deps: ObservationsApiDeps): Router => {
   const observations = aggregateResource(deps, observationDecider, observationOf);
 
   router.post('/', write, async (ctx) => {
-    const body = decodeOrThrow(CreateObservationBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateObservationBody, deps.bodyLimit);
     const tenantId = pathParam(ctx, 'tenantId');
     await assertReferences(deps.eventStore, tenantId, body);
     const observationId = deps.ids('o');

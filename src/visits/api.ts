@@ -4,7 +4,7 @@ import { visitsQuery } from '../../projections/visits.js';
 import { readWriteGuards } from '../http/guard.js';
 import { readAggregate } from '../core/command-handler.js';
 import { UnavailableError } from '../core/errors.js';
-import { readJsonBody, readMergePatch } from '../http/body.js';
+import { readMergePatch, decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { projectedList } from '../http/paging.js';
@@ -59,7 +59,7 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
   };
 
   router.post('/', write, async (ctx) => {
-    const body = decodeOrThrow(CreateVisitBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateVisitBody, deps.bodyLimit);
     const tenantId = pathParam(ctx, 'tenantId');
     await assertReferences(deps.eventStore, tenantId, { locationId: body.locationId });
     const visitId = deps.ids('v');
