@@ -9,6 +9,7 @@ import { streamName } from '../core/streams.js';
 import type { EventStore } from '../eventstore/port.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import type { ReadModelStore } from '../readmodels/port.js';
+import { listAll } from '../readmodels/list-all.js';
 import type { Tenant } from '../tenants/decider.js';
 import { merkleRoot } from './merkle.js';
 
@@ -22,23 +23,13 @@ export interface AuditDigest {
   root: string;
 }
 
-/** Every stream head of the tenant, in pages. */
-const headsOf = async (readModels: ReadModelStore, tenantId: string): Promise<StreamHeadDoc[]> => {
-  const all: StreamHeadDoc[] = [];
-  for (let after: { value: number; id: string } | undefined; ;) {
-    const page = await readModels.list<StreamHeadDoc>(streamHeadsProjection.collection.name, {
-      tenantId,
-      filters: [],
-      sort: { field: 'position', direction: 'asc' },
-      limit: 1000,
-      ...(after ? { after } : {}),
-    });
-    all.push(...page);
-    const last = page.at(-1);
-    if (!last || page.length < 1000) return all;
-    after = { value: last.position, id: last.id };
-  }
-};
+/** Every stream head of the tenant. */
+const headsOf = (readModels: ReadModelStore, tenantId: string): Promise<StreamHeadDoc[]> =>
+  listAll<StreamHeadDoc, 'position'>(readModels, streamHeadsProjection.collection.name, {
+    tenantId,
+    sortField: 'position',
+    pageSize: 1000,
+  });
 
 /** Appends a digest for the tenant, unless nothing happened since its last one. */
 export const recordDigest = async (

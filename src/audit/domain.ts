@@ -1,4 +1,5 @@
 import type { FeatureDomain } from '../feature.js';
+import { perTenant } from '../readmodels/registered.js';
 import { streamHeadsProjection } from '../../projections/stream-heads.js';
 
 /**
@@ -7,5 +8,5 @@ import { streamHeadsProjection } from '../../projections/stream-heads.js';
  */
 export const auditDomain: FeatureDomain = {
   name: 'audit',
-  projections: [{ projection: streamHeadsProjection, partition: 'tenant' }],
+  projections: [perTenant(streamHeadsProjection)],
 };

@@ -11,9 +11,9 @@ import type { EventStore } from '../eventstore/port.js';
 import type { ReadModelStore } from '../readmodels/port.js';
 import { platformPartition } from '../readmodels/aggregate-projection.js';
 import { usersProjection } from '../../projections/users.js';
-import { readJsonBody } from '../http/body.js';
+import { decodedJsonBody } from '../http/body.js';
 import { commandContext } from '../http/command-context.js';
-import { decodeOrThrow } from '../http/codec.js';
+
 import { LoginBody, RefreshBody } from './codecs.js';
 import { retryOnConflict } from '../core/conflicts.js';
 import { formatCredential, parseCredential, refreshTokenPrefix } from '../credentials/credential-strings.js';
@@ -105,7 +105,7 @@ export const loginApi = (deps: LoginApiDeps): Router => {
   };
 
   router.post('/token', async (ctx) => {
-    const body = decodeOrThrow(LoginBody, await readJsonBody(ctx, { limit: 16 * 1024 }));
+    const body = await decodedJsonBody(ctx, LoginBody, 16 * 1024);
     const email = normalizeEmail(body.email);
     const attempt = { tenantId: body.tenantId ?? platformPartition, email, address: ctx.ip };
     await deps.failures.logins.begin(attempt);
@@ -156,7 +156,7 @@ export const loginApi = (deps: LoginApiDeps): Router => {
   });
 
   router.post('/refresh', async (ctx) => {
-    const body = decodeOrThrow(RefreshBody, await readJsonBody(ctx, { limit: 16 * 1024 }));
+    const body = await decodedJsonBody(ctx, RefreshBody, 16 * 1024);
     const presented = parseCredential(refreshTokenPrefix, body.refreshToken);
     if (!presented) throw refreshRefused();
     const stream = streamName('session', presented.tenantId, presented.id);
@@ -211,7 +211,7 @@ export const loginApi = (deps: LoginApiDeps): Router => {
    * answers the same 204: the caller can do nothing about it, and the answer tells nobody which tokens exist.
    */
   router.post('/logout', async (ctx) => {
-    const body = decodeOrThrow(RefreshBody, await readJsonBody(ctx, { limit: 16 * 1024 }));
+    const body = await decodedJsonBody(ctx, RefreshBody, 16 * 1024);
     const presented = parseCredential(refreshTokenPrefix, body.refreshToken);
     ctx.set('Cache-Control', 'no-store');
     ctx.status = 204;

@@ -6,17 +6,14 @@ import { withoutSecrets } from '../history/redaction.js';
 import { flags, requireTenant } from './args.js';
 import { ExitError, UsageError, type Commands } from './command.js';
 import { alignedRows, progressLine } from './output.js';
-import { assertTenantExists, catchUp, withStores } from './stores.js';
+import { assertTenantExists, catchUp, withStores, withTenantStores } from './stores.js';
 
 /** A tenant's tamper-evident history: verify its hash chains and digests, replay it, record a digest. */
 export const auditCommands: Commands = {
   'audit verify': {
     help: 'audit verify --tenant <id>\n  Reads the whole history; checks every chain and digest. Exit 1 at the first broken link, naming it.',
     run: async (args, { print, ...context }) => {
-      const { values } = flags(args, { options: { tenant: { type: 'string' } } });
-      const tenantId = requireTenant(values.tenant);
-      await withStores(context, async (stores) => {
-        await assertTenantExists(stores.eventStore, tenantId);
+      await withTenantStores(args, context, async (stores, tenantId) => {
         const progress = progressLine('verified');
         const report = await verifyTenant(stores.eventStore, tenantId, progress.update);
         progress.done();
@@ -81,10 +78,7 @@ export const auditCommands: Commands = {
   'audit digest': {
     help: "audit digest --tenant <id>\n  Records a digest of the tenant's stream heads now (the service also does so on AUDIT_DIGEST_SCHEDULE).",
     run: async (args, { print, ...context }) => {
-      const { values } = flags(args, { options: { tenant: { type: 'string' } } });
-      const tenantId = requireTenant(values.tenant);
-      await withStores(context, async (stores) => {
-        await assertTenantExists(stores.eventStore, tenantId);
+      await withTenantStores(args, context, async (stores, tenantId) => {
         await catchUp(streamHeadsProjection, stores, 60_000);
         const digest = await recordDigest(stores.eventStore, stores.readModels, tenantId, new Date());
         print(

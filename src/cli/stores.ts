@@ -10,6 +10,7 @@ import { eventSchemas } from '../domains.js';
 import { openStores, type Stores } from '../stores.js';
 import { tenantStream } from '../tenants/load.js';
 import { tenantDecider } from '../tenants/decider.js';
+import { flags, requireTenant } from './args.js';
 import { UsageError, type Context } from './command.js';
 
 type StoreConfig = Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl' | 'databaseUrl'>;
@@ -90,4 +91,18 @@ export const catchUp = async <D>(projection: Projection<D>, stores: Stores, time
   await runner.start();
   await runner.waitFor(await stores.eventStore.headPosition(), timeoutMs);
   await runner.stop();
+};
+
+/** A command on one tenant that takes nothing but `--tenant <id>`: the tenant must exist in the stores opened. */
+export const withTenantStores = async <T>(
+  args: string[],
+  context: Pick<Context, 'config' | 'create'>,
+  work: (stores: Stores, tenantId: string) => Promise<T>,
+): Promise<T> => {
+  const { values } = flags(args, { options: { tenant: { type: 'string' } } });
+  const tenantId = requireTenant(values.tenant);
+  return withStores(context, async (stores) => {
+    await assertTenantExists(stores.eventStore, tenantId);
+    return work(stores, tenantId);
+  });
 };

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Middleware } from 'koa';
+import { basePath, escapeHtml, htmlPage } from '../http/html.js';
 
 /** The console's policy: everything from this origin, nothing inline; images of media are blob: URLs. */
 export const consoleContentSecurityPolicy = [
@@ -44,33 +45,25 @@ const loadBundle = async (): Promise<Bundle> => {
   return bundleConsole();
 };
 
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
 /** The page: no inline script or style; the base path reaches the script through a meta tag. */
-const page = (base: string) => `<!doctype html>
-<html lang="en">
-  <head>
-    <meta charset="utf-8">
-    <meta name="viewport" content="width=device-width, initial-scale=1">
-    <meta name="obs-base" content="${escapeHtml(base)}">
-    <title>Observation service console</title>
-    <link rel="icon" href="${escapeHtml(`${base}/favicon.ico`)}">
-    <link rel="stylesheet" href="${escapeHtml(`${base}${consolePath}/app.css`)}">
-    <script type="module" src="${escapeHtml(`${base}${consolePath}/app.js`)}"></script>
-  </head>
-  <body>
-    <div id="console"><p>Loading the console…</p></div>
-  </body>
-</html>
-`;
+const page = (base: string) =>
+  htmlPage(
+    [
+      `<meta name="obs-base" content="${escapeHtml(base)}">`,
+      '<title>Observation service console</title>',
+      `<link rel="icon" href="${escapeHtml(`${base}/favicon.ico`)}">`,
+      `<link rel="stylesheet" href="${escapeHtml(`${base}${consolePath}/app.css`)}">`,
+      `<script type="module" src="${escapeHtml(`${base}${consolePath}/app.js`)}"></script>`,
+    ],
+    ['<div id="console"><p>Loading the console…</p></div>'],
+  );
 
 /**
  * GET /console (the page, for every path under it, since the console routes by its hash), and its script
  * and stylesheet. A UI, not part of the API: kept out of the OpenAPI document and its router.
  */
 export const consoleRoutes = ({ publicUrl }: { publicUrl: string }): Middleware => {
-  const base = new URL(publicUrl).pathname.replace(/\/+$/, '');
+  const base = basePath(publicUrl);
   const html = page(base);
   let bundle: Promise<Bundle> | undefined;
   const assets = () => {

@@ -27,6 +27,18 @@ export const creationStamps = (event: Envelope<DomainEvent>) => ({
   version: event.streamVersion,
 });
 
+/**
+ * The resource a creation event describes, before its stamps: its id (the event's `<resource>Id`), its
+ * tenant, then the event's other fields.
+ */
+export const createdFrom = <Data extends object, IdField extends keyof Data & string>(
+  event: Envelope<DomainEvent> & { data: Data },
+  idField: IdField,
+): { id: Data[IdField]; tenantId: string } & Omit<Data, IdField> => {
+  const { [idField]: id, ...fields } = event.data;
+  return { id, tenantId: event.metadata.tenantId, ...fields };
+};
+
 /** What a resource folded from its stream records of each later event. */
 export const changeStamps = (event: Envelope<DomainEvent>) => ({
   updatedAt: event.metadata.occurredAt,

@@ -9,7 +9,7 @@ import { loadTenant } from '../tenants/load.js';
 import { createSecretCredential } from './create.js';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import { NotFoundError } from '../core/errors.js';
-import { readJsonBody } from '../http/body.js';
+import { readJsonBody, decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import { oldestFirstList } from '../http/paging.js';
@@ -100,7 +100,7 @@ export const credentialsApi = (deps: CredentialsApiDeps): Router => {
   const users = aggregateResource(deps, userDecider, userOf, { ifMatch: false });
 
   router.post('/users', requireScope(deps.auth, 'admin', { allowPlatform: true }), async (ctx) => {
-    const body = decodeOrThrow(CreateUserBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateUserBody, deps.bodyLimit);
     const tenantId = pathParam(ctx, 'tenantId');
     await loadTenant(deps.eventStore, tenantId);
     const email = normalizeEmail(body.email);

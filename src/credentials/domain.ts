@@ -1,4 +1,5 @@
 import type { FeatureDomain } from '../feature.js';
+import { platformWide } from '../readmodels/registered.js';
 import { apiKeysProjection, oauthClientsProjection } from '../../projections/secret-credentials.js';
 import { usersProjection } from '../../projections/users.js';
 
@@ -9,8 +10,8 @@ import { usersProjection } from '../../projections/users.js';
 export const credentialsDomain: FeatureDomain = {
   name: 'credentials',
   projections: [
-    { projection: usersProjection, partition: 'platform' },
-    { projection: apiKeysProjection, partition: 'platform' },
-    { projection: oauthClientsProjection, partition: 'platform' },
+    platformWide(usersProjection),
+    platformWide(apiKeysProjection),
+    platformWide(oauthClientsProjection),
   ],
 };

@@ -1,11 +1,11 @@
 import Router from '@koa/router';
 import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { cvJobsQuery } from '../../projections/cv-jobs.js';
-import { requireScope } from '../http/guard.js';
+import { readWriteGuards } from '../http/guard.js';
 import { readAggregate } from '../core/command-handler.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';
-import { readJsonBody } from '../http/body.js';
+import { decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { projectedList } from '../http/paging.js';
@@ -46,12 +46,11 @@ const modelListing = (model: CvModel) => {
  */
 export const cvApi = (deps: CvApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId' });
-  const read = requireScope(deps.auth, 'cv:read');
-  const write = requireScope(deps.auth, 'cv:write');
+  const { read, write } = readWriteGuards(deps.auth, 'cv');
   const jobs = aggregateResource(deps, cvJobDecider, jobOf);
 
   router.post('/cv-jobs', write, async (ctx) => {
-    const body = decodeOrThrow(CreateCvJobBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateCvJobBody, deps.bodyLimit);
     const tenantId = pathParam(ctx, 'tenantId');
     if (!deps.models.get(body.model)) {
       const known = deps.models

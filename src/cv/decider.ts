@@ -1,5 +1,5 @@
 import type { Decider, DomainEvent } from '../core/decider.js';
-import { changeStamps } from '../core/decider.js';
+import { changeStamps, createdFrom } from '../core/decider.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { DetectionParameters, FailureCode, ModelResult } from './models/port.js';
 
@@ -179,14 +179,11 @@ const decide = (command: CvJobCommand, state: CvJobState): CvJobEvent[] => {
 const evolve: Decider<CvJobState, CvJobCommand, CvJobEvent>['evolve'] = (state, event) => {
   const at = event.metadata.occurredAt;
   if (event.type === 'CvJobRequested') {
-    const { jobId, ...data } = event.data;
     return {
       status: 'present',
       job: {
-        id: jobId,
-        tenantId: event.metadata.tenantId,
-        ...data,
-        parameters: data.parameters ?? {},
+        ...createdFrom(event, 'jobId'),
+        parameters: event.data.parameters ?? {},
         status: 'queued',
         attempts: 0,
         result: null,

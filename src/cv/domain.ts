@@ -1,6 +1,6 @@
 import type { FeatureDomain } from '../feature.js';
 import { cvJobsProjection, pendingCvJobsProjection } from '../../projections/cv-jobs.js';
-import { columns } from '../readmodels/registered.js';
+import { columns, platformWide } from '../readmodels/registered.js';
 import type { CvJob } from './decider.js';
 
 /**
@@ -35,6 +35,6 @@ export const cvDomain: FeatureDomain = {
         ),
       },
     },
-    { projection: pendingCvJobsProjection, partition: 'platform' },
+    platformWide(pendingCvJobsProjection),
   ],
 };

@@ -1,7 +1,9 @@
 import type { Context } from 'koa';
+import type * as t from 'io-ts';
 import getRawBody from 'raw-body';
 import { UnsupportedMediaTypeError, ValidationError } from '../core/errors.js';
 import { maxBodyDepth, maxBodyMembers, textBoundExceeded } from '../core/json-bounds.js';
+import { decodeOrThrow } from './codec.js';
 
 /** The error raw-body throws for a body over the limit: problem.ts answers it with 413. */
 const tooLarge = (length: number, limit: number) =>
@@ -89,3 +91,10 @@ export const mergePatchTypes = ['application/merge-patch+json', 'application/jso
 /** Reads a PATCH body: a merge patch, within the body limit. */
 export const readMergePatch = (ctx: Context, limit: number): Promise<unknown> =>
   readJsonBody(ctx, { limit, mediaTypes: mergePatchTypes });
+
+/** A JSON body read as readJsonBody reads it, then decoded by the codec: 400 naming each bad field. */
+export const decodedJsonBody = async <A, O>(
+  ctx: Context,
+  codec: t.Type<A, O, unknown>,
+  limit: number,
+): Promise<A> => decodeOrThrow(codec, await readJsonBody(ctx, { limit }));

@@ -75,3 +75,9 @@ export const routeGuardOf = (stack: readonly unknown[]): RouteGuard | undefined 
   stack
     .map((middleware) => (middleware as { guard?: RouteGuard }).guard)
     .find((guard): guard is RouteGuard => guard !== undefined);
+
+/** The two guards of an area whose reads and writes take scopes of their own (`locations:read`, `locations:write`). */
+export const readWriteGuards = (auth: Authenticator, area: 'observations' | 'locations' | 'cv') => ({
+  read: requireScope(auth, `${area}:read`),
+  write: requireScope(auth, `${area}:write`),
+});

@@ -1,8 +1,8 @@
 import Router from '@koa/router';
 import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { locationsQuery } from '../../projections/locations.js';
-import { requireScope } from '../http/guard.js';
-import { readJsonBody, readMergePatch } from '../http/body.js';
+import { readWriteGuards } from '../http/guard.js';
+import { readMergePatch, decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { projectedList } from '../http/paging.js';
@@ -19,12 +19,11 @@ export interface LocationsApiDeps extends ResourceRouteContext, Pick<RouteContex
 /** Locations: read with `locations:read`; created, patched (merge patch) and deleted with `locations:write`. */
 export const locationsApi = (deps: LocationsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/locations' });
-  const read = requireScope(deps.auth, 'locations:read');
-  const write = requireScope(deps.auth, 'locations:write');
+  const { read, write } = readWriteGuards(deps.auth, 'locations');
   const locations = aggregateResource(deps, locationDecider, locationOf);
 
   router.post('/', write, async (ctx) => {
-    const body = decodeOrThrow(CreateLocationBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateLocationBody, deps.bodyLimit);
     const locationId = deps.ids('l');
     await locations.create(
       ctx,

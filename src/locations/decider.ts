@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, DomainEvent } from '../core/decider.js';
-import { changeStamps, creationStamps } from '../core/decider.js';
+import { changeStamps, createdFrom, creationStamps } from '../core/decider.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import { mergePatch } from '../core/merge-patch.js';
 import type { Attributes } from '../observations/observation.js';
@@ -86,13 +86,10 @@ export const locationDecider: Decider<LocationState, LocationCommand, LocationEv
   evolve: (state, event) => {
     switch (event.type) {
       case 'LocationCreated': {
-        const { locationId, ...fields } = event.data;
         return {
           status: 'active',
           location: {
-            id: locationId,
-            tenantId: event.metadata.tenantId,
-            ...fields,
+            ...createdFrom(event, 'locationId'),
             ...creationStamps(event),
           },
         };

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { LRUCache } from 'lru-cache';
-import { requireScope, type Authenticator } from '../http/guard.js';
+import { readWriteGuards, type Authenticator } from '../http/guard.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { NotFoundError, UnsupportedMediaTypeError, VersionConflictError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
@@ -89,8 +89,7 @@ const clientGone = (ctx: Context): AbortSignal => {
  */
 export const mediaApi = (deps: MediaApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/observations/:id/media' });
-  const read = requireScope(deps.auth, 'observations:read');
-  const write = requireScope(deps.auth, 'observations:write');
+  const { read, write } = readWriteGuards(deps.auth, 'observations');
   const stream = (ctx: Context) =>
     streamName('observation', pathParam(ctx, 'tenantId'), pathParam(ctx, 'id'));
   const location = (ctx: Context, mediaId: string) =>

@@ -1,12 +1,12 @@
 import Router from '@koa/router';
 import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { observationsQuery } from '../../projections/observations.js';
-import { readJsonBody, readMergePatch } from '../http/body.js';
+import { readMergePatch, decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { projectedList } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
-import { requireScope } from '../http/guard.js';
+import { readWriteGuards } from '../http/guard.js';
 import type { ProjectionHandle } from '../readmodels/handles.js';
 import {
   CreateObservationBody,
@@ -25,12 +25,11 @@ export interface ObservationsApiDeps
 
 export const observationsApi = (deps: ObservationsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/observations' });
-  const read = requireScope(deps.auth, 'observations:read');
-  const write = requireScope(deps.auth, 'observations:write');
+  const { read, write } = readWriteGuards(deps.auth, 'observations');
   const observations = aggregateResource(deps, observationDecider, observationOf);
 
   router.post('/', write, async (ctx) => {
-    const body = decodeOrThrow(CreateObservationBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateObservationBody, deps.bodyLimit);
     const tenantId = pathParam(ctx, 'tenantId');
     await assertReferences(deps.eventStore, tenantId, body);
     const observationId = deps.ids('o');

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, Envelope } from '../core/decider.js';
-import { changeStamps, creationStamps } from '../core/decider.js';
+import { changeStamps, createdFrom, creationStamps } from '../core/decider.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import { mergePatch } from '../core/merge-patch.js';
 import type {
@@ -67,13 +67,10 @@ const evolve = (state: ObservationState, event: Envelope<ObservationEvent>): Obs
   const at = event.metadata.occurredAt;
   switch (event.type) {
     case 'ObservationRecorded': {
-      const { observationId, ...fields } = event.data;
       return {
         status: 'recorded',
         observation: {
-          id: observationId,
-          tenantId: event.metadata.tenantId,
-          ...fields,
+          ...createdFrom(event, 'observationId'),
           media: [],
           ...creationStamps(event),
         },

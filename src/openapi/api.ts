@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
+import { basePath, escapeHtml, htmlPage } from '../http/html.js';
 import { contentSecurityPolicy } from '../http/security-headers.js';
 import { openApiDocument } from './document.js';
 import { faviconCacheControl, faviconPath, faviconSvg, withoutRemoteLogo } from './page-assets.js';
@@ -52,30 +53,24 @@ export const docsContentSecurityPolicy = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
-const page = (base: string) => `<!doctype html>
-<html lang="en">
-  <head>
-    <meta charset="utf-8">
-    <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>Observation service API</title>
-    <link rel="icon" type="image/svg+xml" href="${escapeHtml(`${base}${faviconPath}`)}">
-  </head>
-  <body>
-    <redoc spec-url="${escapeHtml(`${base}${documentPath}`)}" expand-responses="200,201,202" path-in-middle-panel></redoc>
-    <script src="${escapeHtml(`${base}${docsAssetPath}`)}"></script>
-  </body>
-</html>
-`;
+const page = (base: string) =>
+  htmlPage(
+    [
+      '<title>Observation service API</title>',
+      `<link rel="icon" type="image/svg+xml" href="${escapeHtml(`${base}${faviconPath}`)}">`,
+    ],
+    [
+      `<redoc spec-url="${escapeHtml(`${base}${documentPath}`)}" expand-responses="200,201,202" path-in-middle-panel></redoc>`,
+      `<script src="${escapeHtml(`${base}${docsAssetPath}`)}"></script>`,
+    ],
+  );
 
 /** GET /v1/openapi.json, the document; GET /docs, the page that renders it; and the page's script. */
 export const openApiApi = (deps: OpenApiApiDeps): Router => {
   const router = new Router();
   const document = JSON.stringify(openApiDocument({ publicUrl: deps.publicUrl }));
   // Behind a path prefix (PUBLIC_URL https://host/api), the page names its script and document under it.
-  const base = new URL(deps.publicUrl).pathname.replace(/\/+$/, '');
+  const base = basePath(deps.publicUrl);
   const html = page(base);
   let bundle: Promise<Buffer> | undefined;
 

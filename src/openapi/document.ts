@@ -38,8 +38,8 @@ and this documentation:
 | client token | \`Authorization: Bearer <JWT>\` | \`POST /v1/oauth/token\` (OAuth 2.0 client credentials) |
 | platform key | \`X-API-Key: <PLATFORM_ADMIN_KEY>\` | the operator's configuration: creates and reads tenants |
 
-Every credential carries scopes; each operation names the one it needs (its \`security\`, and
-\`x-required-scope\`). \`admin\` implies every scope within its own tenant. A missing or invalid credential gets
+Every credential carries scopes; each operation names the one it needs (\`x-required-scope\`, and its
+\`oauth2\` security requirement). \`admin\` implies every scope within its own tenant. A missing or invalid credential gets
 401 with \`WWW-Authenticate\`; a credential without the scope gets 403 naming it (\`requiredScope\`); a
 credential on another tenant's path gets 404, exactly as a tenant that does not exist.
 

@@ -91,7 +91,9 @@ const securityFor = (access: Access) => {
   if ('platformOnly' in access) return { security: [{ apiKey: [] }], 'x-platform-key': 'required' };
   const { scope } = access;
   return {
-    security: [{ apiKey: [scope] }, { bearer: [scope] }, { oauth2: [scope] }],
+    // Scopes are an OAuth notion to most tools (Spectral's oas3-operation-security-defined among them):
+    // listed under oauth2 only; `x-required-scope` names the scope for the API key and the bearer token.
+    security: [{ apiKey: [] }, { bearer: [] }, { oauth2: [scope] }],
     'x-required-scope': scope,
     ...(access.platform ? { 'x-platform-key': 'allowed' } : {}),
   };

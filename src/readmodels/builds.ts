@@ -2,6 +2,7 @@ import type { EventStore } from '../eventstore/port.js';
 import { platformPartition } from './aggregate-projection.js';
 import type { CollectionSpec, ReadModelStore } from './port.js';
 import { textFields } from './fields.js';
+import { listAll } from './list-all.js';
 
 // The records of rebuilds and snapshots (rebuild.ts), and what a build is given and answers.
 
@@ -81,21 +82,11 @@ export interface BuildOutcome {
 
 export const listBuilds = async (readModels: ReadModelStore): Promise<BuildRecord[]> => {
   await readModels.ensureCollection(buildsCollection);
-  const builds: BuildRecord[] = [];
-  let after: { value: string; id: string } | undefined;
-  for (;;) {
-    const page = await readModels.list<BuildRecord>(buildsCollection.name, {
-      tenantId: platformPartition,
-      filters: [],
-      sort: { field: 'startedAt', direction: 'asc' },
-      limit: 500,
-      ...(after ? { after } : {}),
-    });
-    builds.push(...page);
-    const last = page.at(-1);
-    if (!last || page.length < 500) return builds;
-    after = { value: last.startedAt, id: last.id };
-  }
+  return listAll<BuildRecord, 'startedAt'>(readModels, buildsCollection.name, {
+    tenantId: platformPartition,
+    sortField: 'startedAt',
+    pageSize: 500,
+  });
 };
 
 export const saveBuild = async (readModels: ReadModelStore, build: BuildRecord): Promise<void> => {

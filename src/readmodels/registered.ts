@@ -21,5 +21,17 @@ export interface RegisteredProjection {
   export?: ExportSpec;
 }
 
+/** A read model whose documents each belong to the tenant of their events, with no export. */
+export const perTenant = (projection: Projection<unknown>): RegisteredProjection => ({
+  projection,
+  partition: 'tenant',
+});
+
+/** A read model with one partition for every tenant (tenants, credentials, work queues), with no export. */
+export const platformWide = (projection: Projection<unknown>): RegisteredProjection => ({
+  projection,
+  partition: 'platform',
+});
+
 /** The export columns of a document type, checked against its fields. */
 export const columns = <T>(...names: (keyof T & string)[]): readonly string[] => names;

@@ -2,8 +2,8 @@ import Router from '@koa/router';
 import type { ResourceRouteContext } from '../feature.js';
 import { tenantsProjection } from '../../projections/tenants.js';
 import { requirePlatform, requireScope } from '../http/guard.js';
-import { readJsonBody } from '../http/body.js';
-import { decodeOrThrow } from '../http/codec.js';
+import { decodedJsonBody } from '../http/body.js';
+
 import { oldestFirstList } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import { CreateTenantBody } from './codecs.js';
@@ -19,7 +19,7 @@ export const tenantsApi = (deps: TenantsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants' });
 
   router.post('/', requirePlatform(deps.auth), async (ctx) => {
-    const body = decodeOrThrow(CreateTenantBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateTenantBody, deps.bodyLimit);
     const { tenant, adminApiKey, result } = await createTenant(
       deps.eventStore,
       deps.ids,

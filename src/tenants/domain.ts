@@ -1,4 +1,5 @@
 import type { FeatureDomain } from '../feature.js';
+import { platformWide } from '../readmodels/registered.js';
 import { tenantsProjection } from '../../projections/tenants.js';
 
 /**
@@ -7,5 +8,5 @@ import { tenantsProjection } from '../../projections/tenants.js';
  */
 export const tenantsDomain: FeatureDomain = {
   name: 'tenants',
-  projections: [{ projection: tenantsProjection, partition: 'platform' }],
+  projections: [platformWide(tenantsProjection)],
 };

@@ -1,10 +1,10 @@
 import Router from '@koa/router';
 import type { ResourceRouteContext, RouteContext } from '../feature.js';
 import { visitsQuery } from '../../projections/visits.js';
-import { requireScope } from '../http/guard.js';
+import { readWriteGuards } from '../http/guard.js';
 import { readAggregate } from '../core/command-handler.js';
 import { UnavailableError } from '../core/errors.js';
-import { readJsonBody, readMergePatch } from '../http/body.js';
+import { readMergePatch, decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { aggregateResource } from '../http/aggregate-resource.js';
 import { projectedList } from '../http/paging.js';
@@ -28,8 +28,7 @@ export interface VisitsApiDeps extends ResourceRouteContext, Pick<RouteContext, 
  */
 export const visitsApi = (deps: VisitsApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/visits' });
-  const read = requireScope(deps.auth, 'observations:read');
-  const write = requireScope(deps.auth, 'observations:write');
+  const { read, write } = readWriteGuards(deps.auth, 'observations');
   const visits = aggregateResource(deps, visitDecider, visitOf);
 
   /** Every observation whose visitId names the visit, once the observations read model has caught up. */
@@ -60,7 +59,7 @@ export const visitsApi = (deps: VisitsApiDeps): Router => {
   };
 
   router.post('/', write, async (ctx) => {
-    const body = decodeOrThrow(CreateVisitBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateVisitBody, deps.bodyLimit);
     const tenantId = pathParam(ctx, 'tenantId');
     await assertReferences(deps.eventStore, tenantId, { locationId: body.locationId });
     const visitId = deps.ids('v');

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Decider, DomainEvent } from '../core/decider.js';
-import { changeStamps, creationStamps } from '../core/decider.js';
+import { changeStamps, createdFrom, creationStamps } from '../core/decider.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 
 export interface Visit {
@@ -104,13 +104,10 @@ export const visitDecider: Decider<VisitState, VisitCommand, VisitEvent> = {
     const at = event.metadata.occurredAt;
     switch (event.type) {
       case 'VisitCreated': {
-        const { visitId, ...fields } = event.data;
         return {
           status: 'present',
           visit: {
-            id: visitId,
-            tenantId: event.metadata.tenantId,
-            ...fields,
+            ...createdFrom(event, 'visitId'),
             status: 'draft',
             observationIds: [],
             submittedAt: null,

@@ -7,7 +7,7 @@ import { requireScope } from '../http/guard.js';
 import { handleCommand, readAggregate } from '../core/command-handler.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { streamName } from '../core/streams.js';
-import { readJsonBody } from '../http/body.js';
+import { decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
 import { listPage, oldestFirstList, pageOf, sendPage } from '../http/paging.js';
@@ -81,10 +81,10 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     );
   /** The body of a route whose body is optional: `{}` without one. */
   const optionalBody = async <A>(ctx: Context, codec: t.Type<A, A, unknown>): Promise<Partial<A>> =>
-    hasBody(ctx) ? decodeOrThrow(codec, await readJsonBody(ctx, { limit: deps.bodyLimit })) : {};
+    hasBody(ctx) ? await decodedJsonBody(ctx, codec, deps.bodyLimit) : {};
 
   router.post('/', manage, async (ctx) => {
-    const body = decodeOrThrow(CreateWebhookBody, await readJsonBody(ctx, { limit: deps.bodyLimit }));
+    const body = await decodedJsonBody(ctx, CreateWebhookBody, deps.bodyLimit);
     const events = body.events as ExternalEventType[];
     assertMaySubscribe(ownerOf(ctx).scopes ?? [], events);
     const urlProblem = await checkReceiverUrl(body.url, deps.webhooks);

@@ -1,4 +1,5 @@
 import type { FeatureDomain } from '../feature.js';
+import { perTenant, platformWide } from '../readmodels/registered.js';
 import {
   deliveriesProjection,
   deliveryAttemptsProjection,
@@ -13,9 +14,9 @@ import { webhookEventSchemas } from './upcasters.js';
 export const webhooksDomain: FeatureDomain = {
   name: 'webhooks',
   projections: [
-    { projection: webhooksProjection, partition: 'tenant' },
-    { projection: deliveriesProjection, partition: 'platform' },
-    { projection: deliveryAttemptsProjection, partition: 'tenant' },
+    perTenant(webhooksProjection),
+    platformWide(deliveriesProjection),
+    perTenant(deliveryAttemptsProjection),
   ],
   eventSchemas: webhookEventSchemas,
 };

@@ -70,33 +70,27 @@ const visitSubmitted = (event: RecordedEvent): ExternalEvent[] => {
  * `cv.job.failed` with `{jobId, observationId, model, status, error}`; never the attempt count.
  */
 const cvJobFinished = (event: RecordedEvent): ExternalEvent[] => {
+  /** The job an outcome is of: the same three fields in both events. */
+  const jobOf = ({ jobId, observationId, model }: CvJobCompleted['data'] | CvJobFailed['data']) => ({
+    jobId,
+    observationId,
+    model,
+  });
   if (event.type === 'CvJobCompleted') {
-    const { jobId, observationId, model, result } = (
-      event as RecordedEvent<'CvJobCompleted', CvJobCompleted['data']>
-    ).data;
+    const data = (event as RecordedEvent<'CvJobCompleted', CvJobCompleted['data']>).data;
+    const { detections, summary } = data.result;
     return [
       envelope(event, 'cv.job.completed', {
-        jobId,
-        observationId,
-        model,
+        ...jobOf(data),
         status: 'completed',
-        result: { detections: result.detections, summary: result.summary },
+        result: { detections, summary },
       }),
     ];
   }
   if (event.type === 'CvJobFailed') {
-    const { jobId, observationId, model, error } = (
-      event as RecordedEvent<'CvJobFailed', CvJobFailed['data']>
-    ).data;
-    return [
-      envelope(event, 'cv.job.failed', {
-        jobId,
-        observationId,
-        model,
-        status: 'failed',
-        error: { code: error.code, message: error.message },
-      }),
-    ];
+    const data = (event as RecordedEvent<'CvJobFailed', CvJobFailed['data']>).data;
+    const { code, message } = data.error;
+    return [envelope(event, 'cv.job.failed', { ...jobOf(data), status: 'failed', error: { code, message } })];
   }
   return [];
 };

@@ -105,8 +105,8 @@ describe('the OpenAPI document', function () {
       } else {
         expect(operation['x-required-scope'], key).to.equal(guard.scope);
         expect(operation.security, key).to.deep.equal([
-          { apiKey: [guard.scope] },
-          { bearer: [guard.scope] },
+          { apiKey: [] },
+          { bearer: [] },
           { oauth2: [guard.scope] },
         ]);
         expect(operation['x-platform-key'], key).to.equal(guard.allowPlatform ? 'allowed' : undefined);
