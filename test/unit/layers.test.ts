@@ -46,41 +46,54 @@ describe('layer rules (.dependency-cruiser.cjs)', function () {
     ).to.deep.equal([]);
   });
 
-  it('refuses core importing a feature', async () => {
-    expect(
-      await violationsOf({
-        'src/observations/decider.ts': 'export const d = 1;\n',
-        'src/core/ids.ts': "import { d } from '../observations/decider.js';\nexport const id = d;\n",
-      }),
-    ).to.include('core-imports-core');
-  });
-
-  it('refuses http/ importing a feature', async () => {
-    expect(
-      await violationsOf({
-        'src/auth/tokens.ts': 'export const t = 1;\n',
-        'src/http/guard.ts': "import { t } from '../auth/tokens.js';\nexport const g = t;\n",
-      }),
-    ).to.include('platform-below-features');
-  });
-
-  it('refuses a storage adapter importing the platform', async () => {
-    expect(
-      await violationsOf({
-        'src/observability/metrics.ts': 'export const m = 1;\n',
-        'src/readmodels/sqlite.ts': "import { m } from '../observability/metrics.js';\nexport const s = m;\n",
-      }),
-    ).to.include('storage-below-platform');
-  });
-
-  it('refuses one adapter borrowing from another', async () => {
-    expect(
-      await violationsOf({
-        'src/eventstore/sqlite-rows.ts': 'export const r = 1;\n',
-        'src/eventstore/postgres.ts': "import { r } from './sqlite-rows.js';\nexport const p = r;\n",
-      }),
-    ).to.include('adapters-apart');
-  });
+  /** Each rule, and a tree that breaks it: a module, and one that imports it (by the path given). */
+  const breaches: { rule: string; what: string; imported: string; importer: string; from: string }[] = [
+    {
+      rule: 'core-imports-core',
+      what: 'core importing a feature',
+      imported: 'src/observations/decider.ts',
+      importer: 'src/core/ids.ts',
+      from: '../observations/decider.js',
+    },
+    {
+      rule: 'platform-below-features',
+      what: 'http/ importing a feature',
+      imported: 'src/auth/tokens.ts',
+      importer: 'src/http/guard.ts',
+      from: '../auth/tokens.js',
+    },
+    {
+      rule: 'storage-below-platform',
+      what: 'a storage adapter importing the platform',
+      imported: 'src/observability/metrics.ts',
+      importer: 'src/readmodels/sqlite.ts',
+      from: '../observability/metrics.js',
+    },
+    {
+      rule: 'adapters-apart',
+      what: 'one adapter borrowing from another',
+      imported: 'src/eventstore/sqlite-rows.ts',
+      importer: 'src/eventstore/postgres.ts',
+      from: './sqlite-rows.js',
+    },
+    {
+      rule: 'credentials-below-auth',
+      what: 'credentials/ importing auth/',
+      imported: 'src/auth/tokens.ts',
+      importer: 'src/credentials/create.ts',
+      from: '../auth/tokens.js',
+    },
+  ];
+  for (const { rule, what, imported, importer, from } of breaches) {
+    it(`refuses ${what} (${rule})`, async () => {
+      expect(
+        await violationsOf({
+          [imported]: 'export const value = 1;\n',
+          [importer]: `import { value } from '${from}';\nexport const other = value;\n`,
+        }),
+      ).to.include(rule);
+    });
+  }
 
   it('refuses an import circle', async () => {
     expect(
@@ -89,14 +102,5 @@ describe('layer rules (.dependency-cruiser.cjs)', function () {
         'src/visits/b.ts': "import { a } from './a.js';\nexport const b = () => a;\n",
       }),
     ).to.include('no-circular');
-  });
-
-  it('refuses credentials/ importing auth/', async () => {
-    expect(
-      await violationsOf({
-        'src/auth/tokens.ts': 'export const t = 1;\n',
-        'src/credentials/create.ts': "import { t } from '../auth/tokens.js';\nexport const c = t;\n",
-      }),
-    ).to.include('credentials-below-auth');
   });
 });
