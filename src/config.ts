@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { RemoteModelSetting } from './cv/models/remote-settings.js';
 import type { CorsOrigins } from './http/cors.js';
-import type { RateLimitPolicy } from './http/rate-limit.js';
+import type { RateLimitPolicy } from './http/rate-limit-policy.js';
 import type { DecodeQueueSettings } from './media/decode-queue.js';
 import type { DecodeLimits } from './media/header.js';
 import {

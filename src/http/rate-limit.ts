@@ -1,26 +1,7 @@
 import type { Context, Middleware } from 'koa';
-import { parseDuration } from '../core/durations.js';
 import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { TooManyRequestsError } from '../core/errors.js';
-
-/** At most `limit` requests per `windowMs` per credential (RATE_LIMIT, e.g. `600/1m`). */
-export interface RateLimitPolicy {
-  limit: number;
-  windowMs: number;
-}
-
-/**
- * Parses RATE_LIMIT: `<requests>/<window>` such as `600/1m` or `100/30s` (whole seconds, at least 1 s), or
- * `off`. Undefined when the text is neither.
- */
-export const parseRateLimit = (text: string): RateLimitPolicy | null | undefined => {
-  if (text.trim().toLowerCase() === 'off') return null;
-  const match = /^\s*([1-9]\d{0,8})\s*\/\s*(\S+)\s*$/.exec(text);
-  if (!match) return undefined;
-  const windowMs = parseDuration(match[2]!);
-  if (windowMs === undefined || windowMs < 1000 || windowMs % 1000 !== 0) return undefined;
-  return { limit: Number(match[1]), windowMs };
-};
+import type { RateLimitPolicy } from './rate-limit-policy.js';
 
 /** Where one caller stands after a request: what is left of its window, and when the window ends. */
 export interface RequestCount {

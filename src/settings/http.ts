@@ -1,6 +1,6 @@
 import { parseByteSize } from '../core/durations.js';
 import { parseCorsOrigins, type CorsOrigins } from '../http/cors.js';
-import { parseRateLimit, type RateLimitPolicy } from '../http/rate-limit.js';
+import { parseRateLimit, type RateLimitPolicy } from '../http/rate-limit-policy.js';
 import {
   declare,
   durationSetting,
