@@ -4418,10 +4418,10 @@ export interface operations {
     /** @description The image */
     requestBody: {
       content: {
-        'image/jpeg': Blob;
-        'image/png': Blob;
-        'image/webp': Blob;
-        'application/octet-stream': Blob;
+        'image/jpeg': unknown;
+        'image/png': unknown;
+        'image/webp': unknown;
+        'application/octet-stream': unknown;
       };
     };
     responses: {

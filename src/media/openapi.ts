@@ -1,6 +1,6 @@
 import { observationId, observationsPath } from '../observations/openapi.js';
 import { exampleIds } from '../openapi/components.js';
-import { bytesOf, operation, type BuiltOperation } from '../openapi/operation.js';
+import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { componentSchema, ref, type Schema } from '../openapi/schema.js';
 import { mediaContentTypes as mediaTypes, ObservationMediaCodec } from '../observations/codecs.js';
 
@@ -61,7 +61,7 @@ export const mediaOperations = (): BuiltOperation[] => [
       '200': {
         description: 'The image',
         headers: ['MediaETag'],
-        content: Object.fromEntries(mediaTypes.map((type) => [type, { schema: bytesOf(type) }])),
+        content: Object.fromEntries(mediaTypes.map((type) => [type, {}])),
       },
       '304': { description: 'Not modified', headers: ['MediaETag'] },
     },

@@ -83,16 +83,6 @@ export interface BuiltOperation {
   codecs: { body?: StrictObjectCodec; query?: StrictObjectCodec };
 }
 
-/**
- * The schema of a body that is bytes (an image): a binary string of that media type, so that generated
- * clients type it as a file or a blob rather than `unknown`.
- */
-export const bytesOf = (mediaType: string): Schema => ({
-  type: 'string',
-  format: 'binary',
-  contentMediaType: mediaType,
-});
-
 /** `:param` -> `{param}`. */
 export const openApiPath = (path: string): string => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
@@ -161,10 +151,7 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
       required: spec.body.required ?? true,
       ...(spec.body.description ? { description: spec.body.description } : {}),
       content: Object.fromEntries(
-        spec.body.mediaTypes.map((type) => [
-          type,
-          schema ? { schema, example: spec.body!.example } : { schema: bytesOf(type) },
-        ]),
+        spec.body.mediaTypes.map((type) => [type, schema ? { schema, example: spec.body!.example } : {}]),
       ),
     };
   }
