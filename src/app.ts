@@ -67,8 +67,10 @@ export const createApp = (deps: AppDeps): Koa => {
   });
 
   for (const feature of deps.features) for (const api of feature.routes(deps)) root.use(api.routes());
-  root.use(openApiApi({ publicUrl: deps.tokens.issuer }).routes());
-  refuseUnknownQueryParameters(root, queryParametersOf(openApiDocument({ publicUrl: deps.tokens.issuer })));
+  // Built once: served at /v1/openapi.json, and the query parameters each route takes are read from it.
+  const document = openApiDocument({ publicUrl: deps.tokens.issuer });
+  root.use(openApiApi({ publicUrl: deps.tokens.issuer, document }).routes());
+  refuseUnknownQueryParameters(root, queryParametersOf(document));
   // After the guard, so that a credential that may not call the route gets its 401/403, never a replay.
   idempotentPosts(root, {
     store: deps.idempotency,

@@ -5,13 +5,14 @@ import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import { basePath, escapeHtml, htmlPage } from '../http/html.js';
 import { contentSecurityPolicy } from '../http/security-headers.js';
-import { openApiDocument } from './document.js';
 import { faviconCacheControl, faviconPath, faviconSvg, withoutRemoteLogo } from './page-assets.js';
 import { docsAssetPath, docsPath, documentPath } from './service.js';
 
 export interface OpenApiApiDeps {
-  /** PUBLIC_URL (the token issuer): the document's server and token URL, and the page's base path. */
+  /** PUBLIC_URL (the token issuer): the page's base path. */
   publicUrl: string;
+  /** The document (built for the same PUBLIC_URL), which the app also reads each route's parameters from. */
+  document: object;
 }
 
 /** Where `npm run build` (scripts/copy-redoc.js) puts Redoc's bundle, beside the compiled dist/src/. */
@@ -68,7 +69,7 @@ const page = (base: string) =>
 /** GET /v1/openapi.json, the document; GET /docs, the page that renders it; and the page's script. */
 export const openApiApi = (deps: OpenApiApiDeps): Router => {
   const router = new Router();
-  const document = JSON.stringify(openApiDocument({ publicUrl: deps.publicUrl }));
+  const document = JSON.stringify(deps.document);
   // Behind a path prefix (PUBLIC_URL https://host/api), the page names its script and document under it.
   const base = basePath(deps.publicUrl);
   const html = page(base);
