@@ -16,7 +16,7 @@ import type { HttpSettings } from './config.js';
 import { openApiApi } from './openapi/api.js';
 import { openApiDocument } from './openapi/document.js';
 import { queryParametersOf, refuseUnknownQueryParameters } from './http/query-parameters.js';
-import { consoleRoutes } from './console/serve.js';
+import { consoleRoutes, type ConsoleSettings } from './console/serve.js';
 import type { MetricsMode } from './config.js';
 import type { Metrics } from './observability/metrics.js';
 import { httpTiming, metricsRoute } from './observability/metrics-http.js';
@@ -38,6 +38,8 @@ export interface AppDeps extends RouteContext {
   health: HealthSources;
   /** Request timing, and GET /metrics on this port when METRICS=platform (src/observability/metrics-http.ts). */
   metrics?: { instruments: Metrics; mode: MetricsMode };
+  /** The console's map tiles (CONSOLE_TILE_URL); none when absent. */
+  console?: ConsoleSettings;
 }
 
 /**
@@ -103,7 +105,7 @@ export const createApp = (deps: AppDeps): Koa => {
   app.use(problemMiddleware(deps.logger, { onStoreFailure }));
   if (deps.metrics) app.use(metricsRoute(deps.metrics.mode, deps.metrics.instruments, deps.auth));
   // The tenant console (a page, not an API route): outside the router, so outside the OpenAPI document.
-  app.use(consoleRoutes({ publicUrl: deps.tokens.issuer }));
+  app.use(consoleRoutes({ publicUrl: deps.tokens.issuer, settings: deps.console ?? { tiles: null } }));
   app.use(refuseNulBytes());
   app.use(root.routes());
   app.use(root.allowedMethods());

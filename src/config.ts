@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { RemoteModelSetting } from './cv/models/remote-settings.js';
+import type { ConsoleSettings } from './console/serve.js';
 import type { CorsOrigins } from './http/cors.js';
 import type { RateLimitPolicy } from './http/rate-limit-policy.js';
 import type { DecodeQueueSettings } from './media/decode-queue.js';
@@ -86,6 +87,8 @@ export interface Config {
   metrics: { mode: MetricsMode; port: number };
   /** OpenTelemetry: traces are exported over OTLP/HTTP only when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   otel: { endpoint: string | null; serviceName: string };
+  /** The console's map: raster tiles under its vector basemap (CONSOLE_TILE_URL), none by default. */
+  console: ConsoleSettings;
   cv: {
     /** The longest a job may run before it fails with `timeout` (CV_JOB_TIMEOUT). */
     jobTimeoutMs: number;
@@ -205,6 +208,18 @@ export const listenUrl = (host: string, port: number): string => {
   return `http://${address}:${port}`;
 };
 
+/** The console's optional tiles; their attribution means nothing without them. */
+const consoleSettings = (env: Environment): ConsoleSettings => {
+  const url = readOptionalSetting(env, S.CONSOLE_TILE_URL);
+  const attribution = readOptionalSetting(env, S.CONSOLE_TILE_ATTRIBUTION);
+  if (attribution !== null && url === null) {
+    throw new ConfigError(
+      'CONSOLE_TILE_ATTRIBUTION is set without CONSOLE_TILE_URL: it credits tiles that are not shown',
+    );
+  }
+  return { tiles: url === null ? null : { url, attribution: attribution ?? '' } };
+};
+
 /** METRICS=port opens a second listener on HOST: it cannot share the API's port. */
 const metricsSettings = (env: Environment, apiPort: number): Config['metrics'] => {
   const mode = readSetting(env, S.METRICS);
@@ -271,6 +286,7 @@ export const loadConfig = (env: Environment = process.env): Config => {
       endpoint: readOptionalSetting(env, S.OTEL_EXPORTER_OTLP_ENDPOINT),
       serviceName: readSetting(env, S.OTEL_SERVICE_NAME),
     },
+    console: consoleSettings(env),
     cv: {
       jobTimeoutMs: readSetting(env, S.CV_JOB_TIMEOUT),
       concurrency: readSetting(env, S.CV_CONCURRENCY),

@@ -289,6 +289,7 @@ export const startService = async (
       trustProxy: config.http.trustProxy,
       https: config.publicUrl.startsWith('https://'),
     },
+    console: config.console,
     cursors: cursorCodec(shared.cursorSecret.value),
     idempotencySecretKey: shared.idempotencySecretKey.value,
     auth:

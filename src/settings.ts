@@ -1,4 +1,5 @@
 import { auditSettings } from './settings/audit.js';
+import { consoleSettings } from './settings/console.js';
 import { cvSettings } from './settings/cv.js';
 import { ConfigError, type Setting } from './settings/declare.js';
 import { httpSettings } from './settings/http.js';
@@ -34,6 +35,7 @@ export const settings = {
   ...mailSettings,
   ...cvSettings,
   ...auditSettings,
+  ...consoleSettings,
   ...observabilitySettings,
 } as const;
 

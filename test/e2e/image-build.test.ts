@@ -165,7 +165,7 @@ describe('the compiled build, laid out as in the image', function () {
       };
       expect(script.headers.get('etag')).to.equal(`"redoc-${version}"`);
       // The console's bundle as built, read from dist/console: esbuild is not among the image's packages.
-      for (const asset of ['app.js', 'app.css']) {
+      for (const asset of ['app.js', 'app.css', 'basemap.json']) {
         const served = await fetch(`${url}/console/${asset}`);
         expect(served.status, asset).to.equal(200);
         const onDisk = readFileSync(join(app, 'dist/console', asset));
