@@ -1,124 +1,162 @@
-// The world drawn offline: world-atlas's 110m land outline, bundled, projected with d3-geo. Observations
-// and locations are dots, boundaries are outlines, and dragging a box sets a bbox filter (the filter form
-// has the same four numbers as fields, for the keyboard).
-import { geoEquirectangular, geoPath } from 'd3-geo';
+// The map of a screen, with Leaflet: an offline Natural Earth basemap (map-basemap.ts), the points
+// clustered (map-clusters.ts), location boundaries as polygons named on hover, and a box drawn on it
+// that sets a bbox filter (map-box.ts; the filter form has the same four numbers as fields, for the
+// keyboard). The view fits the data, never closer than a region, and zooms and pans as Leaflet does.
 import type { Geometry } from 'geojson';
-import { useMemo, useRef, useState } from 'preact/hooks';
-import { feature } from 'topojson-client';
-import type { GeometryCollection, Topology } from 'topojson-specification';
-import land110m from 'world-atlas/land-110m.json';
+import * as L from 'leaflet';
+import 'leaflet/dist/leaflet.css';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { addBasemap } from './map-basemap.js';
+import { boundsOfBbox, boxRectangle, listenForBoxes, type Bbox } from './map-box.js';
+import { addClusteredPoints, type MapPoint } from './map-clusters.js';
+import './map.css';
 
-export const mapWidth = 720;
-export const mapHeight = 360;
+export type { Bbox } from './map-box.js';
+export type { MapPoint } from './map-clusters.js';
 
-/** x = (lon + 180) × 2 and y = (90 − lat) × 2 in the map's own units: the tests rely on this. */
-const projection = geoEquirectangular()
-  .scale(mapWidth / (2 * Math.PI))
-  .translate([mapWidth / 2, mapHeight / 2]);
-const path = geoPath(projection);
-
-const topology = land110m as unknown as Topology<{ land: GeometryCollection }>;
-const landPath = path(feature(topology, topology.objects.land)) ?? '';
-
-export type Bbox = [number, number, number, number];
-
-export interface MapPoint {
+export interface MapShape {
   id: string;
-  lon: number;
-  lat: number;
-  label: string;
+  geometry: Geometry;
+  /** The name a pointer over the shape shows. */
+  label?: string;
 }
 
 interface Props {
   label: string;
   points: readonly MapPoint[];
-  shapes?: readonly { id: string; geometry: Geometry }[];
+  shapes?: readonly MapShape[];
   bbox?: Bbox | null;
   onBbox?: (bbox: Bbox) => void;
 }
 
-const round = (n: number) => Math.round(n * 1000) / 1000;
+/** Fitting the data stops at this zoom (about 200 km across), so that one point shows its region. */
+const closestFit = 9;
 
-/** The box between two corners in map units, as `minLon,minLat,maxLon,maxLat`. */
-const bboxOf = (a: [number, number], b: [number, number]): Bbox => {
-  const [lon1, lat1] = projection.invert!(a)!;
-  const [lon2, lat2] = projection.invert!(b)!;
-  const clampLon = (n: number) => Math.max(-180, Math.min(180, n));
-  const clampLat = (n: number) => Math.max(-90, Math.min(90, n));
-  return [
-    round(clampLon(Math.min(lon1, lon2))),
-    round(clampLat(Math.min(lat1, lat2))),
-    round(clampLon(Math.max(lon1, lon2))),
-    round(clampLat(Math.max(lat1, lat2))),
-  ];
+const newMap = (element: HTMLElement) => {
+  const map = L.map(element, {
+    boxZoom: false,
+    // Half steps: a fit is then closer to the data than whole zoom levels allow.
+    zoomSnap: 0.5,
+    minZoom: 1,
+    maxBounds: [
+      [-90, -200],
+      [90, 200],
+    ],
+    maxBoundsViscosity: 0.8,
+    worldCopyJump: false,
+  });
+  map.attributionControl.setPrefix('<a href="https://leafletjs.com">Leaflet</a>');
+  map.setView([20, 0], 1);
+  addBasemap(map);
+  // The view, for whoever reads the page without the map's script objects (the browser tests).
+  const describeView = () => {
+    const b = map.getBounds();
+    element.dataset.bounds = [b.getWest(), b.getSouth(), b.getEast(), b.getNorth()]
+      .map((n) => n.toFixed(5))
+      .join(',');
+    element.dataset.zoom = String(map.getZoom());
+  };
+  map.on('moveend zoomend', describeView);
+  describeView();
+  return map;
 };
 
+/** The shapes as polygons, each with its name as a tooltip (set as text: a name is not HTML). */
+const shapesLayer = (shapes: readonly MapShape[]) =>
+  L.featureGroup(
+    shapes.map((shape) => {
+      const layer = L.geoJSON(shape.geometry, { className: 'map-boundary' } as L.GeoJSONOptions);
+      if (shape.label) {
+        const name = document.createElement('span');
+        name.textContent = shape.label;
+        layer.bindTooltip(name, { sticky: true });
+      }
+      return layer;
+    }),
+  );
+
+/** What the view should fit: every point and every shape. */
+const dataBounds = (points: readonly MapPoint[], shapes: L.FeatureGroup) => {
+  const bounds = L.latLngBounds(points.map((p) => [p.lat, p.lon] as L.LatLngTuple));
+  if (shapes.getLayers().length > 0) bounds.extend(shapes.getBounds());
+  return bounds;
+};
+
+/** A key that changes when the data does, since the screens pass new arrays on every render. */
+const keyOf = (points: readonly MapPoint[], shapes: readonly MapShape[]) =>
+  JSON.stringify([points.map((p) => [p.id, p.lon, p.lat, p.label, p.href]), shapes]);
+
 export const WorldMap = ({ label, points, shapes = [], bbox, onBbox }: Props) => {
-  const svg = useRef<SVGSVGElement>(null);
-  const [drag, setDrag] = useState<{ from: [number, number]; to: [number, number] } | null>(null);
-  const at = (event: PointerEvent): [number, number] => {
-    const rect = svg.current!.getBoundingClientRect();
-    return [
-      ((event.clientX - rect.left) * mapWidth) / rect.width,
-      ((event.clientY - rect.top) * mapHeight) / rect.height,
-    ];
-  };
-  const shapePaths = useMemo(() => shapes.map((s) => ({ id: s.id, d: path(s.geometry) ?? '' })), [shapes]);
-  const box = drag
-    ? { from: drag.from, to: drag.to }
-    : bbox
-      ? { from: projection([bbox[0], bbox[3]])!, to: projection([bbox[2], bbox[1]])! }
-      : null;
+  const element = useRef<HTMLDivElement>(null);
+  const [map, setMap] = useState<L.Map | null>(null);
+  const [armed, setArmed] = useState(false);
+  const armedNow = useRef(armed);
+  armedNow.current = armed;
+  const onBboxNow = useRef(onBbox);
+  onBboxNow.current = onBbox;
+  const key = keyOf(points, shapes);
+  // The key stands for points and shapes: the screens pass new arrays on every render.
+  const data = useMemo(() => ({ points, shapes }), [key]);
+
+  useEffect(() => {
+    const created = newMap(element.current!);
+    element.current!.setAttribute('aria-label', label);
+    setMap(created);
+    return () => {
+      // Listeners first: an animation still running would otherwise call them on a removed map.
+      created.off();
+      created.remove();
+    };
+  }, []);
+
+  useEffect(() => {
+    if (!map) return;
+    const outlines = shapesLayer(data.shapes).addTo(map);
+    const removePoints = addClusteredPoints(map, data.points);
+    const bounds = dataBounds(data.points, outlines);
+    // Not animated: Leaflet drops a new view asked for while it animates the last one.
+    if (bounds.isValid()) map.fitBounds(bounds, { padding: [24, 24], maxZoom: closestFit, animate: false });
+    return () => {
+      removePoints();
+      outlines.remove();
+    };
+  }, [map, data]);
+
+  useEffect(() => {
+    if (!map || !onBboxNow.current) return;
+    return listenForBoxes(map, {
+      armed: () => armedNow.current,
+      onBox: (box) => {
+        setArmed(false);
+        onBboxNow.current?.(box);
+      },
+    });
+  }, [map]);
+
+  const bboxKey = bbox?.join(',');
+  useEffect(() => {
+    if (!map || !bbox) return;
+    const rectangle = boxRectangle(boundsOfBbox(bbox)).addTo(map);
+    return () => {
+      rectangle.remove();
+    };
+  }, [map, bboxKey]);
 
   return (
-    <figure class="map">
-      <svg
-        ref={svg}
-        viewBox={`0 0 ${mapWidth} ${mapHeight}`}
-        role="img"
-        aria-label={label}
-        class={onBbox ? 'drawable' : undefined}
-        onPointerDown={(event) => {
-          if (!onBbox) return;
-          svg.current!.setPointerCapture(event.pointerId);
-          const p = at(event);
-          setDrag({ from: p, to: p });
-        }}
-        onPointerMove={(event) => drag && setDrag({ ...drag, to: at(event) })}
-        onPointerUp={(event) => {
-          if (!drag || !onBbox) return;
-          const to = at(event);
-          setDrag(null);
-          if (Math.abs(to[0] - drag.from[0]) > 2 && Math.abs(to[1] - drag.from[1]) > 2)
-            onBbox(bboxOf(drag.from, to));
-        }}
-      >
-        <rect class="sea" width={mapWidth} height={mapHeight} />
-        <path class="land" d={landPath} />
-        {shapePaths.map((s) => (
-          <path key={s.id} class="boundary" d={s.d} data-id={s.id} />
-        ))}
-        {points.map((p) => {
-          const [x, y] = projection([p.lon, p.lat])!;
-          return (
-            <circle key={p.id} class="point" cx={x} cy={y} r={3} data-id={p.id}>
-              <title>{p.label}</title>
-            </circle>
-          );
-        })}
-        {box ? (
-          <rect
-            class="bbox"
-            x={Math.min(box.from[0], box.to[0])}
-            y={Math.min(box.from[1], box.to[1])}
-            width={Math.abs(box.to[0] - box.from[0])}
-            height={Math.abs(box.to[1] - box.from[1])}
-          />
-        ) : null}
-      </svg>
+    // The drawing class is on the figure: Leaflet owns the classes of the map's own element.
+    <figure class={armed ? 'map map-drawing' : 'map'}>
+      {onBbox ? (
+        <div class="map-tools">
+          <button type="button" aria-pressed={armed} onClick={() => setArmed(!armed)}>
+            {armed ? 'Drawing a box: drag on the map' : 'Draw a box'}
+          </button>
+        </div>
+      ) : null}
+      <div ref={element} class="map-view" role="region" />
       <figcaption>
-        {points.length} on the map{onBbox ? '; drag a box to filter by it' : ''}. Land outline: Natural Earth
-        via world-atlas.
+        {points.length} on the map
+        {onBbox ? '; draw a box (or Shift and drag) to filter by it' : ''}. Basemap: Natural Earth via
+        world-atlas.
       </figcaption>
     </figure>
   );

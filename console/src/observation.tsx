@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { call, getJson, query, sendJson, tenantPath, type Page } from './api.js';
 import { Boxes } from './boxes.js';
 import { huesOf, parametersOf, type CvJob } from './cv.js';
-import { WorldMap } from './map.js';
+import { ObservationMap } from './observation-map.js';
 import type { Observation } from './observations.js';
 import { WhatWasSeen } from './seen.js';
 import { Json, Loading, ProblemBox, Section, When, toggled, useAction, useLoad } from './ui.js';
@@ -273,12 +273,7 @@ export const ObservationScreen = ({ id, cv }: { id: string; cv: boolean }) => {
         </dl>
         <h3>Attributes</h3>
         <Json value={o.attributes} />
-        {o.position ? (
-          <WorldMap
-            label="Where it was observed"
-            points={[{ id: o.id, lon: o.position.lon, lat: o.position.lat, label: o.id }]}
-          />
-        ) : null}
+        <ObservationMap observation={o} />
       </Section>
       <Section title="Media and detections">
         {o.media.map((media) => (

@@ -143,7 +143,17 @@ export const ObservationsScreen = () => {
       <WorldMap
         label="Map of the observations on this page"
         points={rows.flatMap((o) =>
-          o.position ? [{ id: o.id, lon: o.position.lon, lat: o.position.lat, label: o.notes ?? o.id }] : [],
+          o.position
+            ? [
+                {
+                  id: o.id,
+                  lon: o.position.lon,
+                  lat: o.position.lat,
+                  label: `Observation: ${o.notes ?? o.id}`,
+                  href: `#/observations/${o.id}`,
+                },
+              ]
+            : [],
         )}
         bbox={bbox}
         onBbox={(box) => apply({ ...draft, bbox: box.join(',') })}

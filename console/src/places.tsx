@@ -55,7 +55,9 @@ export const PlacesScreen = ({ visitsToo }: { visitsToo: boolean }) => {
         <WorldMap
           label="Map of the locations and their boundaries"
           points={rows.map((l) => ({ id: l.id, lon: l.position.lon, lat: l.position.lat, label: l.name }))}
-          shapes={rows.flatMap((l) => (l.boundary ? [{ id: l.id, geometry: l.boundary }] : []))}
+          shapes={rows.flatMap((l) =>
+            l.boundary ? [{ id: l.id, geometry: l.boundary, label: l.name }] : [],
+          )}
         />
         <LoadState loaded={locations} what="locations" />
         <Table

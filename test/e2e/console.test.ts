@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createUser, password } from '../support/auth.js';
 import { testImage } from '../support/images.js';
 import { fixturePhoto } from '../support/photos.js';
+import { pixelOf } from '../support/map.js';
 import { eventually } from '../support/wait.js';
 import { startReceiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
@@ -175,14 +176,11 @@ describe('the console in a browser', function () {
       const rows = page.locator('table tbody tr');
       await page.getByText('4 observations on this page').waitFor();
       await screen(page, 'observations');
-      // The map's units: x = (lon + 180) × 2, y = (90 − lat) × 2 of 720 × 360.
-      const map = (await page.getByRole('img', { name: /Map of the observations/ }).boundingBox())!;
-      const at = (lon: number, lat: number) => ({
-        x: map.x + ((lon + 180) * 2 * map.width) / 720,
-        y: map.y + ((90 - lat) * 2 * map.height) / 360,
-      });
-      const from = at(0, 50);
-      const to = at(20, 40);
+      const map = page.getByRole('region', { name: 'Map of the observations on this page' });
+      await page.locator('.map-point').first().waitFor();
+      await page.getByRole('button', { name: 'Draw a box' }).click();
+      const from = await pixelOf(map, 0, 50);
+      const to = await pixelOf(map, 20, 40);
       await page.mouse.move(from.x, from.y);
       await page.mouse.down();
       await page.mouse.move(to.x, to.y, { steps: 5 });
@@ -263,10 +261,11 @@ describe('the console in a browser', function () {
     it('shows locations with their boundaries, and submits a visit with its observations', async () => {
       await page.goto(`${server.url}/console#/places`);
       await page
-        .getByRole('region', { name: 'Locations' })
+        .getByRole('region', { name: 'Locations', exact: true })
         .getByRole('cell', { name: 'Po valley plot' })
         .waitFor();
-      expect(await page.locator('path.boundary').count()).to.equal(1);
+      await page.locator('path.map-boundary').waitFor();
+      expect(await page.locator('path.map-boundary').count()).to.equal(1);
       await screen(page, 'locations-and-visits');
       await page.goto(`${server.url}/console#/visits/${visitId}`);
       await page.getByRole('cell', { name: 'on the visit' }).waitFor();
