@@ -4418,10 +4418,10 @@ export interface operations {
     /** @description The image */
     requestBody: {
       content: {
-        'image/jpeg': unknown;
-        'image/png': unknown;
-        'image/webp': unknown;
-        'application/octet-stream': unknown;
+        'image/jpeg': Blob;
+        'image/png': Blob;
+        'image/webp': Blob;
+        'application/octet-stream': Blob;
       };
     };
     responses: {
@@ -4501,9 +4501,9 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'image/jpeg': unknown;
-          'image/png': unknown;
-          'image/webp': unknown;
+          'image/jpeg': Blob;
+          'image/png': Blob;
+          'image/webp': Blob;
         };
       };
       /** @description Not modified */

@@ -1,6 +1,8 @@
 import { observationId, observationsPath } from '../observations/openapi.js';
 import { exampleIds } from '../openapi/components.js';
-import { operation, type BuiltOperation } from '../openapi/operation.js';
+import { bytesOf, operation, type BuiltOperation } from '../openapi/operation.js';
+import { mediaSettings } from '../settings/media.js';
+import { parseByteSize } from '../core/durations.js';
 import { componentSchema, ref, type Schema } from '../openapi/schema.js';
 import { mediaContentTypes as mediaTypes, ObservationMediaCodec } from '../observations/codecs.js';
 
@@ -9,6 +11,8 @@ import { mediaContentTypes as mediaTypes, ObservationMediaCodec } from '../obser
 export const mediaSchemas: Record<string, Schema> = { Media: componentSchema(ObservationMediaCodec) };
 
 const base = observationsPath;
+
+const defaultMediaMaxBytes = parseByteSize(mediaSettings.MEDIA_MAX_BYTES.default)!;
 
 export const mediaOperations = (): BuiltOperation[] => [
   operation({
@@ -29,6 +33,8 @@ export const mediaOperations = (): BuiltOperation[] => [
     body: {
       mediaTypes: [...mediaTypes, 'application/octet-stream'],
       description: 'The image',
+      // The default: an operator who sets MEDIA_MAX_BYTES changes what the service takes, not this document.
+      maxBytes: defaultMediaMaxBytes,
     },
     responses: {
       '201': {
@@ -61,7 +67,7 @@ export const mediaOperations = (): BuiltOperation[] => [
       '200': {
         description: 'The image',
         headers: ['MediaETag'],
-        content: Object.fromEntries(mediaTypes.map((type) => [type, {}])),
+        content: Object.fromEntries(mediaTypes.map((type) => [type, bytesOf(type)])),
       },
       '304': { description: 'Not modified', headers: ['MediaETag'] },
     },
