@@ -3,7 +3,7 @@ import { getJson, query, tenantPath, type Page } from './api.js';
 import { WorldMap } from './map.js';
 import { ObservationTable, type Observation } from './observations.js';
 import { namesOf, useVisits } from './places-data.js';
-import { useLocation, VisitTable } from './places.js';
+import { BackToPlaces, useLocation, VisitTable } from './places.js';
 import { positionText } from './seen-text.js';
 import { Loading, ProblemBox, Section, useLoad } from './ui.js';
 
@@ -24,9 +24,7 @@ export const LocationScreen = ({ id, visitsToo }: { id: string; visitsToo: boole
   return (
     <>
       <h1>{l.name}</h1>
-      <p>
-        <a href="#/places">Back to the locations and visits</a>
-      </p>
+      <BackToPlaces />
       <dl>
         <dt>Id</dt>
         <dd>

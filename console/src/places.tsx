@@ -20,6 +20,13 @@ import {
   useLoad,
 } from './ui.js';
 
+/** The way back from a location's or a visit's page. */
+export const BackToPlaces = () => (
+  <p>
+    <a href="#/places">Back to the locations and visits</a>
+  </p>
+);
+
 /** A tenant's visits as a table: when, where (linked), status and who. */
 export const VisitTable = ({
   visits,
@@ -127,9 +134,7 @@ export const VisitScreen = ({ id, placesToo }: { id: string; placesToo: boolean 
   return (
     <>
       <h1>Visit {v.id}</h1>
-      <p>
-        <a href="#/places">Back to the locations and visits</a>
-      </p>
+      <BackToPlaces />
       <dl>
         <dt>Location</dt>
         <dd>
