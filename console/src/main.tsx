@@ -3,6 +3,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { accessOf, screenScopes, type Access, type Screen } from './access.js';
 import { AuditScreen } from './audit.js';
+import { LocationScreen } from './location.js';
 import { ObservationScreen } from './observation.js';
 import { ObservationsScreen } from './observations.js';
 import { PlacesScreen, VisitScreen } from './places.js';
@@ -49,13 +50,17 @@ const Route = ({ path, access }: { path: string; access: Access }) => {
   switch (first) {
     case 'observations':
       return id
-        ? guard('observations', <ObservationScreen id={id} cv={access.cv} />)
-        : guard('observations', <ObservationsScreen />);
+        ? guard('observations', <ObservationScreen id={id} cv={access.cv} placesToo={access.places} />)
+        : guard('observations', <ObservationsScreen placesToo={access.places} />);
     case 'places':
       return guard('places', <PlacesScreen visitsToo={access.observations} />);
+    case 'locations':
+      return id
+        ? guard('places', <LocationScreen id={id} visitsToo={access.observations} />)
+        : guard('places', <PlacesScreen visitsToo={access.observations} />);
     case 'visits':
       return id
-        ? guard('observations', <VisitScreen id={id} />)
+        ? guard('observations', <VisitScreen id={id} placesToo={access.places} />)
         : guard('places', <PlacesScreen visitsToo />);
     case 'webhooks':
       return id ? guard('webhooks', <WebhookScreen id={id} />) : guard('webhooks', <WebhooksScreen />);
