@@ -663,7 +663,7 @@ export interface paths {
     };
     /**
      * The tenant's event history
-     * @description In commit order. As JSON, pages of up to 1000 events; with `Accept: application/x-ndjson`, every matching event up to the head when the request arrived, one per line (`limit` then caps the lines).
+     * @description In commit order, or newest first (`order=desc`). As JSON, pages of up to 1000 events; with `Accept: application/x-ndjson`, every matching event up to the head when the request arrived, one per line (`limit` then caps the lines).
      *
      *     Needs the scope `admin`.
      */
@@ -4704,6 +4704,8 @@ export interface operations {
         limit?: number;
         /** @description The `nextCursor` of the previous page; not with `after` */
         cursor?: string;
+        /** @description `asc` (the default): commit order. `desc`: newest first, from the head when the request arrived, each page older than the one before (its `nextCursor`); JSON pages only, not with `after` */
+        order?: 'asc' | 'desc';
       };
       header?: never;
       path: {

@@ -308,6 +308,16 @@ export const openSqliteEventStore = (
 
     readAll: (options) => Promise.resolve(readAllNow(options)),
 
+    readAllBackward: ({ before = Number.MAX_SAFE_INTEGER, maxCount = 1000, filter } = {}) => {
+      const clause = filterClause(filter);
+      const rows = prepare(
+        `SELECT * FROM events WHERE position < ?${clause.sql} ORDER BY position DESC LIMIT ?`,
+      ).all(before, ...clause.params, maxCount) as EventRow[];
+      const events = rows.map(toRecordedEvent);
+      const isStart = rows.length < maxCount;
+      return Promise.resolve({ events, lastPosition: isStart ? 0 : events.at(-1)!.position, isStart });
+    },
+
     // The (stream_name, stream_version) index in order, each page resumed after the last row of the one
     // before; the unary plus keeps SQLite off the tenant index, which would sort the tenant for every page.
     readTenantByStream: async function* (tenantId, { pageSize = 1000 } = {}) {
