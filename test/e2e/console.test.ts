@@ -41,6 +41,7 @@ describe('the console in a browser', function () {
   const pageErrors: string[] = [];
   const observations: Record<string, string> = {};
   let visitId: string;
+  let locationId: string;
 
   const api = (path: string, init: Parameters<typeof request>[1] = {}) =>
     request(`${server.url}/v1/tenants/${tenant.tenantId}${path}`, {
@@ -136,6 +137,7 @@ describe('the console in a browser', function () {
       body: { locationId: location.body.id, startedAt: '2026-05-01T06:00:00Z', participants: ['Ada'] },
     });
     visitId = visit.body.id as string;
+    locationId = location.body.id as string;
     await record('visited', {
       position: { lat: 45.1, lon: 7.7 },
       notes: 'on the visit',
@@ -497,6 +499,7 @@ describe('the console in a browser', function () {
         heading: () => `Observation ${observations.turin}`,
       },
       { name: 'places', path: () => '#/places', heading: () => 'Locations and visits' },
+      { name: 'location', path: () => `#/locations/${locationId}`, heading: () => 'Po valley plot' },
       { name: 'visit', path: () => `#/visits/${visitId}`, heading: () => `Visit ${visitId}` },
       { name: 'webhooks', path: () => '#/webhooks', heading: () => 'Webhooks' },
       {
