@@ -6,7 +6,7 @@ import type { Geometry } from 'geojson';
 import * as L from 'leaflet';
 import 'leaflet/dist/leaflet.css';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { addBasemap } from './map-basemap.js';
+import { addBasemap, tileSettings } from './map-basemap.js';
 import { boundsOfBbox, boxRectangle, listenForBoxes, type Bbox } from './map-box.js';
 import { addClusteredPoints, type MapPoint } from './map-clusters.js';
 import './map.css';
@@ -29,8 +29,12 @@ interface Props {
   onBbox?: (bbox: Bbox) => void;
 }
 
-/** Fitting the data stops at this zoom (about 200 km across), so that one point shows its region. */
-const closestFit = 9;
+/**
+ * Fitting the data stops at a zoom that still shows a region around one point: about 600 km across on the
+ * bundled 1:50m basemap, closer than which it shows only a coastline's corner; about 100 km with an
+ * operator's tiles, which have the detail.
+ */
+const closestFit = tileSettings() ? 9 : 7;
 
 const newMap = (element: HTMLElement) => {
   const map = L.map(element, {
