@@ -6,7 +6,7 @@ import { getJson, query, tenantPath, type Page } from './api.js';
 import { WorldMap, type Bbox } from './map.js';
 import { namesOf, useLocations, useVisits, visitLabel } from './places-data.js';
 import { labelsText, mainAttribute, positionText } from './seen-text.js';
-import { ScrollBox, Thumbnail } from './thumbnail.js';
+import { Thumbnail } from './thumbnail.js';
 import { FilterSelect, Loading, Pager, ProblemBox, Table, When, useLoad } from './ui.js';
 
 export interface Observation {
@@ -66,39 +66,38 @@ export const ObservationTable = ({
   rows: readonly Observation[];
   names: ReadonlyMap<string, string>;
 }) => (
-  <ScrollBox label="Observations table">
-    <Table
-      caption="Observations"
-      columns={['Image', 'What', 'Observed', 'Location', 'Position', 'Detected']}
-      rows={rows}
-      row={(o) => {
-        const main = mainAttribute(o.attributes);
-        return (
-          <tr key={o.id} data-id={o.id}>
-            <td>
-              <Thumbnail observationId={o.id} media={o.media[0]} alt={`Image of ${observationTitle(o)}`} />
-            </td>
-            <td>
-              <a href={`#/observations/${o.id}`} class="observation-what">
-                {main ? main.text : (o.notes ?? 'Observation')}
-              </a>
-              {main && o.notes ? <span class="muted detected">{o.notes}</span> : null}
-            </td>
-            <td>
-              <When at={o.observedAt} />
-            </td>
-            <td>
-              <PlaceLink id={o.locationId} names={names} />
-            </td>
-            <td class="coordinates">{positionText(o.position)}</td>
-            <td class="detections-cell">
-              {o.latestDetections ? labelsText(o.latestDetections.labels) : <span class="muted">—</span>}
-            </td>
-          </tr>
-        );
-      }}
-    />
-  </ScrollBox>
+  <Table
+    cards
+    caption="Observations"
+    columns={['Image', 'What', 'Observed', 'Location', 'Position', 'Detected']}
+    rows={rows}
+    row={(o) => {
+      const main = mainAttribute(o.attributes);
+      return (
+        <tr key={o.id} data-id={o.id}>
+          <td>
+            <Thumbnail observationId={o.id} media={o.media[0]} alt={`Image of ${observationTitle(o)}`} />
+          </td>
+          <td class="wide">
+            <a href={`#/observations/${o.id}`} class="observation-what">
+              {main ? main.text : (o.notes ?? 'Observation')}
+            </a>
+            {main && o.notes ? <span class="muted detected">{o.notes}</span> : null}
+          </td>
+          <td>
+            <When at={o.observedAt} />
+          </td>
+          <td data-label="at">
+            <PlaceLink id={o.locationId} names={names} />
+          </td>
+          <td class="coordinates">{positionText(o.position)}</td>
+          <td class="detections-cell" data-label="detected:">
+            {o.latestDetections ? labelsText(o.latestDetections.labels) : <span class="muted">—</span>}
+          </td>
+        </tr>
+      );
+    }}
+  />
 );
 
 export const ObservationsScreen = ({ placesToo }: { placesToo: boolean }) => {

@@ -7,7 +7,6 @@ import { WorldMap } from './map.js';
 import { ObservationTable, PlaceLink, type Observation } from './observations.js';
 import { namesOf, type Location, type Visit } from './places-data.js';
 import { positionText } from './seen-text.js';
-import { ScrollBox } from './thumbnail.js';
 import {
   FilterSelect,
   LoadState,
@@ -35,27 +34,26 @@ export const VisitTable = ({
   visits: readonly Visit[];
   names: ReadonlyMap<string, string>;
 }) => (
-  <ScrollBox label="Visits table">
-    <Table
-      caption="Visits"
-      columns={['Started', 'Location', 'Status', 'Participants']}
-      rows={visits}
-      row={(v) => (
-        <tr key={v.id} data-id={v.id}>
-          <td>
-            <a href={`#/visits/${v.id}`}>
-              <When at={v.startedAt} />
-            </a>
-          </td>
-          <td>
-            <PlaceLink id={v.locationId} names={names} />
-          </td>
-          <td>{v.status}</td>
-          <td>{v.participants.join(', ') || '—'}</td>
-        </tr>
-      )}
-    />
-  </ScrollBox>
+  <Table
+    cards
+    caption="Visits"
+    columns={['Started', 'Location', 'Status', 'Participants']}
+    rows={visits}
+    row={(v) => (
+      <tr key={v.id} data-id={v.id}>
+        <td>
+          <a href={`#/visits/${v.id}`}>
+            <When at={v.startedAt} />
+          </a>
+        </td>
+        <td>
+          <PlaceLink id={v.locationId} names={names} />
+        </td>
+        <td>{v.status}</td>
+        <td data-label="with">{v.participants.join(', ') || '—'}</td>
+      </tr>
+    )}
+  />
 );
 
 export const PlacesScreen = ({ visitsToo }: { visitsToo: boolean }) => {

@@ -1,6 +1,5 @@
 // A row's small image: the observation's first medium at 160 pixels wide, fetched once the row is near
 // the screen.
-import type { ComponentChildren } from 'preact';
 import { useRef } from 'preact/hooks';
 import { tenantPath } from './api.js';
 import { useImage, useOnScreen } from './media-image.js';
@@ -31,13 +30,3 @@ export const Thumbnail = ({
     </span>
   );
 };
-
-/**
- * A table that scrolls sideways inside its own box when the screen is narrower than it. Focusable, so
- * that keyboard users can scroll it too.
- */
-export const ScrollBox = ({ label, children }: { label: string; children: ComponentChildren }) => (
-  <div class="table-scroll" tabIndex={0} role="region" aria-label={label}>
-    {children}
-  </div>
-);
