@@ -4,7 +4,7 @@ import { observationsProjection } from '../projections/observations.js';
 import { rebuild } from '../src/readmodels/rebuild.js';
 import type { EventStore } from '../src/eventstore/port.js';
 import { observationStream } from './events.js';
-import { removeTempDir, startChild, tempDir, waitExit } from './processes.js';
+import { cpuProfileArgs, removeTempDir, startChild, tempDir, waitExit } from './processes.js';
 import { openEventStoreAt, openReadModelsAt } from './targets.js';
 
 /**
@@ -122,6 +122,7 @@ export const rebuildBench = async (
     const seeded = await seedConcurrently(store, events, perStream).finally(() => store.close());
     const measured = startChild('bench/rebuild.ts', {
       args: ['--child', eventsTarget, databaseUrl ?? join(dir, 'readmodels.db')],
+      nodeArgs: cpuProfileArgs(databaseUrl ? 'rebuild-postgres' : 'rebuild'),
     });
     const code = await waitExit(measured, 60 * 60_000);
     const line = /BENCH_RESULT (.*)/.exec(measured.output())?.[1];

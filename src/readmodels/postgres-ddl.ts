@@ -60,6 +60,16 @@ const addColumnsSql = (spec: CollectionSpec, physical: string, found: TableState
 /** Columns every table has that tables made by earlier versions may lack (added without a rewrite). */
 const baseColumns: [string, string][] = [['escaped', 'escaped boolean NOT NULL DEFAULT false']];
 
+/**
+ * The columns ANALYZE reads: every one but the document. The lists filter and sort on the others, and the
+ * document's statistics took half of ANALYZE's time after a rebuild (docs/benchmarks.md).
+ */
+const statisticsColumns = (found: TableState): string =>
+  [...found.columns]
+    .filter((columnName) => columnName !== 'doc')
+    .map((columnName) => `"${columnName}"`)
+    .join(', ');
+
 const buildConcurrently = async (
   pool: pg.Pool,
   name: string,
@@ -82,7 +92,7 @@ const buildConcurrently = async (
       // A table filled in bulk (a catch-up, a rebuild) has no statistics until autovacuum passes, and
       // until then the planner walks and sorts a tenant's rows instead of the list's index: ten times
       // slower at 5,000 rows (bench/postgres.ts). The statistics move with the table when a build is swapped in.
-      await client.query(`ANALYZE "${name}"`);
+      await client.query(`ANALYZE "${name}" (${statisticsColumns(found)})`);
     } finally {
       await client.query(lockSql('pg_advisory_unlock'), [name]);
       await client.query('RESET statement_timeout');

@@ -15,7 +15,7 @@ import type {
 } from './port.js';
 import { describeTable, dropTable, ensureTable } from './postgres-ddl.js';
 import { jsonFromStored, toStored } from './postgres-nul.js';
-import { schema, stored, upsertSql, type DocumentRow } from './postgres-rows.js';
+import { documentsArray, schema, stored, upsertSql, type DocumentRow } from './postgres-rows.js';
 import {
   addFilter,
   addKeyset,
@@ -80,6 +80,8 @@ export const openPostgresReadModels = async (
   const specs = new Map<string, CollectionSpec>();
   /** Names ensured as logical collections (not builds or snapshots): never dropped. */
   const live = new Set<string>();
+  /** Names ensured as builds or snapshots: no one reads them before a swap. */
+  const building = new Set<string>();
   /** The swap epoch each projection was last subscribed (or committed) under, in this process. */
   const epochs = new Map<string, number>();
 
@@ -123,17 +125,22 @@ export const openPostgresReadModels = async (
         toStored(change.doc, () => `the document ${change.id} of ${change.collection}`),
       );
       return {
+        collection,
         sql: upsertSql(collection),
         values: [
           latest.map((change) => change.tenantId),
           latest.map((change) => change.id),
           latest.map((change) => change.position),
-          docs.map((doc) => doc.json),
+          documentsArray(docs.map((doc) => doc.json)),
           docs.map((doc) => doc.escaped),
         ],
       };
     });
+    // A build's documents and checkpoint are lost together or not at all: after a crash it resumes from the
+    // checkpoint that survived. So its commits need not wait for the flush; the swap's commit flushes them.
+    const deferFlush = batches.length > 0 && batches.every((batch) => building.has(batch.collection));
     return inTransaction(pool(), async (client) => {
+      if (deferFlush) await client.query('SET LOCAL synchronous_commit = off');
       // The checkpoint row first: a swap locks it before the tables, so the two never wait on each other.
       const { rows } = await client.query<{ epoch: string }>(
         'SELECT epoch FROM readmodel_checkpoints WHERE projection = $1 FOR UPDATE',
@@ -221,6 +228,7 @@ export const openPostgresReadModels = async (
         // This process made the swap: its own writers address the new table from now on.
         epochs.set(request.projection, epoch);
         specs.delete(request.source);
+        building.delete(request.source);
         return true;
       },
       (error: unknown) => {
@@ -236,7 +244,8 @@ export const openPostgresReadModels = async (
       const name = physicalName ?? spec.name;
       await ensureTable(pool(), spec, name, options?.indexes !== false);
       specs.set(name, spec);
-      if (!physicalName) live.add(name);
+      if (physicalName) building.add(name);
+      else live.add(name);
     },
 
     get: async <D>(collection: string, { tenantId, id }: DocumentKey) => {
@@ -367,6 +376,7 @@ export const openPostgresReadModels = async (
         throw new Error(`${physicalName} is a live collection; it cannot be dropped`);
       await dropTable(pool(), physicalName);
       specs.delete(physicalName);
+      building.delete(physicalName);
     },
 
     ping: async () => {

@@ -221,6 +221,61 @@ function postgresTables(url: string) {
       ]);
     });
 
+    it('writes each document of a batch to its own row, deletions among them, in a build as in a live table', async () => {
+      const spec = aSpec();
+      const store = await open();
+      const build = `${spec.name}__b1`;
+      await store.ensureCollection(spec);
+      await store.ensureCollection(spec, build, { indexes: false });
+      const tenantId = uniqueTenant();
+      const doc = (id: string, name: string) => ({ id, name, position: { lat: 1, lon: 2 } });
+      for (const [projection, collection] of [
+        [`live-${spec.name}`, spec.name],
+        [`build:${build}`, build],
+      ] as const) {
+        const change = (id: string, position: number, value: unknown) => ({
+          collection,
+          tenantId,
+          id,
+          position,
+          doc: value,
+        });
+        await store.commit(
+          projection,
+          [change('s1', 1, doc('s1', 'one')), change('s2', 2, doc('s2', 'two'))],
+          2,
+        );
+        // One batch: a deletion between a new document and a changed one.
+        await store.commit(
+          projection,
+          [change('s3', 3, doc('s3', 'three')), change('s1', 4, null), change('s2', 5, doc('s2', 'deux'))],
+          5,
+        );
+        expect(await store.getCheckpoint(projection)).to.equal(5);
+        const found = await store.getMany<{ name: string }>(collection, [
+          { tenantId, id: 's1' },
+          { tenantId, id: 's2' },
+          { tenantId, id: 's3' },
+        ]);
+        expect(found.map((stored) => stored && [stored.doc.name, stored.position])).to.deep.equal([
+          null,
+          ['deux', 5],
+          ['three', 3],
+        ]);
+        const { rows } = await admin.query<{
+          id: string;
+          position: string;
+          deleted: boolean;
+          f_name: string;
+        }>(`SELECT id, position, doc IS NULL AS deleted, f_name FROM "rm_${collection}" ORDER BY id`);
+        expect(rows).to.deep.equal([
+          { id: 's1', position: '4', deleted: true, f_name: null },
+          { id: 's2', position: '5', deleted: false, f_name: 'deux' },
+          { id: 's3', position: '3', deleted: false, f_name: 'three' },
+        ]);
+      }
+    });
+
     it('lets several processes ensure the same collection at once', async () => {
       const spec = aSpec();
       const opened = await Promise.all([1, 2, 3, 4].map(() => open()));
