@@ -79,6 +79,16 @@ const sentRequest = object(
   { description: "The request as sent; its body is the delivery's `payload` in canonical JSON" },
 );
 
+/** What an attempt was and what came of it: the delivery log's and an attempt's details. */
+const attemptOutcome = {
+  attempt: integer(1),
+  attemptedAt: dateTime(),
+  status: enumOf(['succeeded', 'failed']),
+  statusCode: { type: ['integer', 'null'] },
+  durationMs: { type: 'number', minimum: 0 },
+  error: { type: ['string', 'null'] },
+};
+
 const deliveryFields = {
   id: string({ pattern: '^d_[0-9a-f]{26}$' }),
   deliveryId: string({ pattern: '^d_[0-9a-f]{26}$' }),
@@ -171,12 +181,7 @@ export const webhookSchemas: Record<string, Schema> = {
       attemptLog: arrayOf(
         object(
           {
-            attempt: integer(1),
-            attemptedAt: dateTime(),
-            status: enumOf(['succeeded', 'failed']),
-            statusCode: { type: ['integer', 'null'] },
-            durationMs: { type: 'number', minimum: 0 },
-            error: { type: ['string', 'null'] },
+            ...attemptOutcome,
             responseBody: {
               type: ['string', 'null'],
               description: `The first ${responseBodyLimit} bytes of the receiver's answer; null when nothing answered`,
@@ -200,12 +205,7 @@ export const webhookSchemas: Record<string, Schema> = {
       webhookId: fields.id('w'),
       eventId: string({ pattern: '^evt_' }),
       eventType: eventType,
-      attempt: integer(1),
-      attemptedAt: dateTime(),
-      status: enumOf(['succeeded', 'failed']),
-      statusCode: { type: ['integer', 'null'] },
-      durationMs: { type: 'number', minimum: 0 },
-      error: { type: ['string', 'null'] },
+      ...attemptOutcome,
       nextAttemptAt: nullable(dateTime()),
       test: boolean({ description: 'An attempt of a test event (`POST …/test`)' }),
     },

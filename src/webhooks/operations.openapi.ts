@@ -15,6 +15,10 @@ import { changedResponse, createdResponse, pageResponse, pagingQuery } from '../
 // The routes of webhook subscriptions and their deliveries (schemas: openapi.ts).
 
 const webhookId = { id: { description: "The subscription's id", example: exampleIds.webhook } };
+const deliveryPath = {
+  ...webhookId,
+  deliveryId: { description: "The delivery's id", example: exampleIds.delivery },
+};
 const base = '/v1/tenants/:tenantId/webhooks';
 const tag = 'Webhook subscriptions';
 const access = { scope: 'webhooks:manage' } as const;
@@ -217,10 +221,7 @@ export const webhookOperations = (): BuiltOperation[] => [
     description: 'One more attempt, with the same envelope id.',
     tag,
     access,
-    pathParameters: {
-      ...webhookId,
-      deliveryId: { description: "The delivery's id", example: exampleIds.delivery },
-    },
+    pathParameters: deliveryPath,
     responses: {
       '202': { description: 'Scheduled', content: { 'application/json': ref('Delivery') } },
     },
@@ -235,10 +236,7 @@ export const webhookOperations = (): BuiltOperation[] => [
       "never the secret), the receiver's status, the start of its answer, the duration and the error.",
     tag,
     access,
-    pathParameters: {
-      ...webhookId,
-      deliveryId: { description: "The delivery's id", example: exampleIds.delivery },
-    },
+    pathParameters: deliveryPath,
     responses: {
       '200': { description: 'The delivery', content: { 'application/json': ref('DeliveryDetails') } },
     },
