@@ -48,6 +48,19 @@ const DeleteButton = ({ onDelete, busy }: { onDelete: () => void; busy: boolean 
   );
 };
 
+/** Pauses an active subscription or resumes a paused one, and says what that means for its deliveries. */
+const pauseOrResume = async (
+  active: boolean,
+  post: <T>(path: string, body?: unknown) => Promise<T>,
+): Promise<string> => {
+  if (active) {
+    await post('/pause');
+    return 'Paused: nothing is sent until you resume it.';
+  }
+  const resumed = await post<ResumedWebhook>('/resume');
+  return `Resumed; ${resumed.replayed} held-back deliveries are on their way.`;
+};
+
 /** A time as a datetime-local input shows it: the browser's local time, to the minute. */
 const localInputValue = (date: Date) =>
   new Date(date.getTime() - date.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
@@ -162,36 +175,20 @@ export const WebhookScreen = ({ id }: { id: string }) => {
         >
           Send test event
         </button>
-        {s.status === 'active' ? (
+        {s.status === 'disabled' ? null : (
           <button
             type="button"
             disabled={action.busy}
             onClick={() =>
               void action.run(async () => {
-                await post('/pause');
-                setSaid('Paused: nothing is sent until you resume it.');
+                setSaid(await pauseOrResume(s.status === 'active', post));
                 refresh();
               })
             }
           >
-            Pause
+            {s.status === 'active' ? 'Pause' : 'Resume'}
           </button>
-        ) : null}
-        {s.status === 'paused' ? (
-          <button
-            type="button"
-            disabled={action.busy}
-            onClick={() =>
-              void action.run(async () => {
-                const resumed = await post<ResumedWebhook>('/resume');
-                setSaid(`Resumed; ${resumed.replayed} held-back deliveries are on their way.`);
-                refresh();
-              })
-            }
-          >
-            Resume
-          </button>
-        ) : null}
+        )}
         <button
           type="button"
           disabled={action.busy}
