@@ -181,7 +181,9 @@ export type Delivery = Schemas['Delivery'];
 /** A delivery with its payload and every attempt's request as sent (`GET …/deliveries/{deliveryId}`). */
 export type DeliveryDetails = Schemas['DeliveryDetails'];
 export type WebhookHealth = WebhookSubscription['health'];
+export type PausedWebhook = Schemas['PausedWebhookSubscription'];
 export type ResumedWebhook = Schemas['ResumedWebhookSubscription'];
+export type ReplayFailedInput = Input<'ReplayFailedDeliveriesRequest'>;
 export type WebhookReplayResult = Schemas['WebhookReplayResult'];
 
 /** Any delivery, discriminated by `type`: `switch (event.type)` narrows `event.data`. */
