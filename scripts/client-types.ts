@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
+import ts from 'typescript';
 import { format, resolveConfig } from 'prettier';
 import { openApiDocument } from '../src/openapi/document.js';
 
@@ -25,6 +26,11 @@ export const clientTypes = async (document: object = serviceDocument()): Promise
   const ast = await openapiTS(document as unknown as OpenAPI3, {
     // A default does not make a request field required: the server fills it in when it is absent.
     defaultNonNullable: false,
+    // Bytes (an image upload or download) are a Blob to fetch, not a string of characters.
+    transform: (schema) =>
+      schema.format === 'binary'
+        ? ts.factory.createTypeReferenceNode(ts.factory.createIdentifier('Blob'))
+        : undefined,
   });
   const options = (await resolveConfig(clientTypesFile)) ?? {};
   return format(`${banner}\n\n${astToString(ast)}`, { ...options, parser: 'typescript' });

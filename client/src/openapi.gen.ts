@@ -610,6 +610,28 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/tenants/{tenantId}/observations/{id}/media/{mediaId}/thumbnail': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download a small copy of an image
+     * @description The image turned upright and shrunk to `width` pixels wide (never enlarged), as WebP. The widths are a fixed set; its decode is bounded by MEDIA_MAX_PIXELS and MEDIA_MAX_DECODED_BYTES as an upload is, and takes a turn in the decode queue (503 with Retry-After when it is full). `Cache-Control: private, max-age=31536000, immutable`; the ETag is the SHA-256 and the width.
+     *
+     *     Needs the scope `observations:read`.
+     */
+    get: operations['downloadThumbnail'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/tenants/{tenantId}/observations/{id}/history': {
     parameters: {
       query?: never;
@@ -641,7 +663,7 @@ export interface paths {
     };
     /**
      * The tenant's event history
-     * @description In commit order. As JSON, pages of up to 1000 events; with `Accept: application/x-ndjson`, every matching event up to the head when the request arrived, one per line (`limit` then caps the lines).
+     * @description In commit order, or newest first (`order=desc`). As JSON, pages of up to 1000 events; with `Accept: application/x-ndjson`, every matching event up to the head when the request arrived, one per line (`limit` then caps the lines).
      *
      *     Needs the scope `admin`.
      */
@@ -1547,6 +1569,18 @@ export interface components {
       /** @description Accuracy in metres */
       accuracyM?: number;
     };
+    /** @description In lists only: the labels of the latest completed CV job of this observation that detected something */
+    LatestDetections: {
+      jobId: string;
+      model: string;
+      /** Format: date-time */
+      finishedAt: string;
+      /** @description Each label with how many times it was detected, most first */
+      labels: {
+        label: string;
+        count: number;
+      }[];
+    };
     /**
      * @description A field observation
      * @example {
@@ -1596,6 +1630,7 @@ export interface components {
       updatedAt: string;
       /** @description The stream version; the ETag is this number in quotes */
       version: number;
+      latestDetections?: components['schemas']['LatestDetections'];
     };
     /** @description An image attached to an observation */
     Media: {
@@ -2775,6 +2810,8 @@ export interface components {
     ETag: string;
     /** @description The image's SHA-256 in quotes: the bytes under a media id never change */
     MediaETag: string;
+    /** @description The image's SHA-256 and the thumbnail's width in quotes, e.g. `"…-w160"` */
+    ThumbnailETag: string;
     /** @description The version of the Redoc bundle in quotes, e.g. `"redoc-2.5.4"` */
     ScriptETag: string;
     /** @description The path of the created resource */
@@ -4739,10 +4776,10 @@ export interface operations {
     /** @description The image */
     requestBody: {
       content: {
-        'image/jpeg': unknown;
-        'image/png': unknown;
-        'image/webp': unknown;
-        'application/octet-stream': unknown;
+        'image/jpeg': Blob;
+        'image/png': Blob;
+        'image/webp': Blob;
+        'application/octet-stream': Blob;
       };
     };
     responses: {
@@ -4822,9 +4859,9 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'image/jpeg': unknown;
-          'image/png': unknown;
-          'image/webp': unknown;
+          'image/jpeg': Blob;
+          'image/png': Blob;
+          'image/webp': Blob;
         };
       };
       /** @description Not modified */
@@ -4843,6 +4880,72 @@ export interface operations {
       404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  downloadThumbnail: {
+    parameters: {
+      query?: {
+        /**
+         * @description The width in pixels
+         * @example 160
+         */
+        width?: '160' | '320' | '640';
+      };
+      header?: {
+        /** @description The ETag the client holds: a current one gets 304 without a body */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
+      };
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+        /**
+         * @description The observation's id
+         * @example o_01m7xq3mn18snzhf2p99rppm8q
+         */
+        id: string;
+        /**
+         * @description The medium's id
+         * @example m_9c56cc51b374c3ba189210d5b6
+         */
+        mediaId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The thumbnail */
+      200: {
+        headers: {
+          ETag: components['headers']['ThumbnailETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'image/webp': Blob;
+        };
+      };
+      /** @description Not modified */
+      304: {
+        headers: {
+          ETag: components['headers']['ThumbnailETag'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      503: components['responses']['Unavailable'];
       default: components['responses']['UnexpectedError'];
     };
   };
@@ -4922,6 +5025,8 @@ export interface operations {
         limit?: number;
         /** @description The `nextCursor` of the previous page; not with `after` */
         cursor?: string;
+        /** @description `asc` (the default): commit order. `desc`: newest first, from the head when the request arrived, each page older than the one before (its `nextCursor`); JSON pages only, not with `after` */
+        order?: 'asc' | 'desc';
       };
       header?: never;
       path: {

@@ -1,17 +1,9 @@
-// The tenant's event history, filtered by type and stream, downloadable as NDJSON; and the tamper check
-// (GET …/audit/verification, the verifier of `obs audit verify`).
+// The tenant's event history, newest first (order=desc), filtered by type and stream, each event opening
+// in a drawer, downloadable as NDJSON; and the tamper check (GET …/audit/verification, as `obs audit verify`).
 import { useState } from 'preact/hooks';
 import { call, getJson, query, tenantPath, type Page } from './api.js';
-import { Loading, Pager, ProblemBox, Section, Table, When, useAction, useLoad } from './ui.js';
-
-interface HistoryEvent {
-  id: string;
-  type: string;
-  streamName: string;
-  streamVersion: number;
-  position: number;
-  metadata: { actor: string; occurredAt: string };
-}
+import { AuditEventDrawer, type HistoryEvent } from './audit-event.js';
+import { Loading, Pager, ProblemBox, Section, Table, When, WhenCompact, useAction, useLoad } from './ui.js';
 
 interface Verification {
   ok: boolean;
@@ -32,13 +24,14 @@ export const AuditScreen = () => {
       `/events${query({ type: filters.type.replace(/\s+/g, ''), stream: filters.stream.trim(), ...extra })}`,
     );
   const events = useLoad(
-    () => getJson<Page<HistoryEvent>>(filterQuery({ limit: 50, cursor })),
+    () => getJson<Page<HistoryEvent>>(filterQuery({ limit: 50, cursor, order: 'desc' })),
     [filters, cursor],
   );
   const download = useAction();
   const [file, setFile] = useState<string | null>(null);
   const verify = useAction();
   const [verification, setVerification] = useState<Verification | null>(null);
+  const [opened, setOpened] = useState<HistoryEvent | null>(null);
 
   return (
     <>
@@ -127,24 +120,44 @@ export const AuditScreen = () => {
         <ProblemBox error={events.error ?? download.error} />
         {events.loading && !events.data ? <Loading what="events" /> : null}
         <Table
-          caption="Events"
-          columns={['Position', 'Type', 'Stream and version', 'Actor', 'Occurred']}
+          caption="Events, newest first"
+          cards
+          columns={['Occurred', 'Type', 'Stream and version', 'Actor', 'Position']}
           rows={events.data?.data ?? []}
           row={(e) => (
             <tr key={e.id}>
-              <td>{e.position}</td>
-              <td>{e.type}</td>
               <td>
+                <WhenCompact at={e.metadata.occurredAt} />
+              </td>
+              <td>
+                <button
+                  type="button"
+                  class="link"
+                  aria-haspopup="dialog"
+                  title="Open its data and metadata"
+                  onClick={() => setOpened(e)}
+                >
+                  {e.type}
+                </button>
+              </td>
+              <td class="id wide">
                 <code>{e.streamName}</code> v{e.streamVersion}
               </td>
-              <td>{e.metadata.actor}</td>
-              <td>
-                <When at={e.metadata.occurredAt} />
+              <td class="id" data-label="by">
+                {e.metadata.actor}
               </td>
+              <td data-label="position">{e.position}</td>
             </tr>
           )}
         />
-        <Pager label="Event pages" cursors={cursors} setCursors={setCursors} next={events.data?.nextCursor} />
+        <Pager
+          label="Event pages"
+          cursors={cursors}
+          setCursors={setCursors}
+          next={events.data?.nextCursor}
+          names={['Newer events', 'Older events']}
+        />
+        {opened ? <AuditEventDrawer event={opened} onClose={() => setOpened(null)} /> : null}
       </Section>
     </>
   );

@@ -3,6 +3,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { accessOf, screenScopes, type Access, type Screen } from './access.js';
 import { AuditScreen } from './audit.js';
+import { LocationScreen } from './location.js';
 import { ObservationScreen } from './observation.js';
 import { ObservationsScreen } from './observations.js';
 import { PlacesScreen, VisitScreen } from './places.js';
@@ -49,13 +50,17 @@ const Route = ({ path, access }: { path: string; access: Access }) => {
   switch (first) {
     case 'observations':
       return id
-        ? guard('observations', <ObservationScreen id={id} cv={access.cv} />)
-        : guard('observations', <ObservationsScreen />);
+        ? guard('observations', <ObservationScreen id={id} cv={access.cv} placesToo={access.places} />)
+        : guard('observations', <ObservationsScreen placesToo={access.places} />);
     case 'places':
       return guard('places', <PlacesScreen visitsToo={access.observations} />);
+    case 'locations':
+      return id
+        ? guard('places', <LocationScreen id={id} visitsToo={access.observations} />)
+        : guard('places', <PlacesScreen visitsToo={access.observations} />);
     case 'visits':
       return id
-        ? guard('observations', <VisitScreen id={id} />)
+        ? guard('observations', <VisitScreen id={id} placesToo={access.places} />)
         : guard('places', <PlacesScreen visitsToo />);
     case 'webhooks':
       return id ? guard('webhooks', <WebhookScreen id={id} />) : guard('webhooks', <WebhooksScreen />);
@@ -72,6 +77,65 @@ const Route = ({ path, access }: { path: string; access: Access }) => {
       );
     }
   }
+};
+
+/**
+ * The brand, the screens, who is signed in, and Sign out. On a phone the screens and the credential fold
+ * into a menu button (a disclosure), which a new screen closes again.
+ */
+const Header = ({
+  credential,
+  path,
+  access,
+}: {
+  credential: Credential;
+  path: string;
+  access: Access | null;
+}) => {
+  const [open, setOpen] = useState(false);
+  useEffect(() => setOpen(false), [path]);
+  return (
+    <header
+      class={open ? 'menu-open' : undefined}
+      onKeyDown={(event) => {
+        if (event.key !== 'Escape' || !open) return;
+        setOpen(false);
+        document.querySelector<HTMLElement>('.menu-toggle')?.focus();
+      }}
+    >
+      <span class="brand">Observation console</span>
+      <button
+        type="button"
+        class="menu-toggle"
+        aria-expanded={open}
+        aria-controls="header-menu"
+        onClick={() => setOpen(!open)}
+      >
+        Menu
+      </button>
+      <div id="header-menu" class="header-menu">
+        <nav aria-label="Screens">
+          <ul>
+            {nav
+              .filter((item) => access?.[item.screen])
+              .map((item) => (
+                <li key={item.path}>
+                  <a href={`#/${item.path}`} aria-current={path.startsWith(item.path) ? 'page' : undefined}>
+                    {item.label}
+                  </a>
+                </li>
+              ))}
+          </ul>
+        </nav>
+        <span class="who">
+          {credential.kind === 'apiKey' ? 'API key' : credential.email} · {credential.tenantId}
+        </span>
+      </div>
+      <button type="button" class="sign-out" onClick={() => session.signOut()}>
+        Sign out
+      </button>
+    </header>
+  );
 };
 
 const Console = ({ credential }: { credential: Credential }) => {
@@ -101,28 +165,7 @@ const Console = ({ credential }: { credential: Credential }) => {
       >
         Skip to the content
       </a>
-      <header>
-        <span class="brand">Observation console</span>
-        <nav aria-label="Screens">
-          <ul>
-            {nav
-              .filter((item) => access?.[item.screen])
-              .map((item) => (
-                <li key={item.path}>
-                  <a href={`#/${item.path}`} aria-current={path.startsWith(item.path) ? 'page' : undefined}>
-                    {item.label}
-                  </a>
-                </li>
-              ))}
-          </ul>
-        </nav>
-        <span class="who">
-          {credential.kind === 'apiKey' ? 'API key' : credential.email} · {credential.tenantId}
-        </span>
-        <button type="button" onClick={() => session.signOut()}>
-          Sign out
-        </button>
-      </header>
+      <Header credential={credential} path={path} access={access} />
       <main id="content" tabIndex={-1}>
         <ProblemBox error={error} />
         {access ? (

@@ -1,39 +1,27 @@
-// One observation: attributes, notes, location, its versions, and its media with the CV detections drawn
-// on the image (a toggle per model) and said in words, and a CV job to run and watch.
+// One observation: what was seen (the latest detections per model, the image quality), attributes, notes,
+// its location, what changed in each version, and its media with the CV detections drawn on the image (a
+// toggle per model) and said in words, and a CV job to run and watch.
 import { useEffect, useState } from 'preact/hooks';
 import { call, getJson, query, sendJson, tenantPath, type Page } from './api.js';
 import { Boxes } from './boxes.js';
 import { huesOf, parametersOf, type CvJob } from './cv.js';
 import { WorldMap } from './map.js';
-import type { Observation } from './observations.js';
-import { WhatWasSeen } from './seen.js';
+import { useImage } from './media-image.js';
+import { observationTitle, PlaceLink, type Observation } from './observations.js';
+import { namesOf } from './places-data.js';
+import { useLocation } from './places.js';
+import { LatestByModel, WhatWasSeen } from './seen.js';
+import { mainAttribute, positionText, versionChanges } from './seen-text.js';
 import { Json, Loading, ProblemBox, Section, When, toggled, useAction, useLoad } from './ui.js';
 
 interface Version {
   version: number;
   event: { type: string; metadata: { actor: string; occurredAt: string } };
+  /** The observation as it was after the event. */
+  observation: Observation | null;
 }
 
 type Media = Observation['media'][number];
-
-/** The image's bytes need the credential, so they come through fetch as a blob: URL (CSP img-src blob:). */
-const useImage = (path: string) => {
-  const [url, setUrl] = useState<string | null>(null);
-  useEffect(() => {
-    let made: string | null = null;
-    call(path).then(
-      async (response) => {
-        made = URL.createObjectURL(await response.blob());
-        setUrl(made);
-      },
-      () => setUrl(null),
-    );
-    return () => {
-      if (made) URL.revokeObjectURL(made);
-    };
-  }, [path]);
-  return url;
-};
 
 /** An image with each shown job's boxes over it, a toggle per model, and what each job saw. */
 const MediaItem = ({
@@ -226,8 +214,36 @@ const Upload = ({ observationId, onDone }: { observationId: string; onDone: () =
   );
 };
 
-export const ObservationScreen = ({ id, cv }: { id: string; cv: boolean }) => {
+/** Each version with what it changed, newest first: the list reads as what happened lately. */
+const History = ({ versions }: { versions: readonly Version[] }) => (
+  <ol class="history" reversed>
+    {versions
+      .map((v, index) => ({
+        v,
+        changes: v.observation ? versionChanges(versions[index - 1]?.observation ?? null, v.observation) : [],
+      }))
+      .reverse()
+      .map(({ v, changes }) => (
+        <li key={v.version} data-version={v.version}>
+          <p>
+            <strong>Version {v.version}</strong>: {v.event.type} by {v.event.metadata.actor},{' '}
+            <When at={v.event.metadata.occurredAt} />
+          </p>
+          {changes.length > 0 ? (
+            <ul class="changes">
+              {changes.map((line) => (
+                <li key={line}>{line}</li>
+              ))}
+            </ul>
+          ) : null}
+        </li>
+      ))}
+  </ol>
+);
+
+export const ObservationScreen = ({ id, cv, placesToo }: { id: string; cv: boolean; placesToo: boolean }) => {
   const observation = useLoad(() => getJson<Observation>(tenantPath(`/observations/${id}`)), [id]);
+  const place = useLocation(observation.data?.locationId, placesToo);
   // Read again whenever the observation changes (an upload is a new version).
   const history = useLoad(
     () => getJson<Version[]>(tenantPath(`/observations/${id}/history`)),
@@ -248,14 +264,26 @@ export const ObservationScreen = ({ id, cv }: { id: string; cv: boolean }) => {
   const o = observation.data;
   if (!o)
     return observation.error ? <ProblemBox error={observation.error} /> : <Loading what="the observation" />;
+  const main = mainAttribute(o.attributes);
   return (
     <>
-      <h1>Observation {o.id}</h1>
+      <h1>{main ? `${main.text}: observation ${o.id}` : `Observation ${o.id}`}</h1>
       <p>
         <a href="#/observations">Back to the observations</a>
       </p>
+      {cv ? (
+        <Section title="What was seen">
+          <LatestByModel jobs={completed} />
+        </Section>
+      ) : null}
       <Section title="Details">
         <dl>
+          {main ? (
+            <>
+              <dt>{main.key[0]!.toUpperCase() + main.key.slice(1)}</dt>
+              <dd>{main.text}</dd>
+            </>
+          ) : null}
           <dt>Observed</dt>
           <dd>
             <When at={o.observedAt} />
@@ -263,20 +291,24 @@ export const ObservationScreen = ({ id, cv }: { id: string; cv: boolean }) => {
           <dt>Notes</dt>
           <dd>{o.notes ?? '—'}</dd>
           <dt>Location</dt>
-          <dd>{o.locationId ?? '—'}</dd>
+          <dd>
+            <PlaceLink id={o.locationId} names={namesOf(place.data ? [place.data] : [])} />
+          </dd>
           <dt>Visit</dt>
           <dd>{o.visitId ? <a href={`#/visits/${o.visitId}`}>{o.visitId}</a> : '—'}</dd>
           <dt>Position</dt>
-          <dd>{o.position ? `${o.position.lat}, ${o.position.lon}` : '—'}</dd>
+          <dd class="coordinates">{positionText(o.position)}</dd>
           <dt>Version</dt>
           <dd>{o.version}</dd>
         </dl>
+        <ProblemBox error={place.error} />
         <h3>Attributes</h3>
         <Json value={o.attributes} />
         {o.position ? (
           <WorldMap
             label="Where it was observed"
-            points={[{ id: o.id, lon: o.position.lon, lat: o.position.lat, label: o.id }]}
+            points={[{ id: o.id, lon: o.position.lon, lat: o.position.lat, label: observationTitle(o) }]}
+            shapes={place.data?.boundary ? [{ id: place.data.id, geometry: place.data.boundary }] : []}
           />
         ) : null}
       </Section>
@@ -296,14 +328,7 @@ export const ObservationScreen = ({ id, cv }: { id: string; cv: boolean }) => {
       </Section>
       <Section title="History">
         <ProblemBox error={history.error} />
-        <ol class="history">
-          {(history.data ?? []).map((v) => (
-            <li key={v.version}>
-              Version {v.version}: {v.event.type} by {v.event.metadata.actor},{' '}
-              <When at={v.event.metadata.occurredAt} />
-            </li>
-          ))}
-        </ol>
+        <History versions={history.data ?? []} />
       </Section>
     </>
   );

@@ -1,10 +1,13 @@
-// Locations on the map with their boundaries, and visits: each with its observations and a submit button.
-import type { Polygon } from 'geojson';
+// Locations on the map with their boundaries, and visits: each with its location, participants and
+// observations, and a submit button.
 import { useState } from 'preact/hooks';
 import { visitStatuses } from '../../client/src/lists.gen.js';
 import { getJson, query, sendJson, tenantPath, type Page } from './api.js';
 import { WorldMap } from './map.js';
-import { ObservationTable, type Observation } from './observations.js';
+import { ObservationTable, PlaceLink, type Observation } from './observations.js';
+import { namesOf, type Location, type Visit } from './places-data.js';
+import { positionText } from './seen-text.js';
+import { ScrollBox } from './thumbnail.js';
 import {
   FilterSelect,
   LoadState,
@@ -17,25 +20,43 @@ import {
   useLoad,
 } from './ui.js';
 
-interface Location {
-  id: string;
-  name: string;
-  position: { lat: number; lon: number };
-  boundary: Polygon | null;
-}
+/** The way back from a location's or a visit's page. */
+export const BackToPlaces = () => (
+  <p>
+    <a href="#/places">Back to the locations and visits</a>
+  </p>
+);
 
-interface Visit {
-  id: string;
-  locationId: string;
-  startedAt: string;
-  endedAt: string | null;
-  participants: string[];
-  notes: string | null;
-  status: (typeof visitStatuses)[number];
-  observationIds: string[];
-  submittedAt: string | null;
-  version: number;
-}
+/** A tenant's visits as a table: when, where (linked), status and who. */
+export const VisitTable = ({
+  visits,
+  names,
+}: {
+  visits: readonly Visit[];
+  names: ReadonlyMap<string, string>;
+}) => (
+  <ScrollBox label="Visits table">
+    <Table
+      caption="Visits"
+      columns={['Started', 'Location', 'Status', 'Participants']}
+      rows={visits}
+      row={(v) => (
+        <tr key={v.id} data-id={v.id}>
+          <td>
+            <a href={`#/visits/${v.id}`}>
+              <When at={v.startedAt} />
+            </a>
+          </td>
+          <td>
+            <PlaceLink id={v.locationId} names={names} />
+          </td>
+          <td>{v.status}</td>
+          <td>{v.participants.join(', ') || '—'}</td>
+        </tr>
+      )}
+    />
+  </ScrollBox>
+);
 
 export const PlacesScreen = ({ visitsToo }: { visitsToo: boolean }) => {
   const locations = useLoad(() => getJson<Page<Location>>(tenantPath('/locations?limit=200')), []);
@@ -63,14 +84,14 @@ export const PlacesScreen = ({ visitsToo }: { visitsToo: boolean }) => {
           columns={['Name', 'Id', 'Position', 'Boundary']}
           rows={rows}
           row={(l) => (
-            <tr key={l.id}>
-              <td>{l.name}</td>
+            <tr key={l.id} data-id={l.id}>
+              <td>
+                <a href={`#/locations/${l.id}`}>{l.name}</a>
+              </td>
               <td>
                 <code>{l.id}</code>
               </td>
-              <td>
-                {l.position.lat}, {l.position.lon}
-              </td>
+              <td class="coordinates">{positionText(l.position)}</td>
               <td>{l.boundary ? `${l.boundary.coordinates[0]?.length ?? 0} points` : '—'}</td>
             </tr>
           )}
@@ -85,31 +106,24 @@ export const PlacesScreen = ({ visitsToo }: { visitsToo: boolean }) => {
             choices={visitStatuses.map((value) => [value, value[0]!.toUpperCase() + value.slice(1)])}
           />
           <ProblemBox error={visits.error} />
-          <Table
-            caption="Visits"
-            columns={['Started', 'Location', 'Status', 'Participants']}
-            rows={visits.data?.data ?? []}
-            row={(v) => (
-              <tr key={v.id}>
-                <td>
-                  <a href={`#/visits/${v.id}`}>
-                    <When at={v.startedAt} />
-                  </a>
-                </td>
-                <td>{rows.find((l) => l.id === v.locationId)?.name ?? v.locationId}</td>
-                <td>{v.status}</td>
-                <td>{v.participants.join(', ') || '—'}</td>
-              </tr>
-            )}
-          />
+          <VisitTable visits={visits.data?.data ?? []} names={namesOf(rows)} />
         </Section>
       ) : null}
     </>
   );
 };
 
-export const VisitScreen = ({ id }: { id: string }) => {
+/** The one location a page names, when the credential may read locations; null until then. */
+export const useLocation = (id: string | null | undefined, allowed: boolean) =>
+  useLoad(
+    () => (id && allowed ? getJson<Location>(tenantPath(`/locations/${id}`)) : Promise.resolve(null)),
+    [id, allowed],
+  );
+
+export const VisitScreen = ({ id, placesToo }: { id: string; placesToo: boolean }) => {
   const visit = useLoad(() => getJson<Visit>(tenantPath(`/visits/${id}`)), [id]);
+  const place = useLocation(visit.data?.locationId, placesToo);
+  const names = namesOf(place.data ? [place.data] : []);
   const observations = useLoad(
     () => getJson<Page<Observation>>(tenantPath(`/observations${query({ visitId: id, limit: 200 })}`)),
     [id],
@@ -120,10 +134,14 @@ export const VisitScreen = ({ id }: { id: string }) => {
   return (
     <>
       <h1>Visit {v.id}</h1>
-      <p>
-        <a href="#/places">Back to the locations and visits</a>
-      </p>
+      <BackToPlaces />
       <dl>
+        <dt>Location</dt>
+        <dd>
+          <PlaceLink id={v.locationId} names={names} />
+        </dd>
+        <dt>Participants</dt>
+        <dd>{v.participants.length > 0 ? v.participants.join(', ') : '—'}</dd>
         <dt>Status</dt>
         <dd>{v.status}</dd>
         <dt>Started</dt>
@@ -155,10 +173,10 @@ export const VisitScreen = ({ id }: { id: string }) => {
           Submit the visit
         </button>
       ) : null}
-      <ProblemBox error={submit.error} />
+      <ProblemBox error={submit.error ?? place.error} />
       <Section title="Its observations">
         <ProblemBox error={observations.error} />
-        <ObservationTable rows={observations.data?.data ?? []} />
+        <ObservationTable rows={observations.data?.data ?? []} names={names} />
       </Section>
     </>
   );

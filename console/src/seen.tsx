@@ -1,7 +1,9 @@
 // "What was seen" on one image: per completed CV job, the counts by label (or the image-quality verdict),
 // the model and its run in words, and every detection as text (the boxes themselves are hidden from
 // assistive technology).
+import { labelsText } from './seen-text.js';
 import { When } from './ui.js';
+import './seen.css';
 import {
   countsOf,
   countsText,
@@ -125,3 +127,47 @@ export const WhatWasSeen = ({ jobs, hues }: { jobs: CvJob[]; hues: Map<string, s
     </ul>
   </section>
 );
+
+/** The newest completed job of each model, by when it finished; models in order of name. */
+export const latestByModel = (jobs: readonly CvJob[]): CvJob[] => {
+  const latest = new Map<string, CvJob>();
+  for (const job of jobs) {
+    const known = latest.get(job.model);
+    if (!known || (job.finishedAt ?? '') > (known.finishedAt ?? '')) latest.set(job.model, job);
+  }
+  return [...latest.values()].sort((a, b) => a.model.localeCompare(b.model));
+};
+
+/**
+ * The observation at a glance: per model, what its latest job saw (labels with counts) or, for the
+ * image-quality model, its verdict and measurements.
+ */
+export const LatestByModel = ({ jobs }: { jobs: readonly CvJob[] }) => {
+  const latest = latestByModel(jobs);
+  if (latest.length === 0) return <p class="muted">No CV job has completed on this observation yet.</p>;
+  return (
+    <dl class="latest-by-model">
+      {latest.map((job) => {
+        const quality = job.result ? qualityOf(job.result.summary) : null;
+        const counts = job.result ? countsOf(job.result) : [];
+        return (
+          <div key={job.model} class="latest-model" data-latest-model={job.model}>
+            <dt>{job.model === 'image-quality' || quality ? `Image quality (${job.model})` : job.model}</dt>
+            <dd>
+              {quality ? (
+                <QualityReport quality={quality} />
+              ) : counts.length > 0 ? (
+                <p class="counts">{labelsText(counts.map(([label, count]) => ({ label, count })))}</p>
+              ) : (
+                <p class="counts muted">Nothing found</p>
+              )}
+              <p class="run muted">
+                {job.mediaId}, finished <When at={job.finishedAt} />
+              </p>
+            </dd>
+          </div>
+        );
+      })}
+    </dl>
+  );
+};

@@ -1,6 +1,6 @@
 // The credential lives in sessionStorage (this tab, until it closes), never in localStorage: signing out,
 // or closing the tab, forgets it. What the credential may do is asked of the API itself (see probeScopes).
-import { ApiProblem, base } from './base.js';
+import { base } from './base.js';
 
 export type Credential =
   | { kind: 'apiKey'; tenantId: string; key: string }
@@ -48,6 +48,44 @@ const set = (credential: Credential | null) => {
 export const tenantOfKey = (key: string): string | null =>
   /^obs_(t_[0-9a-z]+)\./.exec(key.trim())?.[1] ?? null;
 
+/** A sign-in the service refused, or could not be asked about: `message` says why, in the user's words. */
+export class SignInRefused extends Error {}
+
+const problemDetail = async (response: Response): Promise<string> => {
+  try {
+    const body = (await response.json()) as { detail?: string; errors?: { path: string; message: string }[] };
+    return body.errors?.map((error) => `${error.path} ${error.message}`).join('; ') ?? body.detail ?? '';
+  } catch {
+    return '';
+  }
+};
+
+/** Why a sign-in was refused, from the answer's status: what the user can do next. */
+const refusalOf = async (response: Response, credential: 'key' | 'login'): Promise<SignInRefused> => {
+  const retryAfter = response.headers.get('retry-after');
+  const again = retryAfter ? ` in ${retryAfter} seconds` : ' in a while';
+  if (response.status === 401)
+    return new SignInRefused(
+      credential === 'key'
+        ? 'The service does not know this API key, or it was revoked. Check that you pasted all of it.'
+        : 'The e-mail or the password is wrong, or the account is disabled.',
+    );
+  if (response.status === 429) return new SignInRefused(`Too many attempts: try again${again}.`);
+  if (response.status === 400) return new SignInRefused(await problemDetail(response));
+  if (response.status >= 500)
+    return new SignInRefused(`The service is unavailable (HTTP ${response.status}): try again${again}.`);
+  return new SignInRefused(`The service refused the sign-in (HTTP ${response.status}).`);
+};
+
+/** A request that never got an answer (offline, the service down) is refused too, saying so. */
+const asked = async (request: () => Promise<Response>): Promise<Response> => {
+  try {
+    return await request();
+  } catch {
+    throw new SignInRefused('The service cannot be reached: check the connection, then try again.');
+  }
+};
+
 interface TokenPair {
   accessToken: string;
   refreshToken: string;
@@ -77,17 +115,26 @@ export const session = {
     listeners.add(listener);
     return () => listeners.delete(listener);
   },
-  useKey: (key: string) => {
+  /**
+   * Checked before it is kept, with one authenticated read (the tenant): a wrong or revoked key stays on
+   * the sign-in form. A key without the `admin` scope is refused that read (403), which proves it valid.
+   */
+  useKey: async (key: string) => {
     const tenantId = tenantOfKey(key);
-    if (!tenantId) throw new Error('That is not an API key of a tenant (obs_t_….….…)');
+    if (!tenantId) throw new SignInRefused('That is not an API key of a tenant (obs_t_….….…).');
+    const response = await asked(() =>
+      fetch(`${base}/v1/tenants/${tenantId}`, { headers: { 'X-API-Key': key.trim() } }),
+    );
+    if (!response.ok && response.status !== 403) throw await refusalOf(response, 'key');
     set({ kind: 'apiKey', tenantId, key: key.trim() });
   },
   /** The tenant is optional: without it the account is the one the password opens, named by the token. */
   login: async (email: string, password: string, tenantId = '') => {
-    const response = await postJson('/v1/auth/token', { email, password, ...(tenantId ? { tenantId } : {}) });
-    const body = (await response.json()) as TokenPair & { detail?: string; title?: string };
-    if (!response.ok)
-      throw new ApiProblem(response.status, body.title ?? 'Sign-in failed', body.detail ?? '');
+    const response = await asked(() =>
+      postJson('/v1/auth/token', { email, password, ...(tenantId ? { tenantId } : {}) }),
+    );
+    if (!response.ok) throw await refusalOf(response, 'login');
+    const body = (await response.json()) as TokenPair;
     set({
       kind: 'user',
       tenantId: tenantOfToken(body.accessToken),

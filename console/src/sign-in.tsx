@@ -1,7 +1,22 @@
-// Sign-in with an API key, or with a user's e-mail and password (POST /v1/auth/token).
-import { useState } from 'preact/hooks';
-import { session } from './session.js';
+// Sign-in with an API key, or with a user's e-mail and password (POST /v1/auth/token). Either is checked
+// with the service before the console opens: a refused one stays here, saying why.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { session, SignInRefused } from './session.js';
 import { ProblemBox, useAction } from './ui.js';
+
+/** Why the sign-in was refused; it takes the focus, so that a screen reader says it at once. */
+const Refusal = ({ error }: { error: unknown }) => {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => box.current?.focus(), [error]);
+  if (!error) return null;
+  if (!(error instanceof SignInRefused)) return <ProblemBox error={error} />;
+  return (
+    <div class="problem" role="alert" tabIndex={-1} ref={box}>
+      <strong>Not signed in</strong>
+      <p>{error.message}</p>
+    </div>
+  );
+};
 
 export const SignIn = () => {
   const [key, setKey] = useState('');
@@ -38,7 +53,7 @@ export const SignIn = () => {
           aria-label="With an API key"
           onSubmit={(event) => {
             event.preventDefault();
-            void withKey.run(() => Promise.resolve().then(() => session.useKey(key)));
+            void withKey.run(() => session.useKey(key));
           }}
         >
           <h2>With an API key</h2>
@@ -53,8 +68,10 @@ export const SignIn = () => {
               onInput={(e) => setKey((e.target as HTMLInputElement).value)}
             />
           </label>
-          <button type="submit">Sign in with the key</button>
-          <ProblemBox error={withKey.error} />
+          <button type="submit" disabled={withKey.busy}>
+            Sign in with the key
+          </button>
+          <Refusal error={withKey.error} />
         </form>
         <form
           aria-label="With e-mail and password"
@@ -78,7 +95,7 @@ export const SignIn = () => {
           <button type="submit" disabled={withLogin.busy}>
             Sign in
           </button>
-          <ProblemBox error={withLogin.error} />
+          <Refusal error={withLogin.error} />
         </form>
       </div>
     </main>

@@ -1,7 +1,7 @@
 // Small pieces every screen uses: loading and error states (the problem's `detail`), dates in the
 // browser's time zone with UTC on hover, a hook for one asynchronous load, and keyset paging's buttons.
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiProblem } from './api.js';
 
 export const ProblemBox = ({ error }: { error: unknown }) => {
@@ -23,17 +23,52 @@ export const Loading = ({ what }: { what: string }) => (
 );
 
 const local = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const utc = (date: Date) => date.toISOString().replace('T', ' ').replace('.000Z', 'Z');
 
 /** A date in the browser's time zone; its UTC form on hover, and as the machine-readable value. */
 export const When = ({ at }: { at: string | null | undefined }) => {
   if (!at) return <span>—</span>;
   const date = new Date(at);
   return (
-    <time
-      dateTime={date.toISOString()}
-      title={`${date.toISOString().replace('T', ' ').replace('.000Z', 'Z')} UTC`}
-    >
+    <time dateTime={date.toISOString()} title={`${utc(date)} UTC`}>
       {local.format(date)}
+    </time>
+  );
+};
+
+const sameYear = new Intl.DateTimeFormat(undefined, {
+  day: 'numeric',
+  month: 'short',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hourCycle: 'h23',
+});
+const otherYear = new Intl.DateTimeFormat(undefined, {
+  day: 'numeric',
+  month: 'short',
+  year: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  hourCycle: 'h23',
+});
+
+/** `27 Nov 09:41:03` (the year only when it is not this one): one line in a table's narrow column. */
+const compactly = (date: Date): string => {
+  const format = date.getFullYear() === new Date().getFullYear() ? sameYear : otherYear;
+  const part = (type: Intl.DateTimeFormatPartTypes) =>
+    format.formatToParts(date).find((p) => p.type === type)?.value ?? '';
+  const time = [part('hour'), part('minute'), ...(format === sameYear ? [part('second')] : [])].join(':');
+  return [part('day'), part('month'), ...(format === otherYear ? [part('year')] : []), time].join(' ');
+};
+
+/** A date as `When` shows it, on one line and short, for lists: the full UTC time is on hover. */
+export const WhenCompact = ({ at }: { at: string | null | undefined }) => {
+  if (!at) return <span>—</span>;
+  const date = new Date(at);
+  return (
+    <time class="compact" dateTime={date.toISOString()} title={`${utc(date)} UTC`}>
+      {compactly(date)}
     </time>
   );
 };
@@ -101,18 +136,21 @@ export const Pager = ({
   cursors,
   setCursors,
   next,
+  names = ['Previous page', 'Next page'],
 }: {
   label: string;
   cursors: string[];
   setCursors: (cursors: string[]) => void;
   next: string | null | undefined;
+  /** The buttons' names: back to the pages seen before, and on (e.g. Newer and Older when newest first). */
+  names?: readonly [string, string];
 }) => (
   <nav class="pager buttons" aria-label={label}>
     <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-      Previous page
+      {names[0]}
     </button>
     <button type="button" disabled={!next} onClick={() => next && setCursors([...cursors, next])}>
-      Next page
+      {names[1]}
     </button>
   </nav>
 );
@@ -121,31 +159,66 @@ export const Json = ({ value }: { value: unknown }) => (
   <pre class="json">{JSON.stringify(value, null, 2)}</pre>
 );
 
-/** A list as a table: its caption for screen readers, a header cell per column, and `row` for each item. */
+/**
+ * A box that scrolls sideways inside the page when its content is wider (a table on a phone), instead of
+ * widening the page. While it overflows it is a labelled tab stop, so that a keyboard can scroll it too.
+ */
+export const ScrollBox = ({ label, children }: { label: string; children: ComponentChildren }) => {
+  const box = useRef<HTMLDivElement>(null);
+  const [overflows, setOverflows] = useState(false);
+  useEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    const measure = () => setOverflows(element.scrollWidth > element.clientWidth + 1);
+    const observer = new ResizeObserver(measure);
+    observer.observe(element);
+    if (element.firstElementChild) observer.observe(element.firstElementChild);
+    return () => observer.disconnect();
+  }, []);
+  return (
+    <div
+      ref={box}
+      class="table-scroll"
+      {...(overflows ? { tabIndex: 0, role: 'group', 'aria-label': `${label}, scrolls sideways` } : {})}
+    >
+      {children}
+    </div>
+  );
+};
+
+/**
+ * A list as a table: its caption for screen readers, a header cell per column, and `row` for each item.
+ * A wide table scrolls in its own box on a phone; with `cards`, each row becomes a card there instead
+ * (style.css: a cell with class `wide` takes a line of its own, one with `data-label` is prefixed with it).
+ */
 export const Table = <T,>({
   caption,
   columns,
   rows,
   row,
+  cards = false,
 }: {
   caption: string;
   columns: readonly string[];
   rows: readonly T[];
   row: (item: T) => ComponentChildren;
+  cards?: boolean;
 }) => (
-  <table>
-    <caption class="visually-hidden">{caption}</caption>
-    <thead>
-      <tr>
-        {columns.map((column) => (
-          <th key={column} scope="col">
-            {column}
-          </th>
-        ))}
-      </tr>
-    </thead>
-    <tbody>{rows.map(row)}</tbody>
-  </table>
+  <ScrollBox label={caption}>
+    <table class={cards ? 'cards' : undefined}>
+      <caption class="visually-hidden">{caption}</caption>
+      <thead>
+        <tr>
+          {columns.map((column) => (
+            <th key={column} scope="col">
+              {column}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{rows.map(row)}</tbody>
+    </table>
+  </ScrollBox>
 );
 
 /** A load's problem, or that it is loading while there is nothing yet to show. */

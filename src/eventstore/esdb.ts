@@ -219,6 +219,25 @@ export const openEventStoreDb = (connectionString: string): Promise<EventStore> 
       return { events, lastPosition, isEnd: true };
     },
 
+    readAllBackward: async ({ before = Number.MAX_SAFE_INTEGER, maxCount = 1000, filter = {} } = {}) => {
+      // From the end of `$all`, skipping what is at or past `before`: our positions are not the server's, so
+      // the read cannot start at one; the history is paged from its newest events, so the skip stays short.
+      const read = client.readAll({ direction: BACKWARDS, fromPosition: END });
+      const events: RecordedEvent[] = [];
+      try {
+        for await (const { event } of read) {
+          const recorded = event && toRecorded(event);
+          if (!recorded || isSystem(recorded) || recorded.position >= before) continue;
+          if (!matches(filter, recorded)) continue;
+          events.push(recorded);
+          if (events.length >= maxCount) return { events, lastPosition: recorded.position, isStart: false };
+        }
+      } finally {
+        await read.cancel();
+      }
+      return { events, lastPosition: 0, isStart: true };
+    },
+
     readTenantByStream: async function* (tenantId, { pageSize = 1000 } = {}) {
       // EventStoreDB has no index by tenant and stream name: one scan of `$all` finds the tenant's streams,
       // whose names are then held, sorted, while each stream is read in version order (its memory grows

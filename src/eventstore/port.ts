@@ -27,6 +27,25 @@ export interface ReadAllOptions {
   raw?: boolean;
 }
 
+export interface ReadBackwardOptions {
+  /** Exclusive: only events before this position. Absent: from the newest event on. */
+  before?: number;
+  maxCount?: number;
+  filter?: EventFilter;
+}
+
+export interface ReadBackwardPage {
+  /** Newest first. */
+  events: RecordedEvent[];
+  /**
+   * The lowest position the read got to, which the next page is read before (it can be below the last
+   * returned event when the filter skipped events); 0 when the read reached the first event.
+   */
+  lastPosition: number;
+  /** True when the read reached the first event of the store. */
+  isStart: boolean;
+}
+
 export interface ReadAllPage {
   events: RecordedEvent[];
   /**
@@ -120,6 +139,11 @@ export interface EventStore {
     options?: { fromVersion?: number; maxCount?: number; raw?: boolean },
   ): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<ReadAllPage>;
+  /**
+   * Matching events newest first, from the head as `headPosition` sees it (so never past an event an older
+   * writer may still commit below): what a reader of the latest history, such as the audit screen, pages.
+   */
+  readAllBackward(options?: ReadBackwardOptions): Promise<ReadBackwardPage>;
   /**
    * One tenant's events exactly as stored (never upcast), stream by stream in stream-name order (code-unit
    * order, as `<` compares), each stream in version order, in pages of up to `pageSize`. What `audit verify`

@@ -316,6 +316,29 @@ export const openPostgresEventStore = async (
       }
     },
 
+    // Below the safe head, as readAll: an event above it may yet be joined by one an older writer commits.
+    readAllBackward: async ({ before = Number.MAX_SAFE_INTEGER, maxCount = 1000, filter } = {}) => {
+      const page = orderedPage(
+        {
+          columns: eventColumns,
+          from: ', heads',
+          where: 'e.position < $1 AND e.position <= heads.safe',
+          limit: '$2',
+          descending: true,
+        },
+        filter,
+        3,
+      );
+      const { rows } = await query<EventRow>(`WITH ${horizonCtes} ${page.sql}`, [
+        before,
+        maxCount,
+        ...page.params,
+      ]);
+      const events = rows.map(toRecordedEvent);
+      const isStart = rows.length < maxCount;
+      return { events, lastPosition: isStart ? 0 : events.at(-1)!.position, isStart };
+    },
+
     headPosition: async () => {
       const { rows } = await query<{ safe: string }>(`WITH ${horizonCtes} SELECT safe FROM heads`);
       return Number(rows[0]?.safe ?? 0);

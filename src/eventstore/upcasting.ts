@@ -33,6 +33,10 @@ export const withUpcasting = (store: EventStore, schemas: UpcasterRegistry): Eve
       const page = await store.readAll(options);
       return isRaw(options) ? page : { ...page, events: page.events.map(upcast) };
     },
+    readAllBackward: async (options) => {
+      const page = await store.readAllBackward(options);
+      return { ...page, events: page.events.map(upcast) };
+    },
     // Always as stored: it is only for hash verification.
     readTenantByStream: (tenantId, options) => store.readTenantByStream(tenantId, options),
     headPosition: () => store.headPosition(),

@@ -48,6 +48,7 @@ interface HistoryQuery {
   /** Inclusive bounds on metadata.occurredAt, in milliseconds. */
   from: number | undefined;
   to: number | undefined;
+  newestFirst: boolean;
 }
 
 /** What the store filters (by index on SQLite): the tenant, the types, and the stream as a prefix. */
@@ -82,7 +83,30 @@ const cursorKey = (query: HistoryQuery): string =>
     query.stream ?? null,
     query.from ?? null,
     query.to ?? null,
+    // Only when newest first, so that the cursors of commit order handed out before it existed still work.
+    ...(query.newestFirst ? ['desc'] : []),
   ]);
+
+/** One store page in the query's order, from an exclusive position (absent: the first or the newest). */
+type PageReader = (
+  from: number | undefined,
+  maxCount: number,
+) => Promise<{ events: RecordedEvent[]; resumeFrom: number; ended: boolean }>;
+
+const pageReader = (eventStore: EventStore, query: HistoryQuery): PageReader => {
+  const filter = storeFilter(query);
+  if (query.newestFirst) {
+    return async (before, maxCount) => {
+      const page = await eventStore.readAllBackward({ ...(before ? { before } : {}), maxCount, filter });
+      return { events: page.events, resumeFrom: page.lastPosition, ended: page.isStart };
+    };
+  }
+  return async (after = 0, maxCount) => {
+    const page = await eventStore.readAll({ after, maxCount, filter });
+    const ended = page.isEnd || page.lastPosition <= after;
+    return { events: page.events, resumeFrom: page.lastPosition, ended };
+  };
+};
 
 /**
  * Reads store pages until `limit` events passed the filters, the store ended, or the scan budget ran out.
@@ -91,27 +115,28 @@ const cursorKey = (query: HistoryQuery): string =>
 const readJsonPage = async (
   eventStore: EventStore,
   query: HistoryQuery,
-  start: number,
+  start: number | undefined,
   limit: number,
 ): Promise<{ events: RecordedEvent[]; next: number | null }> => {
   const keep = keeps(query);
+  const read = pageReader(eventStore, query);
   const maxCount = filtersHere(query) ? storePageSize : limit + 1;
   const events: RecordedEvent[] = [];
   const full = () => ({ events, next: events[limit - 1]!.position });
-  let after = start;
+  let from = start;
   let scanned = 0;
   for (;;) {
-    const page = await eventStore.readAll({ after, maxCount, filter: storeFilter(query) });
+    const page = await read(from, maxCount);
     for (const event of page.events) {
       if (!keep(event)) continue;
       if (events.length === limit) return full();
       events.push(event);
     }
-    if (page.isEnd || page.lastPosition <= after) return { events, next: null };
+    if (page.ended) return { events, next: null };
     if (events.length === limit) return full();
-    after = page.lastPosition;
+    from = page.resumeFrom;
     scanned += page.events.length;
-    if (scanned >= scanBudget) return { events, next: after };
+    if (scanned >= scanBudget) return { events, next: from };
   }
 };
 
@@ -163,13 +188,22 @@ async function* ndjsonLines(
   }
 }
 
-const startPosition = (cursors: CursorCodec, query: HistoryQuery, params: EventHistoryParams): number => {
+/** Where the page starts: after it in commit order, before it newest first (absent: at the newest). */
+const startPosition = (
+  cursors: CursorCodec,
+  query: HistoryQuery,
+  params: EventHistoryParams,
+): number | undefined => {
   if (params.cursor !== undefined && params.after !== undefined) {
     throw new ValidationError([
       { path: 'after', message: 'cannot be given with cursor: the cursor already names a position' },
     ]);
   }
-  if (params.cursor === undefined) return params.after ?? 0;
+  if (query.newestFirst && params.after !== undefined)
+    throw new ValidationError([
+      { path: 'after', message: 'is for commit order: newest first pages by cursor' },
+    ]);
+  if (params.cursor === undefined) return query.newestFirst ? undefined : (params.after ?? 0);
   const { value } = cursors.decode(params.cursor, cursorKey(query));
   if (typeof value !== 'number')
     throw new ValidationError([{ path: 'cursor', message: 'is not a history cursor' }]);
@@ -183,6 +217,7 @@ const queryOf = (ctx: Context, params: EventHistoryParams): HistoryQuery => {
     stream: params.stream,
     from: params.from === undefined ? undefined : Date.parse(params.from),
     to: params.to === undefined ? undefined : Date.parse(params.to),
+    newestFirst: params.order === 'desc',
   };
   if (query.from !== undefined && query.to !== undefined && query.from > query.to)
     throw new ValidationError([{ path: 'to', message: 'must not be before from' }]);
@@ -214,10 +249,12 @@ export const historyApi = (deps: HistoryApiDeps): Router => {
   router.get('/events', requireScope(deps.auth, 'admin'), async (ctx) => {
     const params = decodeOrThrow(EventHistoryQuery, ctx.query);
     const query = queryOf(ctx, params);
-    const start = startPosition(deps.cursors, query, params);
     ctx.vary('Accept');
 
     if (ctx.accepts('application/json', ndjsonType) === ndjsonType) {
+      if (query.newestFirst)
+        throw new ValidationError([{ path: 'order', message: 'an NDJSON download is in commit order' }]);
+      const start = startPosition(deps.cursors, query, params) ?? 0;
       const head = await deps.eventStore.headPosition();
       // The first page is read before the status line, so that a failing store still answers a problem.
       const first = await deps.eventStore.readAll({
@@ -246,7 +283,12 @@ export const historyApi = (deps: HistoryApiDeps): Router => {
         { path: 'limit', message: `must be a whole number from 1 to ${maxPageLimit}` },
       ]);
     }
-    const page = await readJsonPage(deps.eventStore, query, start, limit);
+    const page = await readJsonPage(
+      deps.eventStore,
+      query,
+      startPosition(deps.cursors, query, params),
+      limit,
+    );
     ctx.body = {
       data: page.events.map(historyEvent),
       nextCursor:

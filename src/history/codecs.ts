@@ -1,6 +1,13 @@
 import * as t from 'io-ts';
 import { parseStreamName } from '../core/streams.js';
-import { DateTimeString, paramOf, singleParam, strictObject, wholeNumberParam } from '../http/codec.js';
+import {
+  DateTimeString,
+  oneOf,
+  paramOf,
+  singleParam,
+  strictObject,
+  wholeNumberParam,
+} from '../http/codec.js';
 import { pageParams } from '../http/paging.js';
 
 /** The most events one JSON page holds; an NDJSON download has no such bound. */
@@ -38,6 +45,9 @@ export const StreamNameParam = singleParam(
   'must be a stream name such as observation-<tenantId>_<id>',
 );
 
+/** Commit order (the default, and the only order of an NDJSON download), or newest first. */
+export const historyOrders = ['asc', 'desc'] as const;
+
 export const EventHistoryQuery = strictObject(
   'history parameters',
   {},
@@ -50,6 +60,7 @@ export const EventHistoryQuery = strictObject(
     // Up to maxPageLimit for a JSON page; for an NDJSON download, a cap on the lines (checked in the route).
     limit: wholeNumberParam(1, Number.MAX_SAFE_INTEGER),
     cursor: pageParams.cursor,
+    order: paramOf(oneOf(historyOrders)),
   },
 );
 

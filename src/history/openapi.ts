@@ -103,7 +103,7 @@ export const historyOperations = (): BuiltOperation[] => [
     operationId: 'listEvents',
     summary: "The tenant's event history",
     description:
-      `In commit order. As JSON, pages of up to ${maxPageLimit} events; with \`Accept: ${ndjsonType}\`, every ` +
+      `In commit order, or newest first (\`order=desc\`). As JSON, pages of up to ${maxPageLimit} events; with \`Accept: ${ndjsonType}\`, every ` +
       'matching event up to the head when the request arrived, one per line (`limit` then caps the lines).',
     tag: 'Event history',
     access: { scope: 'admin' },
@@ -143,6 +143,11 @@ export const historyOperations = (): BuiltOperation[] => [
         cursor: {
           schema: fields.cursor,
           description: 'The `nextCursor` of the previous page; not with `after`',
+        },
+        order: {
+          description:
+            '`asc` (the default): commit order. `desc`: newest first, from the head when the request ' +
+            'arrived, each page older than the one before (its `nextCursor`); JSON pages only, not with `after`',
         },
       },
     },

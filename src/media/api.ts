@@ -17,6 +17,14 @@ import type { DecodeQueue } from './decode-queue.js';
 import { mediaIdOf, sha256Of } from './hash.js';
 import type { DecodeLimits } from './header.js';
 import { inspect, verify, type MeasuredImage } from './images.js';
+import { decodeOrThrow } from '../http/codec.js';
+import {
+  renderThumbnail,
+  thumbnailCache,
+  thumbnailETag,
+  thumbnailWidthOf,
+  ThumbnailQuery,
+} from './thumbnails.js';
 
 export interface MediaApiDeps {
   eventStore: EventStore;
@@ -145,11 +153,50 @@ export const mediaApi = (deps: MediaApiDeps): Router => {
     ctx.body = media satisfies ObservationMedia;
   });
 
-  router.get('/:mediaId', read, async (ctx) => {
+  const mediaOf = async (ctx: Context): Promise<ObservationMedia> => {
     const { state } = await readAggregate(deps.eventStore, observationDecider, stream(ctx));
     const mediaId = pathParam(ctx, 'mediaId');
     const media = observationOf(state).media.find((item) => item.id === mediaId);
     if (!media) throw new NotFoundError('The observation has no such medium');
+    return media;
+  };
+  const blobOf = async (media: ObservationMedia): Promise<Buffer> => {
+    const bytes = await deps.blobs.get(media.sha256);
+    // The blob is stored before its event: a missing one is a broken store, not a client error.
+    if (!bytes) throw new Error(`The blob ${media.sha256} of medium ${media.id} is missing`);
+    return bytes;
+  };
+
+  const thumbnails = thumbnailCache();
+  router.get('/:mediaId/thumbnail', read, async (ctx) => {
+    // An unsupported width is a 400 before the observation is read.
+    const width = thumbnailWidthOf(decodeOrThrow(ThumbnailQuery, ctx.query));
+    const media = await mediaOf(ctx);
+    const etag = thumbnailETag(media, width);
+    ctx.set('ETag', etag);
+    ctx.set('Cache-Control', immutable);
+    if (noneMatch(ctx.get('If-None-Match'), etag)) {
+      ctx.status = 304;
+      return;
+    }
+    const key = `${pathParam(ctx, 'tenantId')}/${media.sha256}/${width}`;
+    let thumbnail = thumbnails.get(key);
+    if (!thumbnail) {
+      const bytes = await blobOf(media);
+      thumbnail = await deps.decodes.upload(
+        () => renderThumbnail(bytes, width, deps.decodeLimits),
+        clientGone(ctx),
+      );
+      thumbnails.set(key, thumbnail);
+    }
+    ctx.status = 200;
+    ctx.type = 'image/webp';
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.body = thumbnail;
+  });
+
+  router.get('/:mediaId', read, async (ctx) => {
+    const media = await mediaOf(ctx);
     const etag = `"${media.sha256}"`;
     ctx.set('ETag', etag);
     ctx.set('Cache-Control', immutable);
@@ -157,9 +204,7 @@ export const mediaApi = (deps: MediaApiDeps): Router => {
       ctx.status = 304;
       return;
     }
-    const bytes = await deps.blobs.get(media.sha256);
-    // The blob is stored before its event: a missing one is a broken store, not a client error.
-    if (!bytes) throw new Error(`The blob ${media.sha256} of medium ${mediaId} is missing`);
+    const bytes = await blobOf(media);
     ctx.status = 200;
     ctx.type = media.contentType;
     ctx.set('X-Content-Type-Options', 'nosniff');

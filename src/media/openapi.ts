@@ -1,7 +1,10 @@
 import { observationId, observationsPath } from '../observations/openapi.js';
 import { exampleIds } from '../openapi/components.js';
-import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { componentSchema, ref, type Schema } from '../openapi/schema.js';
+import { bytesOf, operation, type BuiltOperation } from '../openapi/operation.js';
+import { mediaSettings } from '../settings/media.js';
+import { parseByteSize } from '../core/durations.js';
+import { componentSchema, enumOf, ref, type Schema } from '../openapi/schema.js';
+import { ThumbnailQuery, thumbnailWidths } from './thumbnails.js';
 import { mediaContentTypes as mediaTypes, ObservationMediaCodec } from '../observations/codecs.js';
 
 /** The images attached to observations: their schema and operations. */
@@ -9,6 +12,8 @@ import { mediaContentTypes as mediaTypes, ObservationMediaCodec } from '../obser
 export const mediaSchemas: Record<string, Schema> = { Media: componentSchema(ObservationMediaCodec) };
 
 const base = observationsPath;
+
+const defaultMediaMaxBytes = parseByteSize(mediaSettings.MEDIA_MAX_BYTES.default)!;
 
 export const mediaOperations = (): BuiltOperation[] => [
   operation({
@@ -29,6 +34,8 @@ export const mediaOperations = (): BuiltOperation[] => [
     body: {
       mediaTypes: [...mediaTypes, 'application/octet-stream'],
       description: 'The image',
+      // The default: an operator who sets MEDIA_MAX_BYTES changes what the service takes, not this document.
+      maxBytes: defaultMediaMaxBytes,
     },
     responses: {
       '201': {
@@ -61,9 +68,46 @@ export const mediaOperations = (): BuiltOperation[] => [
       '200': {
         description: 'The image',
         headers: ['MediaETag'],
-        content: Object.fromEntries(mediaTypes.map((type) => [type, {}])),
+        content: Object.fromEntries(mediaTypes.map((type) => [type, bytesOf(type)])),
       },
       '304': { description: 'Not modified', headers: ['MediaETag'] },
     },
+  }),
+  operation({
+    method: 'get',
+    path: `${base}/:id/media/:mediaId/thumbnail`,
+    operationId: 'downloadThumbnail',
+    summary: 'Download a small copy of an image',
+    description:
+      'The image turned upright and shrunk to `width` pixels wide (never enlarged), as WebP. The widths are a ' +
+      'fixed set; its decode is bounded by MEDIA_MAX_PIXELS and MEDIA_MAX_DECODED_BYTES as an upload is, ' +
+      'and takes a turn in the decode queue (503 with Retry-After when it is full). ' +
+      '`Cache-Control: private, max-age=31536000, immutable`; the ETag is the SHA-256 and the width.',
+    tag: 'Media',
+    access: { scope: 'observations:read' },
+    pathParameters: {
+      ...observationId,
+      mediaId: { description: "The medium's id", example: exampleIds.media },
+    },
+    query: {
+      codec: ThumbnailQuery,
+      parameters: {
+        width: {
+          schema: enumOf(thumbnailWidths.map(String), { default: String(thumbnailWidths[0]) }),
+          description: 'The width in pixels',
+          example: '160',
+        },
+      },
+    },
+    headers: ['IfNoneMatch'],
+    responses: {
+      '200': {
+        description: 'The thumbnail',
+        headers: ['ThumbnailETag'],
+        content: { 'image/webp': bytesOf('image/webp') },
+      },
+      '304': { description: 'Not modified', headers: ['ThumbnailETag'] },
+    },
+    problems: ['503'],
   }),
 ];

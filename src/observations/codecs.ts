@@ -129,19 +129,47 @@ export const ObservationMediaCodec = component(
   ),
 );
 
+/**
+ * What the latest CV job that found something saw, counted by label: set by the service on the list's
+ * documents only (projections/observations.ts folds it from CvJobCompleted), so a list page says what was
+ * seen without a request per row. A single read, folded from the observation's own stream, leaves it out.
+ */
+export const LatestDetectionsCodec = component(
+  'LatestDetections',
+  described(
+    strictObject('the latest detections', {
+      jobId: ResourceId,
+      model: plainText(1, 200),
+      finishedAt: DateTimeString,
+      labels: described(
+        t.array(strictObject('a label count', { label: plainText(1, 200), count: WholeNumber(1) })),
+        { description: 'Each label with how many times it was detected, most first' },
+      ),
+    }),
+    {
+      description:
+        'In lists only: the labels of the latest completed CV job of this observation that detected something',
+    },
+  ),
+);
+
 /** The resource as clients see it, and the document the observations read model stores. */
 export const ObservationCodec = component(
   'Observation',
   described(
-    strictObject('an observation', {
-      id: ServiceId('o'),
-      tenantId: TenantIdString,
-      ...observationFields,
-      media: described(t.array(ObservationMediaCodec), { description: 'In the order they were added' }),
-      createdAt: DateTimeString,
-      updatedAt: DateTimeString,
-      version: StreamVersion,
-    }),
+    strictObject(
+      'an observation',
+      {
+        id: ServiceId('o'),
+        tenantId: TenantIdString,
+        ...observationFields,
+        media: described(t.array(ObservationMediaCodec), { description: 'In the order they were added' }),
+        createdAt: DateTimeString,
+        updatedAt: DateTimeString,
+        version: StreamVersion,
+      },
+      { latestDetections: LatestDetectionsCodec },
+    ),
     { description: 'A field observation' },
   ),
 );

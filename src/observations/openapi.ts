@@ -3,6 +3,7 @@ import {
   CreateObservationBody,
   exampleObservationFields,
   GeoPositionCodec,
+  LatestDetectionsCodec,
   ListObservationsQuery,
   ObservationCodec,
   observationFields,
@@ -32,6 +33,7 @@ export const observationFieldSchemas = fieldSchemas(observationFields);
 
 export const observationSchemas: Record<string, Schema> = {
   GeoPosition: componentSchema(GeoPositionCodec),
+  LatestDetections: componentSchema(LatestDetectionsCodec),
   Observation: {
     ...componentSchema(ObservationCodec),
     examples: [

@@ -116,6 +116,10 @@ export const headers = {
     description: "The image's SHA-256 in quotes: the bytes under a media id never change",
     schema: string({ pattern: '^"[0-9a-f]{64}"$' }),
   },
+  ThumbnailETag: {
+    description: 'The image\'s SHA-256 and the thumbnail\'s width in quotes, e.g. `"…-w160"`',
+    schema: string({ pattern: '^"[0-9a-f]{64}-w\\d+"$' }),
+  },
   ScriptETag: {
     description: 'The version of the Redoc bundle in quotes, e.g. `"redoc-2.5.4"`',
     schema: string({ pattern: '^"redoc-[0-9A-Za-z.+-]{1,64}"$' }),
@@ -155,6 +159,7 @@ export const headers = {
 /** The response header each component describes, where the two names differ. */
 export const headerNames: Partial<Record<keyof typeof headers, string>> = {
   MediaETag: 'ETag',
+  ThumbnailETag: 'ETag',
   ScriptETag: 'ETag',
 };
 

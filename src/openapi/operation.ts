@@ -59,6 +59,8 @@ export interface OperationSpec {
     mediaTypes: string[];
     required?: boolean;
     description?: string;
+    /** A body of bytes (no codec, no schema): the largest the service accepts, in bytes. */
+    maxBytes?: number;
     /** A JSON body: 400 for malformed JSON, 413, 415. */
     json?: boolean;
     /**
@@ -82,6 +84,25 @@ export interface BuiltOperation {
   /** The codecs the route decodes its body and query with, which the document was built from. */
   codecs: { body?: StrictObjectCodec; query?: StrictObjectCodec };
 }
+
+/**
+ * The schema of a body that is bytes (an image): a binary string of that media type, so that generated
+ * clients type it as a file or a blob rather than `unknown`. What a client sends also says its largest size
+ * (`maxLength`, in bytes), as every string a client sends does (.spectral.yaml's request-string-limit).
+ */
+export const bytesOf = (mediaType: string, maxBytes?: number): Schema => ({
+  type: 'string',
+  format: 'binary',
+  contentMediaType: mediaType,
+  ...(maxBytes === undefined ? {} : { maxLength: maxBytes }),
+});
+
+/** The largest body of bytes an operation takes: it must say, since its body has no schema to bound it. */
+const bytesLimit = (spec: OperationSpec): number => {
+  if (spec.body?.maxBytes === undefined)
+    throw new Error(`${spec.operationId}: a body of bytes needs maxBytes, the largest the service accepts`);
+  return spec.body.maxBytes;
+};
 
 /** `:param` -> `{param}`. */
 export const openApiPath = (path: string): string => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
@@ -151,7 +172,10 @@ export const operation = (spec: OperationSpec): BuiltOperation => {
       required: spec.body.required ?? true,
       ...(spec.body.description ? { description: spec.body.description } : {}),
       content: Object.fromEntries(
-        spec.body.mediaTypes.map((type) => [type, schema ? { schema, example: spec.body!.example } : {}]),
+        spec.body.mediaTypes.map((type) => [
+          type,
+          schema ? { schema, example: spec.body!.example } : { schema: bytesOf(type, bytesLimit(spec)) },
+        ]),
       ),
     };
   }

@@ -180,6 +180,32 @@ export const eventStoreContract = (
       expect(second.lastPosition).to.be.at.least(second.events[0]?.position ?? Infinity);
     });
 
+    it('reads one tenant history newest first, before an exclusive position, in pages', async () => {
+      await seed();
+      const first = await store.readAllBackward({ maxCount: 2, filter: { tenantId: tenant } });
+      expect(first.events.map((e) => e.data)).to.deep.equal([{ i: 3 }, { i: 2 }]);
+      expect(first.isStart).to.equal(false);
+      const second = await store.readAllBackward({
+        before: first.lastPosition,
+        maxCount: 2,
+        filter: { tenantId: tenant },
+      });
+      expect(second.events.map((e) => e.data)).to.deep.equal([{ i: 1 }]);
+      expect(second.isStart).to.equal(true);
+    });
+
+    it('reads several event types newest first, each event once', async () => {
+      await seed();
+      await store.appendToStream(stream('beta', '2'), [anEvent('BetaMade', { i: 4 }, tenant)], 'no_stream');
+      const filter = { eventTypes: ['BetaMade', 'AlphaMade'], tenantId: tenant };
+      const first = await store.readAllBackward({ maxCount: 3, filter });
+      expect(first.events.map((e) => e.data)).to.deep.equal([{ i: 4 }, { i: 3 }, { i: 2 }]);
+      const rest = await store.readAllBackward({ before: first.lastPosition, maxCount: 3, filter });
+      expect(rest.events.map((e) => e.data)).to.deep.equal([{ i: 1 }]);
+      const betas = await store.readAllBackward({ filter: { eventTypes: ['BetaMade'], tenantId: tenant } });
+      expect(betas.events.map((e) => e.data)).to.deep.equal([{ i: 4 }, { i: 2 }]);
+    });
+
     it('reads one tenant stream by stream, in name then version order, as stored, in pages', async () => {
       const other = uniqueTenant();
       await store.appendToStream(stream('beta', '1'), [anEvent('BetaMade', { i: 1 }, tenant)], 'no_stream');

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { launchChromium, skipWithoutChromium } from '../support/browser.js';
-import type { Browser, Route } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { createUser, password } from '../support/auth.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
@@ -86,5 +86,81 @@ describe('the console’s stored credential', function () {
     }
     expect(errors).to.deep.equal([]);
     await context.close();
+  });
+
+  describe('signing in: the credential is checked before the console opens', () => {
+    let tenant: Awaited<ReturnType<typeof withTenant>>;
+    let context: BrowserContext;
+    let page: Page;
+    before(async () => {
+      tenant = await withTenant(server, 'signin');
+      await createUser(server, tenant, { email: 'bo@signin.test', scopes: ['admin'] });
+    });
+    beforeEach(async () => {
+      context = await browser.newContext();
+      page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      await page.goto(`${server.url}/console`);
+    });
+    afterEach(() => context.close());
+
+    /** Signs in with the key, and answers the refusal shown, once it has the focus. */
+    const refusalOfKey = async (key: string) => {
+      await page.getByLabel('API key', { exact: true }).fill(key);
+      await page.getByRole('button', { name: 'Sign in with the key' }).click();
+      return shownRefusal();
+    };
+    const shownRefusal = async () => {
+      const alert = page.getByRole('alert');
+      await alert.waitFor();
+      expect(await page.evaluate("document.activeElement?.getAttribute('role')")).to.equal('alert');
+      await page.getByRole('heading', { name: 'Sign in to the observation console' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Sign out' }).count()).to.equal(0);
+      expect(await page.evaluate('sessionStorage.length')).to.equal(0);
+      return (await alert.textContent()) ?? '';
+    };
+
+    it('stays on the form with a well-formed key the service does not know, saying so', async () => {
+      const last = tenant.adminKey.at(-1) === 'A' ? 'B' : 'A';
+      const wrong = `${tenant.adminKey.slice(0, -1)}${last}`;
+      expect(await refusalOfKey(wrong)).to.include('does not know this API key, or it was revoked');
+    });
+
+    it('stays on the form with a wrong password, saying so', async () => {
+      await page.getByLabel('E-mail', { exact: true }).fill('bo@signin.test');
+      await page.getByLabel('Password', { exact: true }).fill('not the password at all');
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      expect(await shownRefusal()).to.include('The e-mail or the password is wrong');
+    });
+
+    it('says when it is rate limited, and for how long', async () => {
+      await page.route('**/v1/tenants/*', (route) =>
+        route.fulfill({
+          status: 429,
+          headers: { 'Retry-After': '30', 'Content-Type': 'application/problem+json' },
+          body: JSON.stringify({ status: 429, title: 'Too many requests' }),
+        }),
+      );
+      expect(await refusalOfKey(tenant.adminKey)).to.include('Too many attempts: try again in 30 seconds');
+    });
+
+    it('says when the service cannot be reached', async () => {
+      await page.route('**/v1/auth/token', (route) => route.abort('connectionrefused'));
+      await page.getByLabel('E-mail', { exact: true }).fill('bo@signin.test');
+      await page.getByLabel('Password', { exact: true }).fill(password);
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      expect(await shownRefusal()).to.include('The service cannot be reached');
+    });
+
+    it('opens the console with a right key, and a key refused only the admin read enters too', async () => {
+      const reader = await tenant.key(['observations:read']);
+      await page.getByLabel('API key', { exact: true }).fill(reader);
+      await page.getByRole('button', { name: 'Sign in with the key' }).click();
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+      await page
+        .getByRole('navigation', { name: 'Screens' })
+        .getByRole('link', { name: 'Observations' })
+        .waitFor();
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { accessibilityViolations, launchChromium, skipWithoutChromium } from '../support/browser.js';
@@ -41,6 +41,7 @@ describe('the console in a browser', function () {
   const pageErrors: string[] = [];
   const observations: Record<string, string> = {};
   let visitId: string;
+  let locationId: string;
 
   const api = (path: string, init: Parameters<typeof request>[1] = {}) =>
     request(`${server.url}/v1/tenants/${tenant.tenantId}${path}`, {
@@ -57,8 +58,8 @@ describe('the console in a browser', function () {
     observations[name] = created.body.id as string;
   };
 
-  const newContext = async (): Promise<BrowserContext> => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const newContext = async (viewport = { width: 1280, height: 900 }): Promise<BrowserContext> => {
+    const context = await browser.newContext({ viewport });
     context.on('request', (r) => requested.push(r.url()));
     await context.addInitScript(`
       window.cspViolations = [];
@@ -80,10 +81,14 @@ describe('the console in a browser', function () {
     return page;
   };
 
-  /** Axe and a screenshot, for each screen once it shows what it should. */
-  const screen = async (page: Page, name: string) => {
+  /**
+   * Axe for a state a test brought about, and a screenshot when asked: the harness at the end photographs
+   * every screen at both sizes, so only states it does not reach need one here.
+   */
+  const screen = async (page: Page, name: string, photograph = false) => {
     expect(await accessibilityViolations(page), name).to.deep.equal([]);
-    await page.screenshot({ path: new URL(`${name}.png`, shots).pathname, fullPage: true });
+    if (photograph)
+      await page.screenshot({ path: new URL(`${name}-desktop.png`, shots).pathname, fullPage: true });
     cspViolations.push(...(await page.evaluate<string[]>('window.cspViolations')));
   };
 
@@ -132,6 +137,7 @@ describe('the console in a browser', function () {
       body: { locationId: location.body.id, startedAt: '2026-05-01T06:00:00Z', participants: ['Ada'] },
     });
     visitId = visit.body.id as string;
+    locationId = location.body.id as string;
     await record('visited', {
       position: { lat: 45.1, lon: 7.7 },
       notes: 'on the visit',
@@ -328,7 +334,7 @@ describe('the console in a browser', function () {
       await page.getByLabel('Status').selectOption('succeeded');
       await page.getByText('No attempts yet.').waitFor();
       await page.getByLabel('Status').selectOption('');
-      await screen(page, 'webhook-retries');
+      await screen(page, 'webhook-retries', true);
     });
 
     it('shows the event history, downloads it as NDJSON, and verifies it', async () => {
@@ -394,7 +400,7 @@ describe('the console in a browser', function () {
       expect(await nav.getByRole('link').allTextContents()).to.deep.equal(['Observations']);
       await page.goto(`${server.url}/console#/audit`);
       await page.getByRole('heading', { name: 'Not available to this credential' }).waitFor();
-      await screen(page, 'not-allowed');
+      await screen(page, 'not-allowed', true);
       // Bypassing the screens: the API refuses the same token.
       const refused = await page.evaluate<[number, string]>(`(async () => {
         const { accessToken } = JSON.parse(sessionStorage.getItem('obs-console-credential'));
@@ -455,6 +461,260 @@ describe('the console in a browser', function () {
       } finally {
         await context.close();
       }
+    });
+  });
+
+  /**
+   * The every-screen harness: each screen at a desktop's size and at a phone's, in the one browser against
+   * the one service. For each: no sideways scroll of the page, no console error, no failed request, axe,
+   * and a screenshot `<screen>-<size>.png`. A new screen is one line in `screens`.
+   */
+  describe('every screen, at 1280×800 and at 390×844', () => {
+    const sizes = {
+      desktop: { width: 1280, height: 800 },
+      phone: { width: 390, height: 844 },
+    } as const;
+    type Size = keyof typeof sizes;
+    const pages = {} as Record<Size, Page>;
+    /** What went wrong on a page since its last check: console errors and failed requests. */
+    const troubles = {} as Record<Size, string[]>;
+    const contexts: BrowserContext[] = [];
+    let subscriptionId: string;
+
+    const openEvent = async (page: Page) => {
+      await page.locator('tbody button.link').first().click();
+      await page.getByRole('dialog').getByText('Correlation id').waitFor();
+    };
+    const closeEvent = async (page: Page) => {
+      await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
+      await page.getByRole('dialog').waitFor({ state: 'detached' });
+    };
+
+    /** Each screen: the screenshot's name, where it is, its heading once it is there, and what to do then. */
+    const screens: {
+      name: string;
+      path: () => string;
+      heading: () => string;
+      open?: (page: Page) => Promise<void>;
+      close?: (page: Page) => Promise<void>;
+    }[] = [
+      { name: 'observations', path: () => '#/observations', heading: () => 'Observations' },
+      {
+        name: 'observation',
+        path: () => `#/observations/${observations.turin}`,
+        heading: () => `Observation ${observations.turin}`,
+      },
+      { name: 'places', path: () => '#/places', heading: () => 'Locations and visits' },
+      { name: 'location', path: () => `#/locations/${locationId}`, heading: () => 'Po valley plot' },
+      { name: 'visit', path: () => `#/visits/${visitId}`, heading: () => `Visit ${visitId}` },
+      { name: 'webhooks', path: () => '#/webhooks', heading: () => 'Webhooks' },
+      {
+        name: 'webhook',
+        path: () => `#/webhooks/${subscriptionId}`,
+        heading: () => `Subscription ${subscriptionId}`,
+      },
+      { name: 'audit', path: () => '#/audit', heading: () => 'Audit' },
+      {
+        name: 'audit-drawer',
+        path: () => '#/audit',
+        heading: () => 'Audit',
+        open: openEvent,
+        close: closeEvent,
+      },
+    ];
+
+    /** Until nothing on the page says it is loading (polled: the CSP refuses waitForFunction's eval). */
+    const settled = async (page: Page) => {
+      for (let tries = 0; (await page.locator('.loading').count()) > 0 && tries < 150; tries += 1)
+        await page.waitForTimeout(100);
+    };
+
+    /** `overlay`: a modal covers the viewport, so the viewport is what to photograph. */
+    const check = async (size: Size, name: string, overlay = false) => {
+      const page = pages[size];
+      await settled(page);
+      const [scrollWidth, innerWidth] = await page.evaluate<[number, number]>(
+        '[document.documentElement.scrollWidth, innerWidth]',
+      );
+      expect(scrollWidth, `${name} at ${size} size scrolls sideways`).to.be.at.most(innerWidth);
+      expect(await accessibilityViolations(page), `${name} at ${size} size`).to.deep.equal([]);
+      const path = new URL(`${name}-${size}.png`, shots).pathname;
+      if (overlay) await page.screenshot({ path });
+      else {
+        // The whole page, down to 2,400 pixels: enough to see a long list's layout, short enough to read.
+        const height = Math.min(await page.evaluate<number>('document.documentElement.scrollHeight'), 2400);
+        await page.screenshot({
+          path,
+          fullPage: true,
+          clip: { x: 0, y: 0, width: sizes[size].width, height },
+        });
+      }
+      expect(troubles[size].splice(0), `${name} at ${size} size`).to.deep.equal([]);
+      cspViolations.push(...(await page.evaluate<string[]>('window.cspViolations')));
+    };
+
+    before(async () => {
+      // More events than one page of the audit holds, so that it pages.
+      await server.stores.eventStore.appendToStream(
+        `probe-${tenant.tenantId}_paging`,
+        Array.from({ length: 60 }, (_, i) => ({
+          id: randomUUID(),
+          type: 'Probed',
+          data: { i },
+          metadata: {
+            tenantId: tenant.tenantId,
+            actor: 'test',
+            correlationId: 'paging',
+            causationId: null,
+            occurredAt: new Date().toISOString(),
+          },
+        })),
+        'no_stream',
+      );
+      const subscription = await api('/webhooks', {
+        method: 'POST',
+        body: { url: ok.url, events: ['observation.created'], secret },
+      });
+      expect(subscription.status, JSON.stringify(subscription.body)).to.equal(201);
+      subscriptionId = subscription.body.id as string;
+      for (const size of Object.keys(sizes) as Size[]) {
+        const context = await newContext(sizes[size]);
+        contexts.push(context);
+        const page = await openConsole(context);
+        troubles[size] = [];
+        page.on('console', (message) => {
+          if (message.type() === 'error') troubles[size].push(`console: ${message.text()}`);
+        });
+        page.on('requestfailed', (r) => troubles[size].push(`failed: ${r.url()} ${r.failure()?.errorText}`));
+        page.on('response', (r) => {
+          if (r.status() >= 400) troubles[size].push(`HTTP ${r.status()}: ${r.url()}`);
+        });
+        pages[size] = page;
+      }
+    });
+    after(async () => {
+      for (const context of contexts) await context.close();
+    });
+
+    for (const size of Object.keys(sizes) as Size[]) {
+      it(`shows every screen at the ${size}'s size: no sideways scroll, no error, no axe violation`, async () => {
+        const page = pages[size];
+        await page.getByRole('heading', { name: 'Sign in to the observation console' }).waitFor();
+        await check(size, 'sign-in');
+        await signInWithKey(page, tenant.adminKey);
+        for (const { name, path, heading, open, close } of screens) {
+          await page.goto(`${server.url}/console${path()}`);
+          await page.getByRole('heading', { name: heading(), exact: true, level: 1 }).waitFor();
+          await open?.(page);
+          await check(size, name, open !== undefined);
+          await close?.(page);
+        }
+      });
+    }
+
+    it('folds the header into a menu on a phone, which opens, goes to a screen, and closes', async () => {
+      const page = pages.phone;
+      await page.goto(`${server.url}/console#/observations`);
+      await page.getByRole('heading', { name: 'Observations', level: 1 }).waitFor();
+      const menu = page.getByRole('button', { name: 'Menu' });
+      const nav = page.getByRole('navigation', { name: 'Screens' });
+      expect(await menu.getAttribute('aria-expanded')).to.equal('false');
+      expect(await nav.isVisible()).to.equal(false);
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+      await menu.click();
+      expect(await menu.getAttribute('aria-expanded')).to.equal('true');
+      await nav.getByRole('link', { name: 'Observations' }).waitFor();
+      await check('phone', 'menu');
+      await page.keyboard.press('Escape');
+      expect(await menu.getAttribute('aria-expanded')).to.equal('false');
+      await menu.click();
+      await nav.getByRole('link', { name: 'Locations and visits' }).click();
+      await page.getByRole('heading', { name: 'Locations and visits', level: 1 }).waitFor();
+      expect(await menu.getAttribute('aria-expanded')).to.equal('false');
+      expect(await nav.isVisible()).to.equal(false);
+      // At a desktop's size the screens are in the header itself, with no menu button.
+      expect(await pages.desktop.getByRole('button', { name: 'Menu' }).isVisible()).to.equal(false);
+      expect(
+        await pages.desktop.getByRole('navigation', { name: 'Screens' }).getByRole('link').count(),
+      ).to.equal(4);
+    });
+
+    it('lists the audit newest first, and pages to older events and back to newer ones', async () => {
+      const page = pages.desktop;
+      await page.goto(`${server.url}/console#/places`);
+      await page.goto(`${server.url}/console#/audit`);
+      const positions = async () =>
+        (await page.locator('tbody tr td:last-child').allTextContents()).map(Number);
+      const newest = (await api('/events?order=desc&limit=1')).body.data[0].position as number;
+      const firstRow = async (expected: (first: number) => boolean) => {
+        for (let tries = 0; tries < 100; tries += 1) {
+          const first = (await positions())[0];
+          if (first !== undefined && expected(first)) return;
+          await page.waitForTimeout(50);
+        }
+      };
+      await firstRow((first) => first === newest);
+      const first = await positions();
+      expect(first[0]).to.equal(newest);
+      expect(first).to.have.length(50);
+      expect(first).to.deep.equal([...first].sort((a, b) => b - a));
+      await page.getByRole('button', { name: 'Older events' }).click();
+      await firstRow((top) => top < first.at(-1)!);
+      const older = await positions();
+      expect(older[0]).to.be.below(first.at(-1)!);
+      expect(older).to.deep.equal([...older].sort((a, b) => b - a));
+      await page.getByRole('button', { name: 'Newer events' }).click();
+      await firstRow((top) => top === newest);
+      expect(await positions()).to.deep.equal(first);
+      expect(await page.getByRole('button', { name: 'Newer events' }).isDisabled()).to.equal(true);
+      // One line for a date, with the full UTC time on hover.
+      const when = page.locator('tbody tr td:first-child time').first();
+      expect(await when.textContent()).to.match(/^\d{1,2} \S+ \d{2}:\d{2}:\d{2}$/);
+      expect(await when.getAttribute('title')).to.match(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?Z UTC$/);
+      expect(troubles.desktop.splice(0)).to.deep.equal([]);
+    });
+
+    it('opens an event in a drawer with its data and metadata, and gives the focus back when it closes', async () => {
+      const page = pages.desktop;
+      const recorded = (await api('/events?order=desc&type=ObservationRecorded&limit=1')).body.data[0] as {
+        streamName: string;
+        position: number;
+        data: { notes: string };
+        metadata: { actor: string; correlationId: string };
+      };
+      await page.getByLabel('Event types (comma-separated)').fill('ObservationRecorded');
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      const opener = page.locator('tbody button.link').first();
+      for (let tries = 0; tries < 100; tries += 1) {
+        if (
+          (await page.locator('tbody tr td:last-child').first().textContent()) === String(recorded.position)
+        )
+          break;
+        await page.waitForTimeout(50);
+      }
+      await opener.click();
+      const drawer = page.getByRole('dialog', {
+        name: `ObservationRecorded at position ${recorded.position}`,
+      });
+      await drawer.waitFor();
+      const text = (await drawer.textContent()) ?? '';
+      for (const shown of [
+        recorded.streamName,
+        recorded.metadata.actor,
+        recorded.metadata.correlationId,
+        recorded.data.notes,
+      ])
+        expect(text).to.include(shown);
+      expect(await drawer.getByLabel(/^Data of ObservationRecorded/).textContent()).to.include(
+        '"observationId"',
+      );
+      expect(await drawer.getByLabel(/^Metadata of ObservationRecorded/).textContent()).to.include(
+        '"occurredAt"',
+      );
+      await page.keyboard.press('Escape');
+      await drawer.waitFor({ state: 'detached' });
+      expect(await page.evaluate('document.activeElement?.textContent')).to.equal('ObservationRecorded');
+      expect(troubles.desktop.splice(0)).to.deep.equal([]);
     });
   });
 

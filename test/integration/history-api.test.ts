@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { NewEvent, RecordedEvent } from '../../src/core/events.js';
 import type { EventStore, ReadAllOptions } from '../../src/eventstore/port.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
+import { describePostgres, suiteDatabase } from '../support/postgres.js';
 import { sleep } from '../support/wait.js';
 
 type Response = Awaited<ReturnType<typeof request>>;
@@ -435,4 +436,77 @@ describe('an NDJSON download of more events than the connection holds', () => {
       reads.restore();
     }
   });
+});
+
+/** `order=desc`: the audit screen's newest-first pages, on each event store the service runs on. */
+const newestFirstSuite = (env: () => Record<string, string>) => {
+  let server: TestServer;
+  let tenantId: string;
+  let admin: Record<string, string>;
+  const events = (query: string, headers: Record<string, string> = {}) =>
+    request(`${server.url}/v1/tenants/${tenantId}/events${query}`, { headers: { ...admin, ...headers } });
+  const numbers = (response: Response) =>
+    (response.body.data as RecordedEvent<string, { i: number }>[]).map((event) => event.data.i);
+
+  before(async () => {
+    server = await startTestServer({ RATE_LIMIT: 'off', ...env() });
+    const tenant = await withTenant(server, 'newest');
+    tenantId = tenant.tenantId;
+    admin = { 'X-API-Key': tenant.adminKey };
+    await appendMany(server.stores.eventStore, tenantId, 7);
+  });
+  after(async () => server.close());
+
+  it('lists newest first, each page older than the one before, every event once', async () => {
+    const first = await events('?type=Probed&order=desc&limit=3');
+    expect(first.status, JSON.stringify(first.body)).to.equal(200);
+    expect(numbers(first)).to.deep.equal([6, 5, 4]);
+    const second = await events(`?type=Probed&order=desc&limit=3&cursor=${first.body.nextCursor as string}`);
+    expect(numbers(second)).to.deep.equal([3, 2, 1]);
+    const last = await events(`?type=Probed&order=desc&limit=3&cursor=${second.body.nextCursor as string}`);
+    expect(numbers(last)).to.deep.equal([0]);
+    expect(last.body.nextCursor).to.equal(null);
+    // A full page that reaches the first event says so.
+    expect((await events('?type=Probed&order=desc&limit=7')).body.nextCursor).to.equal(null);
+  });
+
+  it('keeps its pages where they were when newer events arrive (keyset, not offset)', async () => {
+    const first = await events('?type=Probed&order=desc&limit=3');
+    await server.stores.eventStore.appendToStream(
+      `probe-${tenantId}_late`,
+      [probe(tenantId, 'Probed', { i: 7 })],
+      'no_stream',
+    );
+    const second = await events(`?type=Probed&order=desc&limit=3&cursor=${first.body.nextCursor as string}`);
+    expect(numbers(second)).to.deep.equal([3, 2, 1]);
+    expect(numbers(await events('?type=Probed&order=desc&limit=1'))).to.deep.equal([7]);
+  });
+
+  it('is the commit order reversed, with the stream filter too', async () => {
+    const forward = (await events('?order=asc&limit=1000')).body.data as RecordedEvent[];
+    const backward = (await events('?order=desc&limit=1000')).body.data as RecordedEvent[];
+    expect(backward.map((event) => event.id)).to.deep.equal(forward.map((event) => event.id).reverse());
+    const stream = `probe-${tenantId}_b0`;
+    const one = await events(`?stream=${stream}&order=desc&limit=2`);
+    expect((one.body.data as RecordedEvent[]).map((event) => event.streamVersion)).to.deep.equal([6, 5]);
+  });
+
+  it('refuses what newest first cannot do, naming the parameter', async () => {
+    const ascending = await events('?type=Probed&limit=1');
+    expectProblem(await events('?order=sideways'), 400, 'order');
+    expectProblem(await events('?order=desc&after=3'), 400, 'after');
+    expectProblem(await events('?order=desc', { Accept: 'application/x-ndjson' }), 400, 'order');
+    // A cursor of commit order does not resume newest first.
+    expectProblem(
+      await events(`?type=Probed&order=desc&cursor=${ascending.body.nextCursor as string}`),
+      400,
+      'cursor',
+    );
+  });
+};
+
+describe('the history API newest first, on SQLite', () => newestFirstSuite(() => ({})));
+describePostgres('the history API newest first, on PostgreSQL', () => {
+  const database = suiteDatabase();
+  newestFirstSuite(() => ({ DATABASE_URL: database() }));
 });

@@ -510,6 +510,20 @@ describe('the OpenAPI document', function () {
         params: medium,
         headers: { 'If-None-Match': download.headers.get('etag')! },
       });
+      const thumbnail = await call(
+        'GET',
+        '/v1/tenants/{tenantId}/observations/{id}/media/{mediaId}/thumbnail',
+        {
+          params: medium,
+          query: 'width=320',
+        },
+      );
+      expect(thumbnail.headers.get('content-type')).to.equal('image/webp');
+      await call('GET', '/v1/tenants/{tenantId}/observations/{id}/media/{mediaId}/thumbnail', {
+        params: medium,
+        query: 'width=320',
+        headers: { 'If-None-Match': thumbnail.headers.get('etag')! },
+      });
 
       await call('GET', '/v1/tenants/{tenantId}/visits', { query: `status=draft&locationId=${place.id}` });
       await call('GET', '/v1/tenants/{tenantId}/visits/{id}', { params: trip });

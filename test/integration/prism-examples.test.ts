@@ -78,7 +78,13 @@ describe('every operation’s example, sent as it is through prism', function ()
   it('gives every request body an example', () => {
     const missing = documentedOperations(doc).flatMap(({ method, path, operation }) =>
       Object.entries(((operation.requestBody as Obj | undefined)?.content ?? {}) as Obj)
-        .filter(([, media]) => (media as Obj).schema && (media as Obj).example === undefined)
+        // Bytes (an image upload) have no example to write in JSON: the test below sends a real image.
+        .filter(
+          ([, media]) =>
+            (media as Obj).schema &&
+            (media as Obj).schema.format !== 'binary' &&
+            (media as Obj).example === undefined,
+        )
         .map(([type]) => `${method} ${path} ${type}`),
     );
     expect(missing).to.deep.equal([]);
