@@ -64,6 +64,8 @@ export interface DeliveryAttemptRecord {
   durationMs: number;
   error: string | null;
   nextAttemptAt: string | null;
+  /** Sent by `POST …/test`; false for attempts recorded before test attempts were marked. */
+  test: boolean;
 }
 
 /** The log of every attempt, per tenant, for GET .../webhooks/{id}/deliveries. */
@@ -71,7 +73,7 @@ export const deliveryAttemptsProjection: Projection<DeliveryAttemptRecord> = {
   name: 'webhook_delivery_attempts',
   collection: {
     name: 'webhook_delivery_attempts',
-    fields: textFields('webhookId', 'status', 'eventType', 'attemptedAt'),
+    fields: textFields('webhookId', 'status', 'eventType', 'attemptedAt', 'test'),
     indexes: [['webhookId', 'attemptedAt']],
   },
   eventTypes: ['DeliveryAttempted'],
@@ -80,12 +82,19 @@ export const deliveryAttemptsProjection: Projection<DeliveryAttemptRecord> = {
     return { tenantId: event.metadata.tenantId, id: `${data.deliveryId}.${data.attempt}` };
   },
   evolve: (_doc, event) => {
-    const { ok, ...data } = event.data as Extract<DeliveryEvent, { type: 'DeliveryAttempted' }>['data'];
+    // The request sent (its headers) is shown by the attempt's details, read from the delivery's stream.
+    const {
+      ok,
+      request: _request,
+      test,
+      ...data
+    } = event.data as Extract<DeliveryEvent, { type: 'DeliveryAttempted' }>['data'];
     return {
       id: `${data.deliveryId}.${data.attempt}`,
       ...data,
       attemptedAt: event.metadata.occurredAt,
       status: ok ? 'succeeded' : 'failed',
+      test: test === true,
     };
   },
 };

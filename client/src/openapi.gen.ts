@@ -946,6 +946,50 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/tenants/{tenantId}/webhooks/{id}/pause': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Pause a subscription
+     * @description While paused nothing is sent to the receiver (test events excepted, as for a disabled subscription), and nothing is lost: the events that happen meanwhile, and the retries that fall due, wait for `POST …/resume`. Redeliveries and replays are refused with 409 until then. Pausing a paused subscription changes nothing (200); a disabled one gets 409 (enable it first).
+     *
+     *     Needs the scope `webhooks:manage`.
+     */
+    post: operations['pauseWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenantId}/webhooks/{id}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Resume a paused subscription
+     * @description Active again: what the pause held back is scheduled at once, in the order it happened, and goes out within the subscription's concurrency limit; `replayed` says how many deliveries. Resuming an active subscription changes nothing (200, `replayed: 0`); a disabled one gets 409 (enable it instead).
+     *
+     *     Needs the scope `webhooks:manage`.
+     */
+    post: operations['resumeWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/tenants/{tenantId}/webhooks/{id}/secret/rotate': {
     parameters: {
       query?: never;
@@ -1028,6 +1072,50 @@ export interface paths {
      *     Needs the scope `webhooks:manage`.
      */
     post: operations['redeliver'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenantId}/webhooks/{id}/deliveries/{deliveryId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A delivery, with the request each attempt sent
+     * @description The payload, and every attempt with the request as sent (URL and headers, signatures included, never the secret), the receiver's status, the start of its answer, the duration and the error.
+     *
+     *     Needs the scope `webhooks:manage`.
+     */
+    get: operations['getDelivery'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenantId}/webhooks/{id}/replay': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send again what failed since a time
+     * @description Every delivery of this subscription that ended failed (its retries ran out, or its redelivery failed) with a failed attempt at or after `since` is sent once more, as a redelivery, oldest first: at most 500 per request (`more` then says to ask again). Test events are not sent again. 409 while paused.
+     *
+     *     Needs the scope `webhooks:manage`.
+     */
+    post: operations['replayFailedDeliveries'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1803,13 +1891,39 @@ export interface components {
         | 'cv.job.failed'
         | 'visit.submitted'
       )[];
-      /** @enum {string} */
-      status: 'active' | 'disabled';
+      /**
+       * @description Paused by a user (`POST …/pause`: nothing is sent, and what happens meanwhile goes out on resume), or disabled by failures or by its owner losing a scope
+       * @enum {string}
+       */
+      status: 'active' | 'paused' | 'disabled';
       disabledReason: string | null;
       /** Format: date-time */
       disabledAt: string | null;
       /** Format: date-time */
+      pausedAt: string | null;
+      /** Format: date-time */
       createdAt: string;
+      /** @description The receiver as its latest attempts found it (tests and redeliveries count too), from a read model: it may lag an attempt by a moment */
+      health: {
+        /** @description How many of the latest attempts `successRate` covers */
+        window: number;
+        /** @description Attempts in the window (fewer while it fills) */
+        attempts: number;
+        /** @description Succeeded attempts in the window, over `attempts`; null before any */
+        successRate: number | null;
+        /** Format: date-time */
+        lastAttemptAt: string | null;
+        /** @enum {string|null} */
+        lastAttemptStatus: 'succeeded' | 'failed' | null;
+        /** @description null when nothing answered */
+        lastStatusCode: number | null;
+        /** Format: date-time */
+        lastSuccessAt: string | null;
+        /** @description Failed attempts since the last success */
+        consecutiveFailures: number;
+        /** @description The last 3 attempts all failed, or the subscription was disabled */
+        failing: boolean;
+      };
     };
     /** @description The new subscription, with its secret: the only answer that holds it */
     CreatedWebhookSubscription: {
@@ -1826,11 +1940,16 @@ export interface components {
         | 'cv.job.failed'
         | 'visit.submitted'
       )[];
-      /** @enum {string} */
-      status: 'active' | 'disabled';
+      /**
+       * @description Paused by a user (`POST …/pause`: nothing is sent, and what happens meanwhile goes out on resume), or disabled by failures or by its owner losing a scope
+       * @enum {string}
+       */
+      status: 'active' | 'paused' | 'disabled';
       disabledReason: string | null;
       /** Format: date-time */
       disabledAt: string | null;
+      /** Format: date-time */
+      pausedAt: string | null;
       /** Format: date-time */
       createdAt: string;
       /** @description The secret in the Standard Webhooks form, as their libraries take it: `new Webhook(secret)`. Keep it: it is never shown again */
@@ -1851,11 +1970,16 @@ export interface components {
         | 'cv.job.failed'
         | 'visit.submitted'
       )[];
-      /** @enum {string} */
-      status: 'active' | 'disabled';
+      /**
+       * @description Paused by a user (`POST …/pause`: nothing is sent, and what happens meanwhile goes out on resume), or disabled by failures or by its owner losing a scope
+       * @enum {string}
+       */
+      status: 'active' | 'paused' | 'disabled';
       disabledReason: string | null;
       /** Format: date-time */
       disabledAt: string | null;
+      /** Format: date-time */
+      pausedAt: string | null;
       /** Format: date-time */
       createdAt: string;
       /** @description The secret in the Standard Webhooks form, as their libraries take it: `new Webhook(secret)`. Keep it: it is never shown again */
@@ -1901,15 +2025,202 @@ export interface components {
         | 'cv.job.failed'
         | 'visit.submitted'
       )[];
-      /** @enum {string} */
-      status: 'active' | 'disabled';
+      /**
+       * @description Paused by a user (`POST …/pause`: nothing is sent, and what happens meanwhile goes out on resume), or disabled by failures or by its owner losing a scope
+       * @enum {string}
+       */
+      status: 'active' | 'paused' | 'disabled';
       disabledReason: string | null;
       /** Format: date-time */
       disabledAt: string | null;
       /** Format: date-time */
+      pausedAt: string | null;
+      /** Format: date-time */
       createdAt: string;
+      /** @description The receiver as its latest attempts found it (tests and redeliveries count too), from a read model: it may lag an attempt by a moment */
+      health: {
+        /** @description How many of the latest attempts `successRate` covers */
+        window: number;
+        /** @description Attempts in the window (fewer while it fills) */
+        attempts: number;
+        /** @description Succeeded attempts in the window, over `attempts`; null before any */
+        successRate: number | null;
+        /** Format: date-time */
+        lastAttemptAt: string | null;
+        /** @enum {string|null} */
+        lastAttemptStatus: 'succeeded' | 'failed' | null;
+        /** @description null when nothing answered */
+        lastStatusCode: number | null;
+        /** Format: date-time */
+        lastSuccessAt: string | null;
+        /** @description Failed attempts since the last success */
+        consecutiveFailures: number;
+        /** @description The last 3 attempts all failed, or the subscription was disabled */
+        failing: boolean;
+      };
       /** @description Missed events scheduled again */
       replayed: number;
+    };
+    /** @description The subscription, paused */
+    PausedWebhookSubscription: {
+      id: string;
+      /** @example t_01m7xr44nde6cpe35md841agpz */
+      tenantId: string;
+      /** Format: uri */
+      url: string;
+      /** @description A non-empty list of distinct event types */
+      events: (
+        | 'observation.created'
+        | 'observation.updated'
+        | 'cv.job.completed'
+        | 'cv.job.failed'
+        | 'visit.submitted'
+      )[];
+      /**
+       * @description Paused by a user (`POST …/pause`: nothing is sent, and what happens meanwhile goes out on resume), or disabled by failures or by its owner losing a scope
+       * @enum {string}
+       */
+      status: 'active' | 'paused' | 'disabled';
+      disabledReason: string | null;
+      /** Format: date-time */
+      disabledAt: string | null;
+      /** Format: date-time */
+      pausedAt: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** @description The receiver as its latest attempts found it (tests and redeliveries count too), from a read model: it may lag an attempt by a moment */
+      health: {
+        /** @description How many of the latest attempts `successRate` covers */
+        window: number;
+        /** @description Attempts in the window (fewer while it fills) */
+        attempts: number;
+        /** @description Succeeded attempts in the window, over `attempts`; null before any */
+        successRate: number | null;
+        /** Format: date-time */
+        lastAttemptAt: string | null;
+        /** @enum {string|null} */
+        lastAttemptStatus: 'succeeded' | 'failed' | null;
+        /** @description null when nothing answered */
+        lastStatusCode: number | null;
+        /** Format: date-time */
+        lastSuccessAt: string | null;
+        /** @description Failed attempts since the last success */
+        consecutiveFailures: number;
+        /** @description The last 3 attempts all failed, or the subscription was disabled */
+        failing: boolean;
+      };
+    };
+    /** @description The subscription, active again */
+    ResumedWebhookSubscription: {
+      id: string;
+      /** @example t_01m7xr44nde6cpe35md841agpz */
+      tenantId: string;
+      /** Format: uri */
+      url: string;
+      /** @description A non-empty list of distinct event types */
+      events: (
+        | 'observation.created'
+        | 'observation.updated'
+        | 'cv.job.completed'
+        | 'cv.job.failed'
+        | 'visit.submitted'
+      )[];
+      /**
+       * @description Paused by a user (`POST …/pause`: nothing is sent, and what happens meanwhile goes out on resume), or disabled by failures or by its owner losing a scope
+       * @enum {string}
+       */
+      status: 'active' | 'paused' | 'disabled';
+      disabledReason: string | null;
+      /** Format: date-time */
+      disabledAt: string | null;
+      /** Format: date-time */
+      pausedAt: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** @description The receiver as its latest attempts found it (tests and redeliveries count too), from a read model: it may lag an attempt by a moment */
+      health: {
+        /** @description How many of the latest attempts `successRate` covers */
+        window: number;
+        /** @description Attempts in the window (fewer while it fills) */
+        attempts: number;
+        /** @description Succeeded attempts in the window, over `attempts`; null before any */
+        successRate: number | null;
+        /** Format: date-time */
+        lastAttemptAt: string | null;
+        /** @enum {string|null} */
+        lastAttemptStatus: 'succeeded' | 'failed' | null;
+        /** @description null when nothing answered */
+        lastStatusCode: number | null;
+        /** Format: date-time */
+        lastSuccessAt: string | null;
+        /** @description Failed attempts since the last success */
+        consecutiveFailures: number;
+        /** @description The last 3 attempts all failed, or the subscription was disabled */
+        failing: boolean;
+      };
+      /** @description Deliveries the pause held back, now scheduled in the order they happened */
+      replayed: number;
+    };
+    /** @description What a replay sent again */
+    WebhookReplayResult: {
+      /** @description Failed deliveries sent again, as redeliveries */
+      replayed: number;
+      /** @description 500 were sent: there may be more; ask again */
+      more: boolean;
+    };
+    /** @description One delivery with its payload and every attempt of it, oldest first */
+    DeliveryDetails: {
+      id: string;
+      deliveryId: string;
+      /** @example t_01m7xr44nde6cpe35md841agpz */
+      tenantId: string;
+      webhookId: string;
+      eventId: string;
+      /** @enum {string} */
+      eventType:
+        | 'observation.created'
+        | 'observation.updated'
+        | 'cv.job.completed'
+        | 'cv.job.failed'
+        | 'visit.submitted';
+      /** @enum {string} */
+      status: 'scheduled' | 'claimed' | 'succeeded' | 'failed' | 'cancelled';
+      attempts: number;
+      /** Format: date-time */
+      dueAt: string | null;
+      /** Format: date-time */
+      claimedAt: string | null;
+      /** @description A redelivery: one attempt that neither retries nor disables */
+      manual: boolean;
+      /** @description A test event (`POST …/test`), which is manual too */
+      test: boolean;
+      /** Format: date-time */
+      updatedAt: string;
+      /** @description The envelope sent, `{id, type, tenantId, timestamp, data}` */
+      payload: Record<string, never>;
+      attemptLog: {
+        attempt: number;
+        /** Format: date-time */
+        attemptedAt: string;
+        /** @enum {string} */
+        status: 'succeeded' | 'failed';
+        statusCode: number | null;
+        durationMs: number;
+        error: string | null;
+        /** @description The first 1024 bytes of the receiver's answer; null when nothing answered */
+        responseBody: string | null;
+        /** Format: date-time */
+        nextAttemptAt: string | null;
+        /** @description The request as sent; its body is the delivery's `payload` in canonical JSON */
+        request: {
+          /** Format: uri */
+          url: string;
+          /** @description The headers sent: `webhook-id`, `webhook-timestamp`, `webhook-signature`, `X-Service-Signature`, `content-type`, `user-agent`. The signatures are shown; the secret never is */
+          headers: {
+            [key: string]: string;
+          };
+        } | null;
+      }[];
     };
     /** @description One event on its way to one subscription */
     Delivery: {
@@ -1963,6 +2274,8 @@ export interface components {
       error: string | null;
       /** Format: date-time */
       nextAttemptAt: string | null;
+      /** @description An attempt of a test event (`POST …/test`) */
+      test: boolean;
       /** @description The first 1024 bytes of the receiver's answer, as text; absent when nothing answered, and on attempts recorded before it was kept */
       responseBody?: string;
     };
@@ -2320,6 +2633,14 @@ export interface components {
         | 'cv.job.completed'
         | 'cv.job.failed'
         | 'visit.submitted';
+    };
+    ReplayFailedDeliveriesRequest: {
+      /**
+       * Format: date-time
+       * @description Deliveries whose last attempt failed at or after this time are sent again
+       * @example 2026-05-01T00:00:00Z
+       */
+      since: string;
     };
   };
   responses: {
@@ -5784,6 +6105,100 @@ export interface operations {
       default: components['responses']['UnexpectedError'];
     };
   };
+  pauseWebhook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the POST safe to retry: the first answer (except 5xx, 408 and 429) is kept for 24 hours, sealed, and replayed, with `Idempotency-Replayed: true`, to the same credential with the same scopes sending the same key to the same route with the same parameters and body, once the route has admitted it (a credential that may not call the route gets its 401 or 403). 1 to 255 printable ASCII characters. */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Paused */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['PausedWebhookSubscription'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['Unprocessable'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  resumeWebhook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the POST safe to retry: the first answer (except 5xx, 408 and 429) is kept for 24 hours, sealed, and replayed, with `Idempotency-Replayed: true`, to the same credential with the same scopes sending the same key to the same route with the same parameters and body, once the route has admitted it (a credential that may not call the route gets its 401 or 403). 1 to 255 printable ASCII characters. */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Active again */
+      200: {
+        headers: {
+          ETag: components['headers']['ETag'];
+          'X-Position': components['headers']['X-Position'];
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ResumedWebhookSubscription'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['Unprocessable'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
   rotateWebhookSecret: {
     parameters: {
       query?: never;
@@ -5913,6 +6328,8 @@ export interface operations {
           | 'cv.job.completed'
           | 'cv.job.failed'
           | 'visit.submitted';
+        /** @description `true`: only attempts of test events; `false`: only real ones */
+        test?: 'true' | 'false';
       };
       header?: never;
       path: {
@@ -5998,6 +6415,107 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['Unprocessable'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  getDelivery: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
+        id: string;
+        /**
+         * @description The delivery's id
+         * @example d_4e07408562bedb8b60ce05c1de
+         */
+        deliveryId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The delivery */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeliveryDetails'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  replayFailedDeliveries: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes the POST safe to retry: the first answer (except 5xx, 408 and 429) is kept for 24 hours, sealed, and replayed, with `Idempotency-Replayed: true`, to the same credential with the same scopes sending the same key to the same route with the same parameters and body, once the route has admitted it (a credential that may not call the route gets its 401 or 403). 1 to 255 printable ASCII characters. */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+        /**
+         * @description The subscription's id
+         * @example w_01m7xr8d7e9f1g3h5j7k9m1n3p
+         */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "since": "2026-05-01T00:00:00Z"
+         *     }
+         */
+        'application/json': components['schemas']['ReplayFailedDeliveriesRequest'];
+      };
+    };
+    responses: {
+      /** @description Scheduled */
+      202: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookReplayResult'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['Unprocessable'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];

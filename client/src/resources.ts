@@ -28,6 +28,11 @@ import type {
   Delivery,
   DeliveryAttempt,
   EnabledWebhook,
+  DeliveryDetails,
+  PausedWebhook,
+  ReplayFailedInput,
+  ResumedWebhook,
+  WebhookReplayResult,
   EnableWebhookInput,
   RotatedWebhook,
   RotateWebhookSecretInput,
@@ -448,6 +453,33 @@ export class Webhooks extends TenantCollection<
     options?: RequestOptions,
   ): AsyncGenerator<DeliveryAttempt, void, undefined> {
     return paginate(params, (page) => this.deliveries(tenantId, id, page, options));
+  }
+  /** Stops every delivery until `resume`; what happens meanwhile waits, and is not lost. */
+  pause(tenantId: string, id: string, options?: PostOptions): Promise<PausedWebhook> {
+    return this.act(tenantId, id, 'pause', options);
+  }
+  /** Active again: what the pause held back goes out in order; `replayed` says how many deliveries. */
+  resume(tenantId: string, id: string, options?: PostOptions): Promise<ResumedWebhook> {
+    return this.act(tenantId, id, 'resume', options);
+  }
+  /** A delivery with its payload and each attempt's request as sent (headers, signatures; never the secret). */
+  delivery(
+    tenantId: string,
+    id: string,
+    deliveryId: string,
+    options?: RequestOptions,
+  ): Promise<DeliveryDetails> {
+    const path = `${this.path(tenantId, id)}/deliveries/${seg(deliveryId)}`;
+    return this.http.json({ method: 'GET', path, ...withOptions(options) });
+  }
+  /** Sends again, as redeliveries, the deliveries that ended failed since `since` (at most 500 a call). */
+  replayFailed(
+    tenantId: string,
+    id: string,
+    input: ReplayFailedInput,
+    options?: PostOptions,
+  ): Promise<WebhookReplayResult> {
+    return this.act(tenantId, id, 'replay', options, input);
   }
   /** Sends a delivery once more, with the same envelope id (202). */
   redeliver(tenantId: string, id: string, deliveryId: string, options?: PostOptions): Promise<Delivery> {

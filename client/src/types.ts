@@ -178,6 +178,13 @@ export type DeliveryAttempt = Schemas['DeliveryAttempt'];
 export type ListDeliveriesParams = Query<'listDeliveryAttempts'>;
 /** A delivery's state, as `POST .../redeliver` answers it. */
 export type Delivery = Schemas['Delivery'];
+/** A delivery with its payload and every attempt's request as sent (`GET …/deliveries/{deliveryId}`). */
+export type DeliveryDetails = Schemas['DeliveryDetails'];
+export type WebhookHealth = WebhookSubscription['health'];
+export type PausedWebhook = Schemas['PausedWebhookSubscription'];
+export type ResumedWebhook = Schemas['ResumedWebhookSubscription'];
+export type ReplayFailedInput = Input<'ReplayFailedDeliveriesRequest'>;
+export type WebhookReplayResult = Schemas['WebhookReplayResult'];
 
 /** Any delivery, discriminated by `type`: `switch (event.type)` narrows `event.data`. */
 export type WebhookEvent =

@@ -11,8 +11,11 @@ export const table = (collection: string) => {
 };
 export const column = (field: string) => `f_${field}`;
 
-/** SQL parameters: SQLite has no booleans. */
-const bind = (value: Scalar): string | number => (typeof value === 'boolean' ? Number(value) : value);
+/**
+ * SQL parameters: SQLite has no booleans. json_extract gives a boolean as 1 or 0, which a TEXT column keeps
+ * as '1' or '0' (and the integer 1 never equals that text); bound as that text it matches a REAL column too.
+ */
+const bind = (value: Scalar): string | number => (typeof value === 'boolean' ? String(Number(value)) : value);
 
 /** A condition of a WHERE clause with its parameters. */
 export interface SqlPart {

@@ -2,22 +2,26 @@ import Router from '@koa/router';
 import type { ResourceRouteContext } from '../feature.js';
 import type * as t from 'io-ts';
 import type { Context } from 'koa';
-import { deliveryAttemptsProjection, webhooksProjection } from '../../projections/webhooks.js';
+import { webhooksProjection } from '../../projections/webhooks.js';
 import { requireScope } from '../http/guard.js';
-import { handleCommand, readAggregate } from '../core/command-handler.js';
+import { handleCommand } from '../core/command-handler.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
-import { streamName } from '../core/streams.js';
 import { decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
 import { commandContext } from '../http/command-context.js';
-import { listPage, oldestFirstList, pageOf, sendPage } from '../http/paging.js';
+import { ListParams, listPage, pageOf } from '../http/paging.js';
 import { pathParam, sendResource } from '../http/resource.js';
-import type { Filter } from '../readmodels/port.js';
 import type { TenantPrincipal } from '../core/principal.js';
-import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
+import {
+  healthOf,
+  webhookHealthProjection,
+  type WebhookHealthRecord,
+} from '../../projections/webhook-health.js';
+import { deliveriesRoutes } from './deliveries.api.js';
+import { replays } from './replay.js';
+import { CreateWebhookBody, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
 import { assertMaySubscribe, type WebhookOwner } from './creator.js';
-import { deliveryDecider } from './delivery.decider.js';
-import { mappedDomainEventTypes, toExternal, type ExternalEventType } from './external.js';
+import type { ExternalEventType } from './external.js';
 import { exampleEvent } from './examples.js';
 import { seal } from './secret-box.js';
 import { generateSecret, standardForm } from './secrets.js';
@@ -29,6 +33,7 @@ import {
   webhooksStream,
   type WebhookCommand,
   type WebhookSubscription,
+  type WebhooksState,
 } from './subscription.decider.js';
 import type { WebhookWorker } from './worker.js';
 
@@ -129,18 +134,51 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     );
   });
 
-  router.get(
-    '/',
-    manage,
-    oldestFirstList(deps, webhooksProjection.collection.name, (ctx) => ({
+  /** Subscriptions with their health (projections/webhook-health.ts), read in one query. */
+  const withHealth = async (tenantId: string, subscriptions: readonly WebhookSubscription[]) => {
+    const records = await deps.readModels.getMany<WebhookHealthRecord>(
+      webhookHealthProjection.collection.name,
+      subscriptions.map(({ id }) => ({ tenantId, id })),
+    );
+    return subscriptions.map((subscription, index) => ({
+      ...subscription,
+      health: healthOf(records[index]?.doc ?? null, subscription.status),
+    }));
+  };
+
+  /** The subscription a command left, with its health, and what the route adds. */
+  const sendWithHealth = async (
+    ctx: Context,
+    state: WebhooksState,
+    webhookId: string,
+    result: Parameters<typeof sendResource>[3],
+    extra: Record<string, unknown> = {},
+  ) => {
+    const [shown] = await withHealth(tenantOf(ctx), [
+      subscriptionOf(entryOf(state, webhookId)?.subscription),
+    ]);
+    sendResource(ctx, 200, { ...shown, ...extra }, result);
+  };
+
+  router.get('/', manage, async (ctx) => {
+    const params = decodeOrThrow(ListParams, ctx.query);
+    const query = {
       tenantId: tenantOf(ctx),
       filters: [],
-    })),
-  );
+      sort: { field: 'createdAt', direction: 'asc' as const },
+    };
+    const page = JSON.parse(
+      await listPage(deps, webhooksProjection.collection.name, query, pageOf(params)),
+    ) as { data: WebhookSubscription[]; nextCursor: string | null };
+    ctx.body = { data: await withHealth(tenantOf(ctx), page.data), nextCursor: page.nextCursor };
+  });
 
   router.get('/:id', manage, async (ctx) => {
     const state = await stored(ctx);
-    ctx.body = subscriptionOf(entryOf(state, pathParam(ctx, 'id'))?.subscription);
+    const [shown] = await withHealth(tenantOf(ctx), [
+      subscriptionOf(entryOf(state, pathParam(ctx, 'id'))?.subscription),
+    ]);
+    ctx.body = shown;
   });
 
   router.delete('/:id', manage, async (ctx) => {
@@ -161,91 +199,36 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
       replayMissed: body.replayMissed ?? false,
       owner: ownerOf(ctx),
     });
+    const { redeliverExhausted, replayMissed } = replays(deps, tenantOf(ctx));
     const replayed =
       body.replayMissed && result.position !== null && before?.disabledAtPosition != null
         ? (await redeliverExhausted(ctx, webhookId, before.disabledByDelivery)) +
-          (await replayMissed(ctx, before.subscription, before.disabledAtPosition, result.position))
+          (await replayMissed(before.subscription, before.disabledAtPosition, result.position))
         : 0;
-    sendResource(
-      ctx,
-      200,
-      { ...subscriptionOf(entryOf(result.state, webhookId)?.subscription), replayed },
-      result,
-    );
+    await sendWithHealth(ctx, result.state, webhookId, result, { replayed });
   });
 
-  /**
-   * Schedules what the subscription missed while it was disabled: the events between the disable and now,
-   * and the deliveries the disable cancelled (events from before it whose retries were still pending).
-   */
-  const replayMissed = async (
-    ctx: Context,
-    subscription: WebhookSubscription,
-    from: number,
-    until: number,
-  ) => {
-    let replayed = 0;
-    let after = from;
-    for (;;) {
-      const page = await deps.eventStore.readAll({
-        after,
-        maxCount: 500,
-        filter: { tenantId: tenantOf(ctx), eventTypes: [...mappedDomainEventTypes, 'DeliveryCancelled'] },
-      });
-      for (const event of page.events.filter((candidate) => candidate.position < until)) {
-        if (event.type === 'DeliveryCancelled') {
-          if (await resumeCancelled(ctx, subscription.id, (event.data as { deliveryId: string }).deliveryId))
-            replayed += 1;
-          continue;
-        }
-        for (const external of toExternal(event).filter((candidate) =>
-          subscription.events.includes(candidate.type),
-        )) {
-          const deliveryId = await deps.worker.schedule(tenantOf(ctx), subscription.id, external, event.id);
-          if (deliveryId) {
-            deps.worker.kick(tenantOf(ctx), deliveryId, subscription.id);
-            replayed += 1;
-          }
-        }
-      }
-      after = page.lastPosition;
-      if (page.isEnd || after >= until) return replayed;
-    }
-  };
+  router.post('/:id/pause', manage, async (ctx) => {
+    const webhookId = pathParam(ctx, 'id');
+    const result = await onSubscriptions(ctx, { type: 'Pause', webhookId });
+    await sendWithHealth(ctx, result.state, webhookId, result);
+  });
 
-  /** A delivery sent again, as a redelivery: recorded, then handed to the worker at once. */
-  const redeliver = async (ctx: Context, webhookId: string, deliveryId: string, stream: string) => {
-    const result = await handleCommand(
-      deps.eventStore,
-      deliveryDecider,
-      stream,
-      { type: 'Redeliver' },
-      commandContext(ctx, deps),
-    );
-    deps.worker.kick(tenantOf(ctx), deliveryId, webhookId);
-    return result;
-  };
-
-  /**
-   * The delivery whose retries ran out, which disabled the subscription, is sent again: once, as a
-   * redelivery (its retry schedule is spent). 1 when it was, 0 when there is none or it has moved on.
-   */
-  const redeliverExhausted = async (ctx: Context, webhookId: string, deliveryId: string | null) => {
-    if (deliveryId === null) return 0;
-    const stream = streamName('delivery', tenantOf(ctx), deliveryId);
-    const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
-    if (state.status === 'absent' || state.delivery.status !== 'failed') return 0;
-    await redeliver(ctx, webhookId, deliveryId, stream);
-    return 1;
-  };
-
-  /** A cancelled delivery of this subscription (cancels are only ever for a disable or a delete) resumes. */
-  const resumeCancelled = async (ctx: Context, webhookId: string, deliveryId: string) => {
-    const stream = streamName('delivery', tenantOf(ctx), deliveryId);
-    const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
-    if (state.status === 'absent' || state.delivery.webhookId !== webhookId) return false;
-    return deps.worker.resume(tenantOf(ctx), deliveryId);
-  };
+  // What the pause held back goes out now, in the order it happened, as an enable with replayMissed does.
+  router.post('/:id/resume', manage, async (ctx) => {
+    const webhookId = pathParam(ctx, 'id');
+    const before = entryOf(await stored(ctx), webhookId);
+    const result = await onSubscriptions(ctx, { type: 'Resume', webhookId });
+    const replayed =
+      result.events.length > 0 && result.position !== null && before?.pausedAtPosition != null
+        ? await replays(deps, tenantOf(ctx)).replayMissed(
+            before.subscription,
+            before.pausedAtPosition,
+            result.position,
+          )
+        : 0;
+    await sendWithHealth(ctx, result.state, webhookId, result, { replayed });
+  });
 
   router.post('/:id/test', manage, async (ctx) => {
     const body = await optionalBody(ctx, TestEventBody);
@@ -267,40 +250,9 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
     };
   });
 
-  router.get('/:id/deliveries', manage, async (ctx) => {
-    const params = decodeOrThrow(DeliveriesQuery, ctx.query);
-    const webhookId = pathParam(ctx, 'id');
-    subscriptionOf(entryOf(await stored(ctx), webhookId)?.subscription);
-    const filters: Filter[] = [{ op: 'eq', field: 'webhookId', value: webhookId }];
-    if (params.status) filters.push({ op: 'eq', field: 'status', value: params.status });
-    if (params.eventType) filters.push({ op: 'eq', field: 'eventType', value: params.eventType });
-    sendPage(
-      ctx,
-      await listPage(
-        deps,
-        deliveryAttemptsProjection.collection.name,
-        { tenantId: tenantOf(ctx), filters, sort: { field: 'attemptedAt', direction: 'desc' } },
-        pageOf(params),
-      ),
-    );
-  });
-
-  router.post('/:id/deliveries/:deliveryId/redeliver', manage, async (ctx) => {
-    const webhookId = pathParam(ctx, 'id');
-    const deliveryId = pathParam(ctx, 'deliveryId');
-    // A deleted subscription has no deliveries to send again (its attempt would only be cancelled).
-    subscriptionOf(entryOf(await stored(ctx), webhookId)?.subscription);
-    const stream = streamName('delivery', tenantOf(ctx), deliveryId);
-    const { state } = await readAggregate(deps.eventStore, deliveryDecider, stream);
-    if (state.status === 'absent' || state.delivery.webhookId !== webhookId)
-      throw new NotFoundError('No such delivery');
-    const result = await redeliver(ctx, webhookId, deliveryId, stream);
-    if (result.state.status === 'absent') throw new NotFoundError('No such delivery');
-    // The claim id is the deliverer's fence (delivery.decider.ts), not part of the API's delivery.
-    const { payload: _payload, claimId: _claimId, ...delivery } = result.state.delivery;
-    ctx.status = 202;
-    ctx.body = delivery;
-  });
+  deliveriesRoutes(router, deps, manage, async (ctx) =>
+    subscriptionOf(entryOf(await stored(ctx), pathParam(ctx, 'id'))?.subscription),
+  );
 
   return router;
 };

@@ -8,7 +8,7 @@ import type { DelivererDeps, DelivererState, DisableReason } from './deliverer-t
 import { isClaimed, systemContext, type Claimed, type DeliveryClaims } from './delivery-claims.js';
 import { deliveryDecider, type Delivery, type DeliveryEvent, type Outcome } from './delivery.decider.js';
 import type { SecretCache } from './secret-cache.js';
-import { AttemptAbortedError } from './sender.js';
+import { AttemptAbortedError, fixedHeaders } from './sender.js';
 import { signatureHeaders } from './signing.js';
 import { entryOf, webhooksStream } from './subscription.decider.js';
 
@@ -78,7 +78,7 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
       release();
       await onClaimed(tenantId, claimed, {
         type: 'Cancel',
-        reason: entry ? 'subscription disabled' : 'subscription deleted',
+        reason: entry ? `subscription ${entry.subscription.status}` : 'subscription deleted',
       });
       return null;
     }
@@ -138,6 +138,8 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
       outcome,
       now: deps.clock(),
       retryDelaysMs: settings.retryDelaysMs,
+      // What the log shows of the request: the signatures, never the secret they were made with.
+      request: { url: entry.subscription.url, headers: { ...fixedHeaders, ...headers } },
     });
     if (!recorded) return outcome;
     const exhausted = recorded.events.some((event) => event.type === 'DeliveryRetriesExhausted');

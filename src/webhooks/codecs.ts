@@ -1,5 +1,14 @@
 import * as t from 'io-ts';
-import { boundedString, described, listOf, oneOf, paramOf, strictObject, withSchema } from '../http/codec.js';
+import {
+  boundedString,
+  DateTimeString,
+  described,
+  listOf,
+  oneOf,
+  paramOf,
+  strictObject,
+  withSchema,
+} from '../http/codec.js';
 import { pageParams } from '../http/paging.js';
 import { externalEventTypes } from './external.js';
 import { secretProblem } from './secrets.js';
@@ -99,5 +108,16 @@ export const DeliveriesQuery = strictObject(
     ...pageParams,
     status: paramOf(oneOf(['succeeded', 'failed'])),
     eventType: paramOf(EventTypeCodec),
+    test: paramOf(oneOf(['true', 'false'])),
   },
 );
+
+/** At most this many failed deliveries go out again per replay: the answer says when more may be left. */
+export const replayLimit = 500;
+
+export const ReplayBody = strictObject('a replay request', {
+  since: described(DateTimeString, {
+    description: 'Deliveries whose last attempt failed at or after this time are sent again',
+    examples: ['2026-05-01T00:00:00Z'],
+  }),
+});

@@ -23,6 +23,15 @@ export interface Outcome {
   responseBody?: string;
 }
 
+/**
+ * The request an attempt sent, as the delivery log shows it: the URL and the headers that carry the
+ * signatures (never the secret). The body is the delivery's payload, in canonical JSON.
+ */
+export interface SentRequest {
+  url: string;
+  headers: Record<string, string>;
+}
+
 type Identity = { deliveryId: string; webhookId: string; eventId: string; eventType: ExternalEventType };
 
 /**
@@ -58,7 +67,12 @@ export type DeliveryEvent =
       'DeliveryAttemptClaimed',
       { deliveryId: string; attempt: number; claimedBy: string; claimId: string | null }
     >
-  | DomainEvent<'DeliveryAttempted', Identity & Outcome & { attempt: number; nextAttemptAt: string | null }>
+  /** `request` and `test` are absent on attempts recorded before they were kept (and `test` on real ones). */
+  | DomainEvent<
+      'DeliveryAttempted',
+      Identity &
+        Outcome & { attempt: number; nextAttemptAt: string | null; request?: SentRequest; test?: true }
+    >
   | DomainEvent<'DeliveryAttemptInterrupted', { deliveryId: string; attempt: number; reason: string }>
   | DomainEvent<'DeliverySucceeded', { deliveryId: string; attempt: number }>
   | DomainEvent<'DeliveryRetriesExhausted', { deliveryId: string; webhookId: string; attempts: number }>
@@ -114,7 +128,14 @@ export type DeliveryCommand =
       test?: true;
     }
   | ({ type: 'Claim'; now: Date; claimTimeoutMs: number } & Claimant)
-  | { type: 'RecordOutcome'; claimId: string; outcome: Outcome; now: Date; retryDelaysMs: readonly number[] }
+  | {
+      type: 'RecordOutcome';
+      claimId: string;
+      outcome: Outcome;
+      now: Date;
+      retryDelaysMs: readonly number[];
+      request?: SentRequest;
+    }
   | { type: 'Release'; claimId: string; reason: string }
   | { type: 'Cancel'; reason: string }
   | { type: 'Redeliver' }
@@ -194,6 +215,8 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
           attempt,
           ...command.outcome,
           nextAttemptAt: retry ? new Date(command.now.getTime() + delay).toISOString() : null,
+          ...(command.request ? { request: command.request } : {}),
+          ...(delivery.test ? { test: true as const } : {}),
         },
       };
       if (command.outcome.ok)

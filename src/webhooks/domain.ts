@@ -5,6 +5,7 @@ import {
   deliveryAttemptsProjection,
   webhooksProjection,
 } from '../../projections/webhooks.js';
+import { webhookHealthProjection } from '../../projections/webhook-health.js';
 import { webhookEventSchemas } from './upcasters.js';
 
 /**
@@ -17,6 +18,7 @@ export const webhooksDomain: FeatureDomain = {
     perTenant(webhooksProjection),
     platformWide(deliveriesProjection),
     perTenant(deliveryAttemptsProjection),
+    perTenant(webhookHealthProjection),
   ],
   eventSchemas: webhookEventSchemas,
 };

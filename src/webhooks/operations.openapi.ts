@@ -1,4 +1,12 @@
-import { CreateWebhookBody, DeliveriesQuery, EnableBody, RotateSecretBody, TestEventBody } from './codecs.js';
+import {
+  CreateWebhookBody,
+  DeliveriesQuery,
+  EnableBody,
+  ReplayBody,
+  replayLimit,
+  RotateSecretBody,
+  TestEventBody,
+} from './codecs.js';
 import { exampleIds } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { ref } from '../openapi/schema.js';
@@ -7,6 +15,10 @@ import { changedResponse, createdResponse, pageResponse, pagingQuery } from '../
 // The routes of webhook subscriptions and their deliveries (schemas: openapi.ts).
 
 const webhookId = { id: { description: "The subscription's id", example: exampleIds.webhook } };
+const deliveryPath = {
+  ...webhookId,
+  deliveryId: { description: "The delivery's id", example: exampleIds.delivery },
+};
 const base = '/v1/tenants/:tenantId/webhooks';
 const tag = 'Webhook subscriptions';
 const access = { scope: 'webhooks:manage' } as const;
@@ -95,6 +107,35 @@ export const webhookOperations = (): BuiltOperation[] => [
   }),
   operation({
     method: 'post',
+    path: `${base}/:id/pause`,
+    operationId: 'pauseWebhook',
+    summary: 'Pause a subscription',
+    description:
+      'While paused nothing is sent to the receiver (test events excepted, as for a disabled subscription), ' +
+      'and nothing is lost: the events that happen meanwhile, and the retries that fall due, wait for ' +
+      '`POST …/resume`. Redeliveries and replays are refused with 409 until then. Pausing a paused ' +
+      'subscription changes nothing (200); a disabled one gets 409 (enable it first).',
+    tag,
+    access,
+    pathParameters: webhookId,
+    responses: { '200': changedResponse('PausedWebhookSubscription', 'Paused') },
+  }),
+  operation({
+    method: 'post',
+    path: `${base}/:id/resume`,
+    operationId: 'resumeWebhook',
+    summary: 'Resume a paused subscription',
+    description:
+      'Active again: what the pause held back is scheduled at once, in the order it happened, and goes out ' +
+      "within the subscription's concurrency limit; `replayed` says how many deliveries. Resuming an active " +
+      'subscription changes nothing (200, `replayed: 0`); a disabled one gets 409 (enable it instead).',
+    tag,
+    access,
+    pathParameters: webhookId,
+    responses: { '200': changedResponse('ResumedWebhookSubscription', 'Active again') },
+  }),
+  operation({
+    method: 'post',
     path: `${base}/:id/secret/rotate`,
     operationId: 'rotateWebhookSecret',
     summary: 'Rotate the secret',
@@ -165,6 +206,7 @@ export const webhookOperations = (): BuiltOperation[] => [
         ...pagingQuery.parameters,
         status: { description: 'Only attempts with this outcome' },
         eventType: { description: 'Only this event type' },
+        test: { description: '`true`: only attempts of test events; `false`: only real ones' },
       },
     },
     responses: {
@@ -179,12 +221,47 @@ export const webhookOperations = (): BuiltOperation[] => [
     description: 'One more attempt, with the same envelope id.',
     tag,
     access,
-    pathParameters: {
-      ...webhookId,
-      deliveryId: { description: "The delivery's id", example: exampleIds.delivery },
-    },
+    pathParameters: deliveryPath,
     responses: {
       '202': { description: 'Scheduled', content: { 'application/json': ref('Delivery') } },
+    },
+  }),
+  operation({
+    method: 'get',
+    path: `${base}/:id/deliveries/:deliveryId`,
+    operationId: 'getDelivery',
+    summary: 'A delivery, with the request each attempt sent',
+    description:
+      'The payload, and every attempt with the request as sent (URL and headers, signatures included, ' +
+      "never the secret), the receiver's status, the start of its answer, the duration and the error.",
+    tag,
+    access,
+    pathParameters: deliveryPath,
+    responses: {
+      '200': { description: 'The delivery', content: { 'application/json': ref('DeliveryDetails') } },
+    },
+  }),
+  operation({
+    method: 'post',
+    path: `${base}/:id/replay`,
+    operationId: 'replayFailedDeliveries',
+    summary: 'Send again what failed since a time',
+    description:
+      `Every delivery of this subscription that ended failed (its retries ran out, or its redelivery failed) ` +
+      `with a failed attempt at or after \`since\` is sent once more, as a redelivery, oldest first: at most ` +
+      `${replayLimit} per request (\`more\` then says to ask again). Test events are not sent again. 409 while paused.`,
+    tag,
+    access,
+    pathParameters: webhookId,
+    body: {
+      codec: ReplayBody,
+      name: 'ReplayFailedDeliveriesRequest',
+      example: { since: '2026-05-01T00:00:00Z' },
+      mediaTypes: ['application/json'],
+      json: true,
+    },
+    responses: {
+      '202': { description: 'Scheduled', content: { 'application/json': ref('WebhookReplayResult') } },
     },
   }),
 ];

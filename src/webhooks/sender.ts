@@ -50,6 +50,12 @@ const guardedLookup =
   };
 
 /** What an attempt records of the receiver's answer: its first bytes, enough to show why it failed. */
+/** The headers every attempt sends besides its signatures (and `traceparent` when traces are on). */
+export const fixedHeaders = {
+  'content-type': 'application/json',
+  'user-agent': 'observation-service-webhooks/1',
+} as const;
+
 export const responseBodyLimit = 1024;
 /** Read past the recorded part, so the connection can be reused, but never waiting for a large body. */
 const drainLimit = 64 * 1024;
@@ -159,8 +165,7 @@ export const webhookSender = (settings: SenderSettings) => {
         method: 'POST',
         body,
         headers: {
-          'content-type': 'application/json',
-          'user-agent': 'observation-service-webhooks/1',
+          ...fixedHeaders,
           ...(traceparent ? { traceparent } : {}),
           ...headers,
         },

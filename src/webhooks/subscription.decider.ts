@@ -16,9 +16,11 @@ export interface WebhookSubscription {
   tenantId: string;
   url: string;
   events: ExternalEventType[];
-  status: 'active' | 'disabled';
+  status: 'active' | 'paused' | 'disabled';
   disabledReason: string | null;
   disabledAt: string | null;
+  /** When a user paused it; null unless paused. */
+  pausedAt: string | null;
   createdAt: string;
 }
 
@@ -32,6 +34,8 @@ interface Entry {
   /** Global position of the event that created it, and of its last disable: which events it may receive. */
   createdAtPosition: number;
   disabledAtPosition: number | null;
+  /** Global position of its last pause: a resume delivers what happened from there on. */
+  pausedAtPosition: number | null;
   /** The delivery whose retries ran out and so disabled it, when that was the cause: a replay sends it again. */
   disabledByDelivery: string | null;
   /**
@@ -69,6 +73,8 @@ export type WebhookEvent =
   | DomainEvent<'WebhookDeleted', { webhookId: string }>
   | DomainEvent<'WebhookDisabled', { webhookId: string; reason: string; deliveryId?: string }>
   | DomainEvent<'WebhookEnabled', { webhookId: string; replayMissed: boolean; owner?: WebhookOwner }>
+  | DomainEvent<'WebhookPaused', { webhookId: string }>
+  | DomainEvent<'WebhookResumed', { webhookId: string }>
   | DomainEvent<'WebhookDisableNotified', { webhookId: string; to: string; messageId: string }>
   | DomainEvent<
       'WebhookSecretRotated',
@@ -88,6 +94,8 @@ export type WebhookCommand =
   | { type: 'Delete'; webhookId: string }
   | { type: 'Disable'; webhookId: string; reason: string; deliveryId?: string }
   | { type: 'Enable'; webhookId: string; replayMissed: boolean; owner: WebhookOwner }
+  | { type: 'Pause'; webhookId: string }
+  | { type: 'Resume'; webhookId: string }
   | { type: 'RecordNotification'; webhookId: string; to: string; messageId: string }
   | { type: 'RotateSecret'; webhookId: string; sealedSecret: string; previousSecretExpiresAt: Date };
 
@@ -121,8 +129,11 @@ const decide = (command: WebhookCommand, state: WebhooksState): WebhookEvent[] =
         },
       ];
     }
-    case 'Enable':
-      return existing(state, command.webhookId).subscription.status === 'active'
+    case 'Enable': {
+      const { status } = existing(state, command.webhookId).subscription;
+      // Enabling would drop what the pause holds back: only a resume delivers it.
+      if (status === 'paused') throw new ConflictError('The subscription is paused: resume it instead');
+      return status === 'active'
         ? []
         : [
             {
@@ -134,6 +145,19 @@ const decide = (command: WebhookCommand, state: WebhooksState): WebhookEvent[] =
               },
             },
           ];
+    }
+    case 'Pause': {
+      const { status } = existing(state, command.webhookId).subscription;
+      if (status === 'disabled')
+        throw new ConflictError('The subscription is disabled: enable it before pausing it');
+      return status === 'paused' ? [] : [{ type: 'WebhookPaused', data: { webhookId: command.webhookId } }];
+    }
+    case 'Resume': {
+      const { status } = existing(state, command.webhookId).subscription;
+      if (status === 'disabled')
+        throw new ConflictError('The subscription is disabled, not paused: enable it instead');
+      return status === 'active' ? [] : [{ type: 'WebhookResumed', data: { webhookId: command.webhookId } }];
+    }
     case 'RecordNotification': {
       existing(state, command.webhookId);
       const { webhookId, to, messageId } = command;
@@ -164,12 +188,25 @@ export const evolveSubscription = (
         status: 'active',
         disabledReason: null,
         disabledAt: null,
+        pausedAt: null,
         createdAt: at,
       };
     case 'WebhookDeleted':
       return null;
     case 'WebhookDisabled':
-      return current && { ...current, status: 'disabled', disabledReason: event.data.reason, disabledAt: at };
+      return (
+        current && {
+          ...current,
+          status: 'disabled',
+          disabledReason: event.data.reason,
+          disabledAt: at,
+          pausedAt: null,
+        }
+      );
+    case 'WebhookPaused':
+      return current && { ...current, status: 'paused', pausedAt: at };
+    case 'WebhookResumed':
+      return current && { ...current, status: 'active', pausedAt: null };
     case 'WebhookEnabled':
       return current && { ...current, status: 'active', disabledReason: null, disabledAt: null };
     case 'WebhookDisableNotified':
@@ -209,6 +246,19 @@ const secretsAfter = (
   };
 };
 
+/**
+ * Where what a subscription missed starts: its disable, or the pause it was disabled in (whatever the pause
+ * held back is then what an enable with `replayMissed` delivers).
+ */
+const disabledAtPositionAfter = (
+  entry: Entry | undefined,
+  event: Envelope<WebhookEvent>,
+  position: number,
+): number | null => {
+  if (event.type !== 'WebhookDisabled') return entry?.disabledAtPosition ?? null;
+  return entry?.subscription.status === 'paused' ? (entry.pausedAtPosition ?? position) : position;
+};
+
 /** Positions are only known once events are stored; evolve sees them when folding recorded events. */
 type PositionedEnvelope = Envelope<WebhookEvent> & { position?: number };
 
@@ -227,7 +277,8 @@ const evolve = (state: WebhooksState, event: PositionedEnvelope): WebhooksState 
         ...secretsAfter(entry, event),
         createdAtPosition:
           event.type === 'WebhookSubscribed' ? position : (entry?.createdAtPosition ?? position),
-        disabledAtPosition: event.type === 'WebhookDisabled' ? position : (entry?.disabledAtPosition ?? null),
+        disabledAtPosition: disabledAtPositionAfter(entry, event, position),
+        pausedAtPosition: event.type === 'WebhookPaused' ? position : (entry?.pausedAtPosition ?? null),
         disabledByDelivery:
           event.type === 'WebhookDisabled'
             ? (event.data.deliveryId ?? null)
@@ -252,6 +303,8 @@ export const webhookEventTypes: readonly WebhookEvent['type'][] = [
   'WebhookEnabled',
   'WebhookDisableNotified',
   'WebhookSecretRotated',
+  'WebhookPaused',
+  'WebhookResumed',
 ];
 
 /**

@@ -294,16 +294,18 @@ describe('the console in a browser', function () {
       await page.getByRole('link', { name: ok.url }).click();
       await page.getByRole('button', { name: 'Send test event' }).click();
       await page.getByText(/Test observation\.created: delivered, HTTP 204/).waitFor();
-      const delivery = page.locator('article.delivery').first();
-      await delivery.locator('li.succeeded').first().waitFor();
+      const delivery = page.locator('table.deliveries tbody tr').first();
+      await delivery.locator('.badge.succeeded').waitFor();
+      await screen(page, 'webhook');
+      await delivery.getByRole('button').click();
       const before = ok.received.length;
-      await delivery.getByRole('button', { name: /^Redeliver/ }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Redeliver' }).click();
       await ok.waitFor(before + 1);
       expect(ok.received.at(-1)!.verified).to.equal(true);
-      await screen(page, 'webhook');
+      await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
     });
 
-    it('shows the retries of a failing receiver as a timeline, with the next retry', async () => {
+    it('shows the retries of a failing receiver in the delivery log, with what it answered and the next retry', async () => {
       await page.goto(`${server.url}/console#/webhooks`);
       await page.getByLabel('Receiver URL').fill(failing.url);
       await page.getByLabel(/^Secret/).fill(secret);
@@ -313,17 +315,21 @@ describe('the console in a browser', function () {
       await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
       await record('late', { notes: 'after the failing subscription' });
       await failing.waitFor(2, 20_000);
-      const timeline = page.locator('article.delivery ol.timeline');
+      const failed = page.locator('table.deliveries td.outcome.failed');
       for (let tries = 0; ; tries += 1) {
         await page.getByRole('button', { name: 'Refresh' }).click();
         await page.waitForTimeout(300);
-        if ((await timeline.first().locator('li.failed').count()) >= 2 || tries > 40) break;
+        if ((await failed.count()) >= 2 || tries > 40) break;
       }
-      const attempts = timeline.first().locator('li.failed');
-      expect(await attempts.count()).to.be.at.least(2);
-      expect(await attempts.first().textContent()).to.match(/attempt 1: failed, HTTP 503/);
-      expect(await timeline.first().textContent()).to.include('down for maintenance');
-      expect(await timeline.first().textContent()).to.include('Next retry');
+      expect(await failed.count()).to.be.at.least(2);
+      expect(await failed.last().textContent()).to.equal(
+        'HTTP 503 Service Unavailable · “down for maintenance”',
+      );
+      await page.locator('table.deliveries tbody tr').last().getByRole('button').click();
+      const drawer = page.getByRole('dialog');
+      await drawer.getByRole('region', { name: 'Attempt 1' }).waitFor();
+      expect(await drawer.getByRole('region', { name: 'Attempt 1' }).textContent()).to.include('Next retry');
+      await drawer.getByRole('button', { name: 'Close' }).click();
       await page.getByLabel('Status').selectOption('succeeded');
       await page.getByText('No attempts yet.').waitFor();
       await page.getByLabel('Status').selectOption('');

@@ -660,6 +660,17 @@ describe('the TypeScript client (client/) against the running service', function
 
         const tested = await client.webhooks.test(tenantId, subscription.id, { type: 'observation.created' });
         expect(tested).to.include({ ok: true, statusCode: 204, eventType: 'observation.created' });
+        const details = await client.webhooks.delivery(tenantId, subscription.id, tested.deliveryId);
+        expect(details).to.include({ test: true, status: 'succeeded' });
+        expect(details.attemptLog[0]!.request!.headers['webhook-id']).to.equal(tested.eventId);
+        expect(await client.webhooks.pause(tenantId, subscription.id)).to.include({ status: 'paused' });
+        expect(await client.webhooks.resume(tenantId, subscription.id)).to.include({
+          status: 'active',
+          replayed: 0,
+        });
+        expect(
+          await client.webhooks.replayFailed(tenantId, subscription.id, { since: '2026-01-01T00:00:00Z' }),
+        ).to.deep.equal({ replayed: 0, more: false });
         // The receiver checks with the secret it knows, so after a rotation to another one it refuses (401).
         const rotated = await client.webhooks.rotateSecret(tenantId, subscription.id);
         expect(rotated.secret).to.match(/^whsec_/);

@@ -588,6 +588,21 @@ describe('the OpenAPI document', function () {
         },
       );
       expect(redelivered.status).to.equal(202);
+      const details = await call('GET', '/v1/tenants/{tenantId}/webhooks/{id}/deliveries/{deliveryId}', {
+        params: { ...hook, deliveryId: attempts[0]!.deliveryId as string },
+      });
+      expect(details.status).to.equal(200);
+      const replayed = await call('POST', '/v1/tenants/{tenantId}/webhooks/{id}/replay', {
+        params: hook,
+        body: { since: '2026-01-01T00:00:00Z' },
+      });
+      expect(replayed.status).to.equal(202);
+      expect(
+        (await call('POST', '/v1/tenants/{tenantId}/webhooks/{id}/pause', { params: hook })).status,
+      ).to.equal(200);
+      expect(
+        (await call('POST', '/v1/tenants/{tenantId}/webhooks/{id}/resume', { params: hook })).status,
+      ).to.equal(200);
       await call('POST', '/v1/tenants/{tenantId}/webhooks/{id}/enable', {
         params: hook,
         body: { replayMissed: true },

@@ -65,7 +65,8 @@ describe('the webhook subscription API', () => {
       expect(read.status).to.equal(200);
       const { secret: shownOnce, ...subscription } = created.body;
       expect(shownOnce).to.be.a('string');
-      expect(read.body).to.deep.equal(subscription);
+      expect(read.body).to.deep.equal({ ...subscription, health: read.body.health });
+      expect(read.body.health).to.include({ attempts: 0, successRate: null, failing: false });
       expect(JSON.stringify(read.body)).not.to.include(secret).and.not.include(shownOnce);
       expectProblem(await call('/w_00000000000000000000000000'), 404);
     });

@@ -325,9 +325,11 @@ describe('the delivery decider', () => {
       .then([test, claimed(1)]);
     const { state } = given([test, claimed(1)]);
     expect(state.status === 'present' && state.delivery).to.deep.include({ test: true, manual: true });
+    // Its attempt says it was a test, so the log can mark it.
+    const testAttempt = attempted(1, failure, null);
     given([test, claimed(1)])
       .when(record(failure))
-      .then([attempted(1, failure, null)]);
+      .then([{ ...testAttempt, data: { ...testAttempt.data, test: true } } as DeliveryEvent]);
   });
 
   it('keeps the retries of a delivery redelivered while it waits for one: the attempt comes sooner, the schedule goes on', () => {
