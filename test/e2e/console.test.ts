@@ -484,6 +484,10 @@ describe('the console in a browser', function () {
       await page.locator('tbody button.link').first().click();
       await page.getByRole('dialog').getByText('Correlation id').waitFor();
     };
+    const openAttempt = async (page: Page) => {
+      await page.locator('table.deliveries tbody button.link').first().click();
+      await page.getByRole('dialog').getByLabel('Headers sent, attempt 1').waitFor();
+    };
     const closeEvent = async (page: Page) => {
       await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
       await page.getByRole('dialog').waitFor({ state: 'detached' });
@@ -511,6 +515,13 @@ describe('the console in a browser', function () {
         name: 'webhook',
         path: () => `#/webhooks/${subscriptionId}`,
         heading: () => `Subscription ${subscriptionId}`,
+      },
+      {
+        name: 'webhook-drawer',
+        path: () => `#/webhooks/${subscriptionId}`,
+        heading: () => `Subscription ${subscriptionId}`,
+        open: openAttempt,
+        close: closeEvent,
       },
       { name: 'audit', path: () => '#/audit', heading: () => 'Audit' },
       {
@@ -576,6 +587,8 @@ describe('the console in a browser', function () {
       });
       expect(subscription.status, JSON.stringify(subscription.body)).to.equal(201);
       subscriptionId = subscription.body.id as string;
+      // One attempt in its log, for the attempt's drawer.
+      expect((await api(`/webhooks/${subscriptionId}/test`, { method: 'POST' })).body.ok).to.equal(true);
       for (const size of Object.keys(sizes) as Size[]) {
         const context = await newContext(sizes[size]);
         contexts.push(context);
