@@ -52,6 +52,7 @@ import type {
   LocationPatch,
   MediaBody,
   MediaDownload,
+  ThumbnailWidth,
   OAuthClient,
   Observation,
   ObservationMedia,
@@ -332,15 +333,34 @@ export class Observations extends TenantCollection<
     });
   }
   /** The bytes of an attached image, with their type and `ETag`. */
-  async downloadMedia(
+  downloadMedia(
     tenantId: string,
     id: string,
     mediaId: string,
     options?: RequestOptions,
   ): Promise<MediaDownload> {
+    return this.bytes(`${this.path(tenantId, id)}/media/${seg(mediaId)}`, {}, options);
+  }
+  /** A WebP of an attached image `width` pixels wide (160 unless said), never enlarged. */
+  downloadThumbnail(
+    tenantId: string,
+    id: string,
+    mediaId: string,
+    width?: ThumbnailWidth,
+    options?: RequestOptions,
+  ): Promise<MediaDownload> {
+    const path = `${this.path(tenantId, id)}/media/${seg(mediaId)}/thumbnail`;
+    return this.bytes(path, width === undefined ? {} : { width }, options);
+  }
+  private async bytes(
+    path: string,
+    query: Record<string, string>,
+    options: RequestOptions | undefined,
+  ): Promise<MediaDownload> {
     const response = await this.http.send({
       method: 'GET',
-      path: `${this.path(tenantId, id)}/media/${seg(mediaId)}`,
+      path,
+      query,
       accept: '*/*',
       ...withOptions(options),
     });

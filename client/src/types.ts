@@ -140,6 +140,9 @@ export interface MediaDownload {
   etag: string | null;
 }
 
+/** The widths a thumbnail comes in. */
+export type ThumbnailWidth = NonNullable<Query<'downloadThumbnail'>['width']>;
+
 /** The bytes of an image to upload, as read from a file or a camera; JPEG, PNG or WebP. */
 export type MediaBody = Uint8Array | ArrayBuffer | Blob;
 

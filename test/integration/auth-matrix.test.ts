@@ -199,6 +199,23 @@ const table: Row[] = [
     platform: false,
     ok: 200,
   },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/observations/:id/media/:mediaId/thumbnail`,
+    id: 'observation',
+    requires: { scope: 'observations:read' },
+    platform: false,
+    ok: 200,
+  },
+  {
+    method: 'POST',
+    path: `${tenantRoutes}/webhooks/:id/replay`,
+    id: 'webhook',
+    requires: { scope: 'webhooks:manage' },
+    platform: false,
+    ok: 202,
+    body: () => ({ since: '2020-01-01T00:00:00Z' }),
+  },
   ...(
     [
       ['POST', '/webhooks', undefined, 201, webhookBody],
@@ -208,7 +225,11 @@ const table: Row[] = [
       ['POST', '/webhooks/:id/enable', 'webhook', 200],
       ['POST', '/webhooks/:id/secret/rotate', 'webhook', 200],
       ['POST', '/webhooks/:id/test', 'webhook', 200],
+      // A fresh one: a paused subscription refuses redeliveries, which the rows below send.
+      ['POST', '/webhooks/:id/pause', 'freshWebhook', 200],
+      ['POST', '/webhooks/:id/resume', 'webhook', 200],
       ['GET', '/webhooks/:id/deliveries', 'webhook', 200],
+      ['GET', '/webhooks/:id/deliveries/:deliveryId', 'webhook', 200],
       ['POST', '/webhooks/:id/deliveries/:deliveryId/redeliver', 'webhook', 202],
     ] as const
   ).map(([method, path, id, ok, body]): Row => ({

@@ -1,5 +1,6 @@
 import type Router from '@koa/router';
 import { expect } from 'chai';
+import sharp from 'sharp';
 import { randomUUID } from 'node:crypto';
 import {
   ApiError,
@@ -480,6 +481,15 @@ describe('the TypeScript client (client/) against the running service', function
       const download = await client.observations.downloadMedia(tenantId, observation.id, media.id);
       expect(Buffer.from(download.data).equals(image)).to.equal(true);
       expect(download).to.include({ contentType: 'image/png', etag: `"${media.sha256}"` });
+      const thumbnail = await client.observations.downloadThumbnail(
+        tenantId,
+        observation.id,
+        media.id,
+        '160',
+      );
+      // Never enlarged: the 64-pixel image stays 64 pixels wide, as a WebP.
+      expect((await sharp(thumbnail.data).metadata()).width).to.equal(64);
+      expect(thumbnail).to.include({ contentType: 'image/webp', etag: `"${media.sha256}-w160"` });
       expect((await client.observations.get(tenantId, observation.id)).media).to.deep.equal([media]);
     });
 
