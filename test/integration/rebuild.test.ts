@@ -174,10 +174,12 @@ const rebuildSuite = (env: () => Record<string, string>) => {
       },
     });
     expect(first.status).to.equal('interrupted');
-    expect(first.checkpoint).to.be.greaterThan(0);
+    expect(first.checkpoint).to.be.greaterThan(0).and.lessThan(liveCheckpoint);
     expect(seen[0]?.phase).to.equal('building');
     expect(await contents(projection, ids)).to.deep.equal(before);
-    expect(await server.stores.readModels.getCheckpoint(projection.name)).to.equal(liveCheckpoint);
+    // The live runner keeps going meanwhile (webhook deliveries append events), so its checkpoint may
+    // only have moved forward; the aborted build's checkpoint, far behind it, was not swapped in.
+    expect(await server.stores.readModels.getCheckpoint(projection.name)).to.be.at.least(liveCheckpoint);
 
     const second = await rebuild(projection, server.stores, { batchSize: 3 });
     expect(second.status).to.equal('swapped');
