@@ -98,6 +98,34 @@ export const handleCommandOn = <State, Command, Event extends DomainEvent>(
     decideAndAppend(eventStore, decider, streamName, known, command, context),
   );
 
+/**
+ * handleCommand for a stream named by an id just drawn, which holds no events yet: decided on the initial
+ * state without reading the stream (a read per create costs as much as the decision). The append expects no
+ * stream, so should the id exist after all, the conflict sends the command the full way, read and decided
+ * on what the stream holds, and the answer is the decider's, as if it had been read first.
+ */
+export const handleCreate = async <State, Command, Event extends DomainEvent>(
+  eventStore: EventStore,
+  decider: Decider<State, Command, Event>,
+  streamName: string,
+  command: Command,
+  context: CommandContext,
+): Promise<CommandResult<State, Event>> => {
+  try {
+    return await handleCommandOn(
+      eventStore,
+      decider,
+      streamName,
+      { state: decider.initialState(), version: NO_STREAM },
+      command,
+      context,
+    );
+  } catch (error) {
+    if (!(error instanceof VersionConflictError)) throw error;
+    return handleCommand(eventStore, decider, streamName, command, context);
+  }
+};
+
 /** With traces on, `run` is the span `command <type>`, whose traceparent the appended events carry. */
 const traced = <State, Event extends DomainEvent>(
   command: unknown,

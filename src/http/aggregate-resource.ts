@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { handleCommand, type CommandResult } from '../core/command-handler.js';
+import { handleCommand, handleCreate, type CommandResult } from '../core/command-handler.js';
 import type { Decider, DomainEvent } from '../core/decider.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
@@ -46,7 +46,7 @@ export const aggregateResource = <State, Command, Event extends DomainEvent>(
       { id, location, status = 201 }: { id: string; location: string; status?: 201 | 202 },
       command: Command,
     ): Promise<void> => {
-      const result = await handleCommand(
+      const result = await handleCreate(
         deps.eventStore,
         decider,
         stream(ctx, id),

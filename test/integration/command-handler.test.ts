@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { join } from 'node:path';
-import { handleCommand, type CommandContext } from '../../src/core/command-handler.js';
+import { handleCommand, handleCreate, type CommandContext } from '../../src/core/command-handler.js';
 import type { Decider } from '../../src/core/decider.js';
 import { PreconditionFailedError, VersionConflictError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/eventstore/port.js';
@@ -82,5 +82,31 @@ describe('the command handler', () => {
     expect(raced).to.be.instanceOf(PreconditionFailedError);
     const stale = await handleCommand(store, counter(), stream, 'count', context, 0).catch((e: unknown) => e);
     expect(stale).to.be.instanceOf(PreconditionFailedError);
+  });
+
+  it('creates without reading the stream, and decides on what it holds when the id exists after all', async () => {
+    // A creation refused by the decider once its stream exists, like every create of the service.
+    const once: Decider<number, 'create', Counted> = {
+      ...counter(),
+      decide: (_command, state) => {
+        if (state > 0) throw new PreconditionFailedError('already created');
+        return [{ type: 'Counted', data: { n: 1 } }];
+      },
+    };
+    let reads = 0;
+    const counting: EventStore = Object.create(store, {
+      readStream: {
+        value: (...args: Parameters<EventStore['readStream']>) => ((reads += 1), store.readStream(...args)),
+      },
+    });
+    const created = await handleCreate(counting, once, stream, 'create', context);
+    expect([created.state, created.version, reads]).to.deep.equal([1, 0, 0]);
+    // The same id again: the append's conflict sends it the full way, and the decider's answer comes back.
+    const again = await handleCreate(counting, once, stream, 'create', context).catch(
+      (error: unknown) => error,
+    );
+    expect(again).to.be.instanceOf(PreconditionFailedError);
+    expect(reads).to.equal(1);
+    expect(await store.readStream(stream)).to.have.length(1);
   });
 });
