@@ -97,6 +97,22 @@ describe('stream names and ids', () => {
   it('orders ids by creation time', () => {
     expect(newId('o', new Date(1_000)) < newId('o', new Date(2_000))).to.equal(true);
   });
+
+  it('spells the time in its first ten digits and draws eighty random bits after them, never twice', () => {
+    const at = new Date('2026-11-27T12:00:00.123Z');
+    const ids = Array.from({ length: 5_000 }, () => newId('o', at));
+    expect(new Set(ids).size).to.equal(ids.length);
+    const digit = (c: string) => '0123456789abcdefghjkmnpqrstvwxyz'.indexOf(c);
+    for (const id of ids) {
+      expect(id).to.match(/^o_[0-9a-hjkmnp-tv-z]{26}$/);
+      const time = [...id.slice(2, 12)].reduce((value, c) => value * 32 + digit(c), 0);
+      expect(time).to.equal(at.getTime());
+    }
+    // Every random digit takes every value: no bit of the 80 is stuck (the pool refills across the run).
+    for (let place = 12; place < 28; place += 1) {
+      expect(new Set(ids.map((id) => id[place])).size, `digit ${place}`).to.equal(32);
+    }
+  });
 });
 
 describe('list cursors', () => {
