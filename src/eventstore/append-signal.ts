@@ -108,20 +108,42 @@ export const latchedSubscription = (
   };
 };
 
+/** Where a subscriber stands after a wake-up, read nothing: how far it may move, and whether it must read. */
+export interface Unread {
+  position: number;
+  mustRead: boolean;
+}
+
 /**
- * Whether a subscriber at `position` can skip reading this commit: it holds none of the types the
- * subscriber reads, the subscriber had read everything before it, and nothing was appended since (the head
- * is still the commit's last event). It then only moves its position, which saves every idle subscriber a
- * read on every append. Anything else (a foreign append, a merged wake-up) means: read.
+ * The recent commits of this process to the embedded store, oldest first: what lets a subscriber tell,
+ * without reading, that every event after its position is of types it does not read, including commits
+ * made while it was busy and missed the wake-up. SQLite commits one at a time, so a commit that starts where
+ * the previous one ended has nothing between them; one that starts further on had another process's
+ * events before it, which only a read can show.
  */
-export const canSkip = (
-  appended: Appended | null,
-  position: number,
-  eventTypes: readonly string[] | undefined,
-  head: () => number,
-): appended is Appended =>
-  appended !== null &&
-  eventTypes !== undefined &&
-  position >= appended.firstPosition &&
-  !eventTypes.some((type) => appended.types.has(type)) &&
-  head() === appended.lastPosition;
+export class CommitJournal {
+  private readonly commits: Appended[] = [];
+
+  constructor(private readonly capacity = 256) {}
+
+  record(appended: Appended): void {
+    this.commits.push(appended);
+    if (this.commits.length > this.capacity * 2) this.commits.splice(0, this.capacity);
+  }
+
+  /**
+   * Moves a subscriber at `position` that reads only `eventTypes` past every commit that follows on from it
+   * and holds none of its types. It must read when a commit holds one of them, when a commit does not start
+   * where it stands (another process's events, or the middle of a commit), or when it reads every type.
+   */
+  skip(position: number, eventTypes: readonly string[] | undefined): Unread {
+    let at = position;
+    for (const commit of this.commits) {
+      if (commit.lastPosition <= at) continue;
+      if (eventTypes === undefined || commit.firstPosition !== at) return { position: at, mustRead: true };
+      if (eventTypes.some((type) => commit.types.has(type))) return { position: at, mustRead: true };
+      at = commit.lastPosition;
+    }
+    return { position: at, mustRead: false };
+  }
+}

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../core/events.js';
 import type { BatchHandler, CatchUpOptions, ReadAllOptions, ReadAllPage, Subscription } from './port.js';
-import { latchedSubscription, type Appended, type AppendSignal } from './append-signal.js';
+import { latchedSubscription, type Appended, type AppendSignal, type Unread } from './append-signal.js';
 import { skipReportMs, yieldToEventLoop } from './catch-up-pacing.js';
 
 /**
@@ -32,12 +32,15 @@ export interface CatchUpSource {
   signal: AppendSignal;
   /** The longest an idle subscriber sleeps before it reads again, whatever the signal says. */
   pollMs: number;
-  /** Whether a subscriber at `position` may take this commit as read without reading it. */
-  canSkip: (
+  /**
+   * Where a subscriber at `position` that reads `eventTypes` stands after a wake-up (null: a wake-up that
+   * says nothing of what was appended), read nothing: past commits it need not read, and whether to read.
+   */
+  skipUnread: (
     appended: Appended | null,
     position: number,
     eventTypes: readonly string[] | undefined,
-  ) => appended is Appended;
+  ) => Unread;
 }
 
 /** While events wait behind the horizon, a reader looks again after this, doubling up to behindMaxMs. */
@@ -114,11 +117,10 @@ export const catchUp = (
           const untilReport = unreported ? skipReportMs - sinceReport : Infinity;
           const appended = await source.signal.next(Math.min(idleMs, untilReport), latch);
           if (latch.stopped()) return;
-          // A commit of only other types right after the position moves it without a read.
-          if (source.canSkip(appended, position, filter?.eventTypes)) {
-            position = Math.max(position, appended.lastPosition);
-            continue;
-          }
+          // Commits of only other types right after the position move it without a read.
+          const unread = source.skipUnread(appended, position, filter?.eventTypes);
+          position = Math.max(position, unread.position);
+          if (!unread.mustRead) continue;
           // A wake-up or the end of the idle time: read. The report falling due first: hand it over.
           if (appended !== null || idleMs <= untilReport) break;
         }

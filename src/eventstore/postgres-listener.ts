@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Appended, AppendSignal } from './append-signal.js';
+import type { Appended, AppendSignal, Unread } from './append-signal.js';
 
 /** The channel append_events notifies on commit (src/eventstore/postgres-schema.ts). */
 export const appendedChannel = 'events_appended';
@@ -27,20 +27,22 @@ export const appendedOf = (payload: string | undefined): Appended => {
 };
 
 /**
- * Whether a catch-up subscriber at `position` can take this commit as read without reading it: it had
- * read everything up to the commit's first position, and the commit holds none of its types. A commit's
+ * Where a catch-up subscriber at `position` stands after a wake-up, read nothing: past the commit when it
+ * had read everything up to the commit's first position and the commit holds none of its types. A commit's
  * positions are its own, taken together (postgres-schema.ts), so nothing else can appear among them.
  */
-export const canSkipCommit = (
+export const skipUnreadCommit = (
   appended: Appended | null,
   position: number,
   eventTypes: readonly string[] | undefined,
-): appended is Appended =>
+): Unread =>
   appended !== null &&
   appended !== somethingAppended &&
   eventTypes !== undefined &&
   position >= appended.firstPosition &&
-  !eventTypes.some((type) => appended.types.has(type));
+  !eventTypes.some((type) => appended.types.has(type))
+    ? { position: Math.max(position, appended.lastPosition), mustRead: false }
+    : { position, mustRead: true };
 
 export interface Listener {
   close(): Promise<void>;

@@ -11,7 +11,7 @@ import { AppendSignal, defaultPollMs, type Appended } from './append-signal.js';
 import { chainEvent, genesisHash } from './hash-chain.js';
 import { catchUp, type SourcePage } from './catch-up-engine.js';
 import { consumerGroups } from './postgres-groups.js';
-import { appendedChannel, canSkipCommit, listenForAppends, type Listener } from './postgres-listener.js';
+import { appendedChannel, listenForAppends, skipUnreadCommit, type Listener } from './postgres-listener.js';
 import {
   eventColumns,
   eventStoreMigrations,
@@ -348,7 +348,7 @@ export const openPostgresEventStore = async (
       listening();
       // Reads ahead: the server reads the next page while this process decodes and handles this one.
       return catchUp(
-        { readPage, readsAhead: true, signal, pollMs, canSkip: canSkipCommit },
+        { readPage, readsAhead: true, signal, pollMs, skipUnread: skipUnreadCommit },
         options,
         handler,
       );

@@ -1,11 +1,12 @@
 import type { ReadAllOptions, ReadAllPage } from './port.js';
-import { canSkip, type AppendSignal } from './append-signal.js';
+import type { Appended, AppendSignal, CommitJournal, Unread } from './append-signal.js';
 import type { CatchUpSource } from './catch-up-engine.js';
 
 export interface LocalSource {
   readAll: (options: ReadAllOptions) => ReadAllPage;
-  head: () => number;
   signal: AppendSignal;
+  /** This process's recent commits, which tell a woken subscriber whether it has anything to read. */
+  journal: CommitJournal;
   /** The longest an idle subscriber sleeps before it reads again, whatever the signal says. */
   pollMs: number;
 }
@@ -15,7 +16,7 @@ export interface LocalSource {
  * horizon: a write transaction is visible whole at its commit. No read-ahead: a read is synchronous, on
  * this thread, so one begun before the handler would only finish before it, and hold a second page.
  */
-export const localCatchUpSource = ({ readAll, head, signal, pollMs }: LocalSource): CatchUpSource => ({
+export const localCatchUpSource = ({ readAll, signal, journal, pollMs }: LocalSource): CatchUpSource => ({
   readPage: (options) => {
     const { events, ...page } = readAll(options);
     return Promise.resolve({ ...page, size: events.length, decode: () => events, behind: false });
@@ -23,6 +24,16 @@ export const localCatchUpSource = ({ readAll, head, signal, pollMs }: LocalSourc
   readsAhead: false,
   signal,
   pollMs,
-  // Another process may have appended since this commit: only the head says nothing came after it.
-  canSkip: (appended, position, eventTypes) => canSkip(appended, position, eventTypes, head),
+  skipUnread: (appended, position, eventTypes) => skipUnread(journal, appended, position, eventTypes),
 });
+
+/**
+ * After a wake-up: past this process's commits of other types, without a read. A wake-up that says nothing
+ * of what was appended (another process wrote, the polling interval ran out, a poke) means: read.
+ */
+export const skipUnread = (
+  journal: CommitJournal,
+  appended: Appended | null,
+  position: number,
+  eventTypes: readonly string[] | undefined,
+): Unread => (appended === null ? { position, mustRead: true } : journal.skip(position, eventTypes));

@@ -1,9 +1,8 @@
 import type Database from 'better-sqlite3';
 import type { EventFilter, EventStore, ParkedEvent } from './port.js';
-import { canSkip } from './append-signal.js';
 import { consumerLatches, type GroupConsumer } from './consumer-latches.js';
 import { yieldToEventLoop } from './catch-up-pacing.js';
-import type { LocalSource } from './sqlite-catch-up.js';
+import { skipUnread, type LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './event-rows.js';
 import { allOrFirstFailure, handlerOutcome, settleDelivery, settleReplay } from './handler-outcomes.js';
 import { whenFree } from '../core/sqlite-busy.js';
@@ -194,11 +193,18 @@ export const persistentSubscriptions = (
       await saveAcknowledged();
       if (page.events.length === 0) {
         scanned = page.lastPosition;
-        if (scanned - checkpoint >= 10_000) await whenFree(() => moveCheckpoint.immediate(group, scanned));
-        // Caught up: sleep until an append, a replay or the polling interval, then read again; a commit of
-        // only other types right after what was read moves on without a read.
-        const appended = await source.signal.next(source.pollMs, latch);
-        if (canSkip(appended, scanned, filter.eventTypes, source.head)) scanned = appended.lastPosition;
+        // Caught up: sleep until a commit that holds its types (or one this process cannot vouch for), a
+        // replay or the polling interval, then read again. Commits of only other types move it on unread.
+        for (;;) {
+          if (scanned - checkpoint >= 10_000) {
+            await whenFree(() => moveCheckpoint.immediate(group, scanned));
+            break;
+          }
+          const appended = await source.signal.next(source.pollMs, latch);
+          const unread = skipUnread(source.journal, appended, scanned, filter.eventTypes);
+          scanned = Math.max(scanned, unread.position);
+          if (unread.mustRead || stopping()) break;
+        }
       } else {
         await yieldToEventLoop();
       }

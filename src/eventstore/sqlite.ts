@@ -9,7 +9,7 @@ import type { AppendResult, EventStore, ReadAllOptions, ReadAllPage } from './po
 import { catchUp } from './catch-up-engine.js';
 import { localCatchUpSource } from './sqlite-catch-up.js';
 import { persistentSubscriptions } from './sqlite-persistent.js';
-import { AppendSignal, defaultPollMs } from './append-signal.js';
+import { AppendSignal, CommitJournal, defaultPollMs } from './append-signal.js';
 import { sqliteLeases } from './sqlite-leases.js';
 import { toRecordedEvent, type EventRow } from './event-rows.js';
 import { chainUnhashedEvents, filterClause, schema } from './sqlite-schema.js';
@@ -85,6 +85,7 @@ export const openSqliteEventStore = (
   const bookkeeping = openBookkeeping(file);
 
   const signal = new AppendSignal();
+  const journal = new CommitJournal();
   const watcher = watchOtherWriters(file, signal);
   const statements = new Map<string, Database.Statement>();
   const prepare = (sql: string): Database.Statement => {
@@ -186,7 +187,7 @@ export const openSqliteEventStore = (
   const headPositionNow = (): number =>
     (prepare('SELECT coalesce(max(position), 0) AS head FROM events').get() as { head: number }).head;
 
-  // The head before the batch is what tells subscribers which positions are this commit's (see canSkip).
+  // The head before the batch is what tells subscribers which positions are this commit's (CommitJournal).
   const appendAll = db.transaction((batch: PendingAppend[]) => ({
     firstPosition: headPositionNow(),
     outcomes: batch.map(appendOne),
@@ -227,7 +228,10 @@ export const openSqliteEventStore = (
       lastPosition = Math.max(lastPosition, outcome.lastPosition);
       request.resolve(outcome);
     });
-    if (lastPosition > 0) signal.notify({ types, firstPosition: committed.firstPosition, lastPosition });
+    if (lastPosition === 0) return;
+    const appended = { types, firstPosition: committed.firstPosition, lastPosition };
+    journal.record(appended);
+    signal.notify(appended);
   };
 
   // One deferred transaction, so that the page and the head it is compared with come from the same snapshot.
@@ -285,7 +289,7 @@ export const openSqliteEventStore = (
     return inRanges === tenants ? ranges : [{ from: '' }];
   };
 
-  const source = { readAll: readAllNow, head: headPositionNow, signal, pollMs };
+  const source = { readAll: readAllNow, signal, journal, pollMs };
   const catchUpSource = localCatchUpSource(source);
   const leases = sqliteLeases(bookkeeping);
   const store: EventStore = {

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { CommitJournal } from '../../src/eventstore/append-signal.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { tempDir } from '../support/adapters.js';
 import { anEvent, eventually } from '../support/events.js';
@@ -54,5 +55,47 @@ describe('wake-ups of idle subscribers', () => {
     expect(grown, `heap grew by ${(grown / 1024).toFixed(0)} KiB over 6,000 wake-ups`).to.be.below(
       1024 * 1024,
     );
+  });
+});
+
+describe("the journal of this process's commits", () => {
+  const commit = (firstPosition: number, lastPosition: number, ...types: string[]) => ({
+    types: new Set(types),
+    firstPosition,
+    lastPosition,
+  });
+  const journalOf = (...commits: ReturnType<typeof commit>[]) => {
+    const journal = new CommitJournal();
+    for (const c of commits) journal.record(c);
+    return journal;
+  };
+
+  it('moves a subscriber past commits of other types that follow on from it, wake-ups missed or not', () => {
+    const journal = journalOf(commit(0, 3, 'B'), commit(3, 4, 'C'), commit(4, 9, 'B', 'C'));
+    expect(journal.skip(0, ['A'])).to.deep.equal({ position: 9, mustRead: false });
+    expect(journal.skip(4, ['A'])).to.deep.equal({ position: 9, mustRead: false });
+    expect(journal.skip(9, ['A'])).to.deep.equal({ position: 9, mustRead: false });
+  });
+
+  it('stops at a commit holding one of its types, and says to read', () => {
+    const journal = journalOf(commit(0, 3, 'B'), commit(3, 5, 'B', 'A'), commit(5, 6, 'B'));
+    expect(journal.skip(0, ['A'])).to.deep.equal({ position: 3, mustRead: true });
+  });
+
+  it("says to read where another process's events may lie between, or in the middle of a commit", () => {
+    const gap = journalOf(commit(0, 3, 'B'), commit(5, 6, 'B'));
+    expect(gap.skip(0, ['A'])).to.deep.equal({ position: 3, mustRead: true });
+    expect(gap.skip(1, ['A'])).to.deep.equal({ position: 1, mustRead: true });
+  });
+
+  it('says to read to a subscriber of every type', () => {
+    expect(journalOf(commit(0, 3, 'B')).skip(0, undefined)).to.deep.equal({ position: 0, mustRead: true });
+  });
+
+  it('keeps the latest commits only, and then says to read to one behind them', () => {
+    const journal = new CommitJournal(4);
+    for (let n = 0; n < 20; n += 1) journal.record(commit(n, n + 1, 'B'));
+    expect(journal.skip(19, ['A'])).to.deep.equal({ position: 20, mustRead: false });
+    expect(journal.skip(0, ['A'])).to.deep.equal({ position: 0, mustRead: true });
   });
 });
