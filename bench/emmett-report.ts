@@ -50,9 +50,15 @@ const medians = (runs: readonly EmmettMeasurement[]): EmmettMedians => ({
 export interface EmmettComparison {
   service: EmmettMedians;
   emmett: EmmettMedians;
-  /** Service ÷ emmett: throughput, then CPU per request (node alone, and node + PostgreSQL backends). */
+  /**
+   * Service ÷ emmett: throughput, then CPU per request (node alone, its PostgreSQL backends, both). Each is
+   * the median of the rounds' own ratios: a round's two measurements ran one after the other, so a change
+   * in the machine's other load between rounds cancels out of the ratio, where it would not out of a ratio
+   * of two medians taken from different rounds.
+   */
   requestsPerSecond: number;
   nodeCpu: number;
+  postgresCpu: number;
   totalCpu: number;
 }
 
@@ -62,14 +68,15 @@ export interface EmmettReport {
 }
 
 const compare = (service: EmmettMeasurement[], emmett: EmmettMeasurement[]): EmmettComparison => {
-  const s = medians(service);
-  const e = medians(emmett);
+  const ratio = (figure: (m: EmmettMeasurement) => number) =>
+    median(service.map((s, round) => figure(s) / figure(emmett[round]!)));
   return {
-    service: s,
-    emmett: e,
-    requestsPerSecond: s.requestsPerSecond / e.requestsPerSecond,
-    nodeCpu: s.nodeCpuMs / e.nodeCpuMs,
-    totalCpu: s.totalCpuMs / e.totalCpuMs,
+    service: medians(service),
+    emmett: medians(emmett),
+    requestsPerSecond: ratio((m) => m.requestsPerSecond),
+    nodeCpu: ratio((m) => m.cpu.nodeMs),
+    postgresCpu: ratio((m) => m.cpu.postgresMs),
+    totalCpu: ratio((m) => m.cpu.totalMs),
   };
 };
 
@@ -106,7 +113,7 @@ export const emmettText = (r: EmmettResults): string => {
       'ratio',
       'CPU ms/req node',
       'node + PG',
-      'ratios',
+      'CPU ratios node, node + PG',
     ],
   ];
   for (const [name, c] of [
@@ -149,14 +156,15 @@ export const emmettMarkdown = (r: EmmettResults, machine: Results['machine']): s
     `**${f2(c.requestsPerSecond)}**`,
     `${ms(c.service.p99Ms)} / ${ms(c.emmett.p99Ms)}`,
     `${f3(c.service.nodeCpuMs)} / ${f3(c.emmett.nodeCpuMs)} (${f2(c.nodeCpu)})`,
-    `${f3(c.service.postgresCpuMs)} / ${f3(c.emmett.postgresCpuMs)} (${f2(c.service.postgresCpuMs / c.emmett.postgresCpuMs)})`,
+    `${f3(c.service.postgresCpuMs)} / ${f3(c.emmett.postgresCpuMs)} (${f2(c.postgresCpu)})`,
     `${f3(c.service.totalCpuMs)} / ${f3(c.emmett.totalCpuMs)} (**${f2(c.totalCpu)}**)`,
   ];
   const checks = emmettChecks(r);
   return [
     `Measured ${machine.date} on ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, load average ` +
       `${dec(machine.loadAverageBefore, 2)} before and ${dec(machine.loadAverageAfter, 2)} after; ` +
-      `${r.connections} connections, ${r.durationS} s per measurement, medians of ${r.rounds} interleaved rounds.`,
+      `${r.connections} connections, ${r.durationS} s per measurement, medians of ${r.rounds} interleaved rounds; ` +
+      'each ratio is the median of the rounds’ own ratios.',
     table(
       [
         'PostgreSQL, service / emmett',
