@@ -319,7 +319,9 @@ const main = async (): Promise<void> => {
     };
     for (const file of await writeReports(results)) log(`wrote ${file}`);
   } else {
-    log('partial run: docs/bench/latest.json and docs/benchmarks.md left as they were');
+    log(
+      'partial run: docs/bench/latest.json and the results section of docs/benchmarks.md left as they were',
+    );
   }
   log(
     `${checks.filter((c) => c.pass).length} of ${checks.length} targets met in ${totalSeconds.toFixed(0)} s`,
