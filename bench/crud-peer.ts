@@ -1,15 +1,21 @@
 import Router from '@koa/router';
 import Database from 'better-sqlite3';
-import { isLeft } from 'fp-ts/lib/Either.js';
 import type * as t from 'io-ts';
-import Koa, { type Context } from 'koa';
+import type { Context } from 'koa';
 import { join } from 'node:path';
-import getRawBody from 'raw-body';
 import { hashSecret } from '../src/credentials/secrets.js';
-import { newId } from '../src/core/ids.js';
-import { fieldErrors } from '../src/http/codec.js';
 import { cursorCodec } from '../src/http/cursor.js';
 import { CreateObservationBody, ListObservationsQuery } from '../src/observations/codecs.js';
+import {
+  decode,
+  env,
+  jsonBody,
+  newObservation,
+  Problem,
+  scopeGuard,
+  servePeer,
+  tenantOf,
+} from './peer-http.js';
 
 /**
  * The HTTP baseline of the `http` phase (issue 13): what a competent engineer writes for the same two
@@ -23,12 +29,6 @@ import { CreateObservationBody, ListObservationsQuery } from '../src/observation
  * Env: PORT, HOST, DATA_DIR (its peer.db), PEER_API_KEY and PEER_TENANT (the one key it knows, with the
  * observation scopes), CURSOR_SECRET. Started as a child process, like the service and the echo server.
  */
-
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
 
 const db = new Database(join(env('DATA_DIR'), 'peer.db'));
 db.pragma('journal_mode = WAL');
@@ -54,43 +54,12 @@ db.prepare('INSERT OR REPLACE INTO api_keys (hash, tenant_id, scopes) VALUES (?,
   'observations:read observations:write',
 );
 
-class Problem extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    readonly extra: Record<string, unknown> = {},
-  ) {
-    super(title);
-  }
-}
-
-/** The key's row is read once; every later request with it is a hash and a Map lookup. */
-const keys = new Map<string, { tenantId: string; scopes: string[] } | null>();
+/** The key's row is read once; every later request with it is a hash and a Map lookup (bench/peer-http.ts). */
 const keyRow = db.prepare('SELECT tenant_id AS tenantId, scopes FROM api_keys WHERE hash = ?');
-const requireScope =
-  (scope: string): Koa.Middleware =>
-  async (ctx, next) => {
-    const key = ctx.get('X-API-Key');
-    if (!key) throw new Problem(401, 'Unauthorized');
-    const hash = hashSecret(key);
-    let principal = keys.get(hash);
-    if (principal === undefined) {
-      const row = keyRow.get(hash) as { tenantId: string; scopes: string } | undefined;
-      principal = row ? { tenantId: row.tenantId, scopes: row.scopes.split(' ') } : null;
-      keys.set(hash, principal);
-    }
-    if (!principal) throw new Problem(401, 'Unauthorized');
-    if (principal.tenantId !== (ctx.params as Record<string, string>).tenantId)
-      throw new Problem(404, 'No such tenant');
-    if (!principal.scopes.includes(scope)) throw new Problem(403, 'Forbidden');
-    await next();
-  };
-
-const decode = <A>(codec: t.Type<A, A, unknown>, value: unknown): A => {
-  const result = codec.decode(value);
-  if (isLeft(result)) throw new Problem(400, 'Validation failed', { errors: fieldErrors(result.left) });
-  return result.right;
-};
+const requireScope = scopeGuard((hash) => {
+  const row = keyRow.get(hash) as { tenantId: string; scopes: string } | undefined;
+  return row ? { tenantId: row.tenantId, scopes: row.scopes.split(' ') } : null;
+});
 
 /** Group commit: the inserts asked for in one turn of the event loop share one transaction, one fsync. */
 type Row = [
@@ -182,37 +151,9 @@ const prepared = (sql: string) => {
 
 const router = new Router({ prefix: '/v1/tenants/:tenantId/observations' });
 router.post('/', requireScope('observations:write'), async (ctx: Context) => {
-  if (ctx.request.type !== 'application/json') throw new Problem(415, 'Unsupported Media Type');
-  const text = await getRawBody(ctx.req, {
-    length: ctx.get('Content-Length') || undefined,
-    limit: 1024 * 1024,
-    encoding: 'utf-8',
-  });
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new Problem(400, 'The body is not JSON');
-  }
-  const body = decode(CreateObservationBody, json);
-  const tenantId = (ctx.params as Record<string, string>).tenantId!;
-  const now = new Date();
-  const id = newId('o', now);
-  const at = now.toISOString();
-  const observation = {
-    id,
-    tenantId,
-    observedAt: body.observedAt,
-    position: body.position ?? null,
-    locationId: body.locationId ?? null,
-    visitId: body.visitId ?? null,
-    notes: body.notes ?? null,
-    attributes: body.attributes ?? {},
-    media: [],
-    createdAt: at,
-    updatedAt: at,
-    version: 1,
-  };
+  const json = await jsonBody(ctx);
+  const observation = newObservation(tenantOf(ctx), decode(CreateObservationBody, json));
+  const { tenantId, id, createdAt: at } = observation;
   await insertObservation([
     tenantId,
     id,
@@ -233,7 +174,7 @@ router.post('/', requireScope('observations:write'), async (ctx: Context) => {
 router.get('/', requireScope('observations:read'), (ctx: Context) => {
   const params = decode(ListObservationsQuery, ctx.query);
   const limit = params.limit ?? 50;
-  const { sql, values, queryKey } = listSql((ctx.params as Record<string, string>).tenantId!, params);
+  const { sql, values, queryKey } = listSql(tenantOf(ctx), params);
   const rows = prepared(sql).all(...values, limit + 1) as { doc: string; id: string; sortValue: string }[];
   const page = rows.slice(0, limit);
   const last = page.at(-1);
@@ -243,40 +184,6 @@ router.get('/', requireScope('observations:read'), (ctx: Context) => {
   ctx.body = `{"data":[${page.map((row) => row.doc).join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}`;
 });
 
-const app = new Koa();
-app.silent = true;
-app.use(async (ctx, next) => {
-  try {
-    await next();
-  } catch (error) {
-    const problem =
-      error instanceof Problem
-        ? error
-        : new Problem((error as { status?: number }).status ?? 500, (error as Error).message);
-    ctx.status = problem.status;
-    ctx.type = 'application/problem+json';
-    ctx.body = JSON.stringify({
-      type: 'about:blank',
-      title: problem.title,
-      status: problem.status,
-      ...problem.extra,
-    });
-  }
-});
-app.use(async (ctx, next) => {
-  if (ctx.method === 'GET' && ctx.path === '/health') ctx.body = { status: 'ok' };
-  else await next();
-});
-app.use(router.routes()).use(router.allowedMethods());
-
-const server = app.listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');
-const shutdown = () => {
-  server.close();
-  server.closeIdleConnections();
+servePeer(router, () => {
   db.close();
-  process.exit(0);
-};
-// Gone with the benchmark even if it was killed: its end of the stdin pipe closes.
-process.stdin.on('end', shutdown);
-process.stdin.resume();
-process.once('SIGTERM', shutdown);
+});

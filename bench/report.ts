@@ -6,6 +6,7 @@ import * as prettier from 'prettier';
 import type { RebuildPhaseResults } from './audit.js';
 import type { AuthResults } from './auth.js';
 import type { CvResults } from './cv.js';
+import type { EmmettResults } from './emmett.js';
 import type { GrowthResults } from './growth.js';
 import type { HttpResults } from './http.js';
 import type { MillionResults } from './million.js';
@@ -58,6 +59,8 @@ export interface Results {
   rebuild: RebuildPhaseResults;
   /** The phases that ran on PostgreSQL too (BENCH_BACKENDS); null when it did not run. */
   postgres: PostgresResults | null;
+  /** The service against the emmett peer on PostgreSQL (its own section and docs/bench/emmett.json too). */
+  emmett: EmmettResults | null;
   checks: Check[];
   totalSeconds: number;
 }

@@ -3,6 +3,8 @@ import { runAuth, type AuthResults } from './auth.js';
 import { reportCli, runCli } from './cli.js';
 import { runCv, type CvResults } from './cv.js';
 import { reportCvDetector, runCvDetector } from './cv-detector.js';
+import { runEmmett, type EmmettResults } from './emmett.js';
+import { emmettChecks, emmettText, writeEmmettReports } from './emmett-report.js';
 import { runHttp, type HttpResults } from './http.js';
 import { reportImages, runImages } from './images.js';
 import { millionCatchUp, type MillionResults } from './million.js';
@@ -21,14 +23,16 @@ import { runWebhooks, type WebhookResults } from './webhooks.js';
 
 /**
  * `npm run bench`: every phase in one run, each against its own baseline, then the ratios against their
- * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,scaleout,append,
+ * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,emmett,scaleout,append,
  * catchup,million,growth,auth,webhooks,cv,cv-detector,images,cli,rebuild,soak (all by default), or the same names
  * as arguments (`npm run bench -- soak`), runs a subset, and only a full run rewrites docs/bench/latest.json
  * and docs/benchmarks.md. `cv-detector` and `images` write their own JSON under docs/bench and print. The endurance phase (`soak`) writes its own docs/bench/soak.json and its part of
  * docs/benchmarks.md when it ran for its full length (see bench/soak-report.ts).
  * BENCH_BACKENDS=sqlite,postgres (bench/postgres-db.ts; both by default when a PostgreSQL server answers)
  * says where the http, scaleout, append, catchup, webhooks and rebuild phases run: each runs on PostgreSQL
- * right after SQLite, in a database of its own that it drops. The other phases run on SQLite alone.
+ * right after SQLite, in a database of its own that it drops. `emmett` (the service against an emmett peer,
+ * bench/emmett.ts) runs on PostgreSQL alone, and is skipped with a note without it. The other phases run on
+ * SQLite alone.
  */
 
 const numberFromEnv = (name: string, fallback: number): number => {
@@ -59,6 +63,7 @@ const settings = {
   soakRate: numberFromEnv('BENCH_SOAK_RATE', 40),
   soakTenants: numberFromEnv('BENCH_SOAK_TENANTS', 4),
   soakDrainS: numberFromEnv('BENCH_SOAK_DRAIN_S', 60),
+  emmettRounds: numberFromEnv('BENCH_EMMETT_ROUNDS', 3),
 };
 /** BENCH_GROWTH_SIZES: the observation counts of the `growth` phase, smallest first. */
 const growthSizes = (process.env.BENCH_GROWTH_SIZES || '10000,100000,1000000').split(',').map((raw) => {
@@ -68,6 +73,7 @@ const growthSizes = (process.env.BENCH_GROWTH_SIZES || '10000,100000,1000000').s
 });
 const allPhases = [
   'http',
+  'emmett',
   'scaleout',
   'append',
   'catchup',
@@ -107,7 +113,8 @@ const main = async (): Promise<void> => {
   const started = performance.now();
   const loadBefore = loadAverage();
   const measured = source();
-  const backends = dualPhases.some((name) => phases.has(name)) ? benchBackends(log) : [];
+  const backends =
+    dualPhases.some((name) => phases.has(name)) || phases.has('emmett') ? benchBackends(log) : [];
   const onSqlite = backends.includes('sqlite');
   const onPostgres = backends.includes('postgres');
   if (backends.length > 0) log(`backends of the shared phases: ${backends.join(', ')}`);
@@ -151,6 +158,24 @@ const main = async (): Promise<void> => {
   pg.http = await postgresPhase('http', (databaseUrl) =>
     runHttp({ ...settings, databaseUrl: url(databaseUrl), ...(http ? { baselines: http } : {}) }),
   );
+  const loadBeforeEmmett = loadAverage();
+  if (phases.has('emmett') && !onPostgres)
+    log('emmett: skipped, it runs on PostgreSQL alone (BENCH_BACKENDS)');
+  const emmett: EmmettResults | null = onPostgres
+    ? await phase('emmett', () =>
+        runEmmett({
+          durationS: settings.durationS,
+          warmupS: settings.warmupS,
+          rounds: settings.emmettRounds,
+          log,
+        }),
+      )
+    : null;
+  if (emmett) {
+    console.log(`\n${emmettText(emmett)}\n`);
+    for (const file of await writeEmmettReports(emmett, machine(loadBeforeEmmett), measured))
+      log(`wrote ${file}`);
+  }
   const scaleoutSettings = {
     durationS: settings.durationS,
     warmupS: settings.warmupS,
@@ -238,8 +263,13 @@ const main = async (): Promise<void> => {
   }
 
   const parts = { http, scaleout, append, catchUp, million, growth, auth, webhooks, cv, rebuild };
-  const checks = [...targetChecks(parts), ...(onPostgres ? postgresChecks(pg) : []), ...(soak?.checks ?? [])];
-  if (onPostgres) console.log(`\n${postgresSummary(pg)}`);
+  const checks = [
+    ...targetChecks(parts),
+    ...(onPostgres ? postgresChecks(pg) : []),
+    ...(emmett ? emmettChecks(emmett) : []),
+    ...(soak?.checks ?? []),
+  ];
+  if (Object.values(pg).some((result) => result !== null)) console.log(`\n${postgresSummary(pg)}`);
   console.log(`\n${summary(parts, checks)}\n`);
 
   const totalSeconds = (performance.now() - started) / 1000;
@@ -283,12 +313,15 @@ const main = async (): Promise<void> => {
       cv,
       rebuild,
       postgres: onPostgres ? pg : null,
+      emmett,
       checks,
       totalSeconds,
     };
     for (const file of await writeReports(results)) log(`wrote ${file}`);
   } else {
-    log('partial run: docs/bench/latest.json and docs/benchmarks.md left as they were');
+    log(
+      'partial run: docs/bench/latest.json and the results section of docs/benchmarks.md left as they were',
+    );
   }
   log(
     `${checks.filter((c) => c.pass).length} of ${checks.length} targets met in ${totalSeconds.toFixed(0)} s`,

@@ -1,51 +1,27 @@
 import { expect } from 'chai';
 import { tempDir } from '../support/adapters.js';
-import { spawn } from 'node:child_process';
-import { freePort } from '../support/process.js';
+import {
+  createTwenty,
+  expectNewestFirstPages,
+  expectRefusals,
+  listedIds,
+  peerHeaders as headers,
+  startBenchPeer,
+} from '../support/bench-peer.js';
 import { request } from '../support/server.js';
-import { eventually } from '../support/wait.js';
 
 /**
  * bench/crud-peer.ts is the baseline the service's create and list are held to, so it must do the work it
  * is credited with: validate with the service's codecs, check the key, keep what it acknowledged across a
  * crash, and page with a keyset cursor bound to its query.
  */
-const apiKey = 'peer-test-key-0123456789abcdef';
 const tenant = 't_peer';
-
-const startPeer = async (dataDir: string) => {
-  const port = await freePort();
-  // stdin stays a pipe: the peer exits when it ends, as it does when the benchmark dies.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/crud-peer.ts'], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      PEER_TENANT: tenant,
-      PEER_API_KEY: apiKey,
-      CURSOR_SECRET: 'peer-test-cursor-secret-0123456789',
-    },
-    stdio: ['pipe', 'ignore', 'inherit'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const kill = async () => {
-    child.kill('SIGKILL');
-    await exited;
-  };
-  const url = `http://127.0.0.1:${port}`;
-  await eventually(
-    async () => ((await fetch(`${url}/health`).catch(() => null))?.ok ? true : undefined),
-    20_000,
-  );
-  return { kill, observations: `${url}/v1/tenants/${tenant}/observations` };
-};
+const startPeer = (dataDir: string) => startBenchPeer('bench/crud-peer.ts', tenant, { DATA_DIR: dataDir });
 
 describe('the CRUD peer of the benchmark', function () {
   this.timeout(60_000);
   let dir: { dir: string; remove: () => void };
   let peer: Awaited<ReturnType<typeof startPeer>>;
-  const headers = { 'X-API-Key': apiKey };
   beforeEach(async () => {
     dir = tempDir();
     peer = await startPeer(dir.dir);
@@ -56,62 +32,18 @@ describe('the CRUD peer of the benchmark', function () {
   });
 
   it('refuses a missing key, another tenant and an invalid body as problems', async () => {
-    const body = { observedAt: '2026-05-01T09:30:00Z' };
-    expect((await request(peer.observations, { method: 'POST', body })).status).to.equal(401);
-    const other = await request(peer.observations.replace(tenant, 't_other'), {
-      method: 'POST',
-      body,
-      headers,
-    });
-    expect(other.status).to.equal(404);
-    const invalid = await request(peer.observations, {
-      method: 'POST',
-      body: { observedAt: 'yesterday', position: { lat: 91, lon: 0 } },
-      headers,
-    });
-    expect(invalid.status).to.equal(400);
-    expect(invalid.headers.get('content-type')).to.match(/^application\/problem\+json/);
-    const paths = (invalid.body.errors as { path: string }[]).map((error) => error.path);
-    expect(paths).to.include.members(['observedAt', 'position.lat']);
+    await expectRefusals(peer.observations, tenant);
   });
 
   it('keeps every acknowledged creation across a kill -9', async () => {
-    const created = await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        request(peer.observations, {
-          method: 'POST',
-          body: { observedAt: new Date(Date.UTC(2026, 4, 1, 9, i)).toISOString(), notes: `n${i}` },
-          headers,
-        }),
-      ),
-    );
-    expect(created.map((response) => response.status)).to.deep.equal(Array(20).fill(201));
-    expect(created[0]!.headers.get('location')).to.match(/^\/v1\/tenants\/t_peer\/observations\/o_/);
+    const ids = await createTwenty(peer.observations, tenant);
     await peer.kill();
     peer = await startPeer(dir.dir);
-    const listed = await request(`${peer.observations}?limit=200`, { headers });
-    const ids = (listed.body.data as { id: string }[]).map((o) => o.id).sort();
-    expect(ids).to.deep.equal(created.map((response) => response.body.id as string).sort());
+    expect(await listedIds(peer.observations)).to.deep.equal(ids);
   });
 
   it('pages newest first with a cursor bound to its query', async () => {
-    for (let i = 0; i < 5; i += 1) {
-      const observedAt = new Date(Date.UTC(2026, 4, 1, 9, i)).toISOString();
-      await request(peer.observations, { method: 'POST', body: { observedAt }, headers });
-    }
-    const seen: string[] = [];
-    let cursor: string | null = null;
-    do {
-      const page = await request(
-        `${peer.observations}?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-        { headers },
-      );
-      expect(page.status).to.equal(200);
-      seen.push(...(page.body.data as { observedAt: string }[]).map((o) => o.observedAt));
-      cursor = page.body.nextCursor as string | null;
-    } while (cursor);
-    expect(seen).to.have.length(5);
-    expect(seen).to.deep.equal([...seen].sort().reverse());
+    await expectNewestFirstPages(peer.observations);
     const first = await request(`${peer.observations}?limit=2`, { headers });
     const elsewhere = await request(
       `${peer.observations}?limit=2&sort=createdAt&cursor=${encodeURIComponent(first.body.nextCursor as string)}`,
