@@ -5,7 +5,9 @@ export const yieldToEventLoop = () => new Promise((resolve) => setImmediate(reso
 
 /**
  * How often a subscriber is told at most that its position moved past events it does not read. Each such
- * report is a commit of its checkpoint (a projection's), and a busy store moves every subscriber's position
- * on every commit: unthrottled, the other subscribers commit more often than the writers do.
+ * report is a commit of its checkpoint (a projection's) and a read after it, and a busy store moves every
+ * subscriber's position on every commit. Nothing waits on these reports: a read-your-writes wait asks the
+ * store whether any event the projection reads lies before the position it waits for (runner.ts). They only
+ * bound how far back a restart reads events it skips again, so once a second is plenty.
  */
-export const skipReportMs = 20;
+export const skipReportMs = 1000;
