@@ -12,7 +12,7 @@ import {
 import type { CollectionSpec } from './port.js';
 import type { Projection } from './projection.js';
 import { parkedRecord } from './parking.js';
-import { commitBatch } from './runner.js';
+import { pipelinedBatches } from './build-pipeline.js';
 
 // The steps rebuilds and snapshots share: the fold of events into a build's collection, its preparation,
 // and its removal.
@@ -47,6 +47,11 @@ export const fold = async (
   };
   const filter = eventFilter(projection, build.tenantId);
   const batchSize = options.batchSize ?? 1000;
+  // An event the fold cannot apply is parked under the build's name; the swap makes those the live ones.
+  const batches = pipelinedBatches(target, readModels, (event, error) =>
+    readModels.parkEvent(parkedRecord(target.name, event, error, new Date())),
+  );
+  /** Where the batches read so far end; each is committed before `fold` returns. */
   let checkpoint = await readModels.getCheckpoint(target.name);
   const report = (phase: BuildProgress['phase']) =>
     options.onProgress?.({
@@ -62,8 +67,12 @@ export const fold = async (
   for (;;) {
     // The embedded stores answer synchronously: let timers, I/O and signals (Ctrl-C) in between batches.
     await new Promise((resolve) => setImmediate(resolve));
-    if (options.signal?.aborted) return { checkpoint, reachedEnd: false };
+    if (options.signal?.aborted) {
+      await batches.flush();
+      return { checkpoint, reachedEnd: false };
+    }
     if (build.until && 'position' in build.until && checkpoint >= build.until.position) {
+      await batches.flush();
       return { checkpoint, reachedEnd: true };
     }
     const page = await eventStore.readAll({ after: checkpoint, maxCount: batchSize, filter });
@@ -84,16 +93,14 @@ export const fold = async (
       }
     }
     if (last > checkpoint || events.length > 0) {
-      // An event the fold cannot apply is parked under the build's name; the swap makes those the live ones.
-      await commitBatch(target, readModels, events, last, (event, error) =>
-        readModels.parkEvent(parkedRecord(target.name, event, error, new Date())),
-      );
+      await batches.write(events, last);
       checkpoint = last;
       run.events += events.length;
     }
     if (checkpoint >= run.target) run.catchingUp = true;
     report(run.catchingUp ? 'catching up' : 'building');
     if (reachedEnd) {
+      await batches.flush();
       await readModels.ensureCollection(projection.collection, build.id);
       return { checkpoint, reachedEnd };
     }

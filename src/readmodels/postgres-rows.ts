@@ -26,24 +26,26 @@ export const schema = [
 ];
 
 /**
- * The documents travel as one JSON array, `$4`, parsed once into `jsonb` and split with
- * `jsonb_array_elements`, beside arrays of their keys. An array of `jsonb` (`$4::jsonb[]`) cost two to
- * three times as much on the server: each document quoted and escaped into the array's literal, then
- * unescaped and parsed on its own (docs/benchmarks.md, the rebuild). A JSON `null` element is a deletion.
+ * The documents travel as one text, `$4`, their JSON texts one per line, zipped by `unnest` with the arrays
+ * of their keys: each document is parsed into `jsonb` once, on its own. JSON text has no raw line break (a
+ * string's is written `\n`), so the line break cannot occur inside a document. An empty line is a deletion,
+ * and so is a missing one: `string_to_array('', …)` is empty (a batch of one deletion), and `unnest` pads
+ * the shorter array with NULL. Sent as one JSON array parsed into `jsonb` and split with
+ * `jsonb_array_elements`, the same batches cost the server 10–30 % more CPU; as a `jsonb[]` literal (each
+ * document quoted and escaped, then unescaped), two to three times as much (docs/benchmarks.md, the rebuild).
  */
 export const upsertSql = (collection: string): string =>
   `INSERT INTO ${table(collection)} AS t (tenant_id, id, position, doc, escaped)
-   SELECT k.tenant_id, k.id, k.position, NULLIF(d.doc, 'null'::jsonb), k.escaped
-   FROM unnest($1::text[], $2::text[], $3::bigint[], $5::boolean[])
-     WITH ORDINALITY AS k(tenant_id, id, position, escaped, n)
-   JOIN jsonb_array_elements($4::jsonb) WITH ORDINALITY AS d(doc, n) USING (n)
+   SELECT k.tenant_id, k.id, k.position, NULLIF(k.doc, '')::jsonb, k.escaped
+   FROM unnest($1::text[], $2::text[], $3::bigint[], string_to_array($4::text, E'\\n'), $5::boolean[])
+     AS k(tenant_id, id, position, doc, escaped)
    ON CONFLICT (tenant_id, id) DO UPDATE
      SET position = excluded.position, doc = excluded.doc, escaped = excluded.escaped
    WHERE excluded.position > t.position`;
 
-/** The `$4` of upsertSql: the stored documents' JSON texts as one array, `null` for a deletion. */
-export const documentsArray = (jsons: readonly (string | null)[]): string =>
-  `[${jsons.map((json) => json ?? 'null').join(',')}]`;
+/** The `$4` of upsertSql: the stored documents' JSON texts one per line, an empty line for a deletion. */
+export const documentLines = (jsons: readonly (string | null)[]): string =>
+  jsons.map((json) => json ?? '').join('\n');
 
 export interface DocumentRow {
   tenant_id: string;

@@ -15,7 +15,7 @@ import type {
 } from './port.js';
 import { describeTable, dropTable, ensureTable } from './postgres-ddl.js';
 import { jsonFromStored, toStored } from './postgres-nul.js';
-import { documentsArray, schema, stored, upsertSql, type DocumentRow } from './postgres-rows.js';
+import { documentLines, schema, stored, upsertSql, type DocumentRow } from './postgres-rows.js';
 import {
   addFilter,
   addKeyset,
@@ -131,7 +131,7 @@ export const openPostgresReadModels = async (
           latest.map((change) => change.tenantId),
           latest.map((change) => change.id),
           latest.map((change) => change.position),
-          documentsArray(docs.map((doc) => doc.json)),
+          documentLines(docs.map((doc) => doc.json)),
           docs.map((doc) => doc.escaped),
         ],
       };

@@ -34,7 +34,7 @@ interface Working<D> {
  */
 export const applyBatch = async <D>(
   projection: Projection<D>,
-  readModels: ReadModelStore,
+  readModels: Pick<ReadModelStore, 'getMany'>,
   events: readonly RecordedEvent[],
 ): Promise<DocumentChange[]> => {
   const working = new Map<string, Working<D>>();

@@ -139,6 +139,35 @@ export const readModelStoreContract = (open: () => Promise<ReadModelFixture>) =>
       expect(await ids({})).to.deep.equal([]);
     });
 
+    it('writes line breaks in strings and deletions side by side in one commit, each where it belongs', async () => {
+      // PostgreSQL sends a commit's documents one per line: a line break inside one must not split it.
+      await put([
+        { id: 'p1', name: 'Alder', rank: 1, lat: 1, lon: 2 },
+        { id: 'p4', name: 'Cedar', rank: 4, lat: 1, lon: 2 },
+      ]);
+      const broken = [
+        { id: 'p2', name: 'two\nlines\r\nand\u2028more', rank: 2, lat: 1, lon: 2 },
+        { id: 'p3', name: '\n', rank: 3, lat: 1, lon: 2 },
+      ];
+      const change = (id: string, doc: Place | null) => ({
+        collection: places.name,
+        tenantId: tenant,
+        id,
+        position: 2,
+        doc,
+      });
+      await readModels.commit(
+        `places-${suffix}`,
+        [change('p1', null), change('p2', broken[0]!), change('p3', broken[1]!), change('p4', null)],
+        2,
+      );
+      const found = await readModels.getMany<Place>(
+        places.name,
+        ['p1', 'p2', 'p3', 'p4'].map((id) => ({ tenantId: tenant, id })),
+      );
+      expect(found.map((stored) => stored?.doc ?? null)).to.deep.equal([null, ...broken, null]);
+      expect(await ids({})).to.deep.equal(['p3', 'p2']);
+    });
     it('keeps a checkpoint that only moves forward, and resets it with the collection', async () => {
       const projection = `checkpoint-${suffix}-${tenant}`;
       expect(await readModels.getCheckpoint(projection)).to.equal(0);
