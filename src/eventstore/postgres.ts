@@ -88,7 +88,9 @@ export const openPostgresEventStore = async (
     streamName: string,
     expected: ExpectedVersion,
   ): Promise<{ version: number; hash: string }> => {
-    if (expected === 'no_stream') return { version: NO_STREAM, hash: genesisHash };
+    // A stream expected not to exist (a create, by name or as version -1) starts the chain: append_events
+    // refuses it if it does exist.
+    if (expected === 'no_stream' || expected === NO_STREAM) return { version: NO_STREAM, hash: genesisHash };
     const known = knownHeads.get(streamName);
     if (known && known.version === expected) return known;
     const { rows } = await query<{ version: number; hash: string }>(
