@@ -88,8 +88,7 @@ export const openPostgresEventStore = async (
     streamName: string,
     expected: ExpectedVersion,
   ): Promise<{ version: number; hash: string }> => {
-    // A stream expected not to exist (a create, by name or as version -1) starts the chain: append_events
-    // refuses it if it does exist.
+    // Expected not to exist (by name, or as version -1 by a create): append_events refuses it if it does.
     if (expected === 'no_stream' || expected === NO_STREAM) return { version: NO_STREAM, hash: genesisHash };
     const known = knownHeads.get(streamName);
     if (known && known.version === expected) return known;
