@@ -88,8 +88,7 @@ export const openPostgresEventStore = async (
     streamName: string,
     expected: ExpectedVersion,
   ): Promise<{ version: number; hash: string }> => {
-    // Expected not to exist (by name, or as version -1 by a create): append_events refuses it if it does.
-    if (expected === 'no_stream' || expected === NO_STREAM) return { version: NO_STREAM, hash: genesisHash };
+    if (expected === 'no_stream') return { version: NO_STREAM, hash: genesisHash };
     const known = knownHeads.get(streamName);
     if (known && known.version === expected) return known;
     const { rows } = await query<{ version: number; hash: string }>(
