@@ -106,28 +106,27 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
     return physicalNames.has(collection) ? table(collection) : physicalTable(collection);
   };
   /**
-   * Runs a read on the collection's current table. A swap in another process may drop the table between the
-   * mapping lookup and the read: then the lookup is done again, and finds the table that replaced it.
+   * Runs a read on the collection's table as last found. A swap (here, or in another process between a
+   * lookup and the read) drops that table: then the mapping is looked up again, at most twice, and the read
+   * goes to the table that replaced it.
    */
   const reading = <T>(collection: string, read: (tableName: string) => T): T => {
-    const kept = readTables.get(collection);
-    try {
-      if (kept !== undefined) return read(kept);
-    } catch (error) {
-      if (!(error instanceof Database.SqliteError) || !error.message.includes('no such table')) throw error;
+    let tableName = readTables.get(collection);
+    for (let lookups = 0; ;) {
+      if (tableName === undefined) {
+        tableName = known(collection);
+        readTables.set(collection, tableName);
+        lookups += 1;
+      }
+      try {
+        return read(tableName);
+      } catch (error) {
+        const tableGone = error instanceof Database.SqliteError && error.message.includes('no such table');
+        if (!tableGone || lookups === 2) throw error;
+        readTables.delete(collection);
+        tableName = undefined;
+      }
     }
-    readTables.delete(collection);
-    try {
-      return read(rememberedTable(collection));
-    } catch (error) {
-      if (!(error instanceof Database.SqliteError) || !error.message.includes('no such table')) throw error;
-      return read(rememberedTable(collection));
-    }
-  };
-  const rememberedTable = (collection: string): string => {
-    const tableName = known(collection);
-    readTables.set(collection, tableName);
-    return tableName;
   };
   const checkpointOf = (projection: string): number =>
     (prepare('SELECT position FROM checkpoints WHERE projection = ?').pluck().get(projection) as
