@@ -66,7 +66,7 @@ const suite = (storeEnv: () => Record<string, string>) =>
       receiver.received.map((received) => (received.body as { data: { notes: string } }).data.notes);
 
     describe('pause and resume', () => {
-      it('sends nothing while paused, then everything held back, in order, on resume', async () => {
+      it('sends nothing while paused, then everything held back on resume', async () => {
         const hooks = await receiver();
         const id = await subscribe(hooks.url);
         await observe('before');
@@ -86,7 +86,11 @@ const suite = (storeEnv: () => Record<string, string>) =>
         expect(resumed.status, JSON.stringify(resumed.body)).to.equal(200);
         expect(resumed.body).to.include({ status: 'active', replayed: 3, pausedAt: null });
         await hooks.waitFor(4);
-        expect(notesOf(hooks)).to.deep.equal(['before', 'one', 'two', 'three']);
+        // Scheduled in the order they happened, but with 4 attempts in flight per subscription neighbours
+        // may swap places (docs/webhooks.md), so only what arrived is compared, not its order.
+        const [first, ...heldBack] = notesOf(hooks);
+        expect(first).to.equal('before');
+        expect(heldBack.sort()).to.deep.equal(['one', 'three', 'two']);
         expect(hooks.received.every((received) => received.verified)).to.equal(true);
       });
 
