@@ -1663,7 +1663,7 @@ export interface components {
        */
       traceparent?: string;
     };
-    /** @description A domain event of the tenant */
+    /** @description A domain event of the tenant, with the hashes that chain it (docs/auditors.md) */
     HistoryEvent: {
       id: string;
       /** @example ObservationRecorded */
@@ -1673,11 +1673,17 @@ export interface components {
       streamVersion: number;
       /** @description Global position, in commit order */
       position: number;
-      /** @description The event as recorded; credential hashes and sealed secrets read `[redacted]` */
+      /** @description The event as recorded, secret fields (credential hashes, sealed secrets) as `{"commitment": "<hex>"}`, or `[redacted]` on events stored before commitments (see `uncommitted`) */
       data: {
         [key: string]: unknown;
       };
       metadata: components['schemas']['EventMetadata'];
+      /** @description The event's SHA-256 chain hash, lowercase hex (docs/auditors.md#the-hash) */
+      hash: string | null;
+      /** @description The hash of the stream's previous event; empty at version 0, null when the store lacks that event */
+      previousHash: string | null;
+      /** @description Secret fields shown `[redacted]` on an event stored before they were committed to: its hash cannot be recomputed from the export */
+      uncommitted?: string[];
     };
     /** @description The observation as it was after one event of its stream */
     ObservationVersion: {
