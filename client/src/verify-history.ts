@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /*
  * A verifier of the NDJSON history download (`GET /v1/tenants/{t}/events`, Accept: application/x-ndjson),
@@ -80,27 +80,36 @@ export const canonicalJson = (value: unknown): string => {
   return `{${members.join(',')}}`;
 };
 
-/** Whether JSON.stringify already writes the value canonically: every object's keys in sorted order. */
+/**
+ * Whether JSON.stringify already writes the value canonically: every object's keys in sorted order. The
+ * service exports what it stored in canonical form, so this holds for nearly every line, and
+ * JSON.stringify is several times cheaper than canonicalJson.
+ */
 const sortedAllTheWay = (value: unknown): boolean => {
   if (value === null || typeof value !== 'object') return true;
-  if (Array.isArray(value)) return value.every(sortedAllTheWay);
-  let previous: string | undefined;
-  for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-    if ((previous !== undefined && !(previous < key)) || !sortedAllTheWay(item)) return false;
-    previous = key;
+  if (Array.isArray(value)) {
+    for (const item of value as unknown[]) if (!sortedAllTheWay(item)) return false;
+    return true;
+  }
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  for (let index = 0; index < keys.length; index += 1) {
+    if (index > 0 && !(keys[index - 1]! < keys[index]!)) return false;
+    if (!sortedAllTheWay(record[keys[index]!])) return false;
   }
   return true;
 };
 
 /** The hash of one exported event, chained to `previousHash`: docs/auditors.md, "The hash". */
 export const exportedEventHash = (event: ExportedEvent, previousHash: string): string => {
-  const text = (value: unknown) => (sortedAllTheWay(value) ? JSON.stringify(value) : canonicalJson(value));
-  // The members in sorted order: data, id, metadata, previousHash, streamName, streamVersion, type.
-  const content =
-    `{"data":${text(event.data)},"id":${JSON.stringify(event.id)},"metadata":${text(event.metadata)},` +
-    `"previousHash":${JSON.stringify(previousHash)},"streamName":${JSON.stringify(event.streamName)},` +
-    `"streamVersion":${JSON.stringify(event.streamVersion)},"type":${JSON.stringify(event.type)}}`;
-  return createHash('sha256').update(content).digest('hex');
+  const { data, id, metadata, streamName, streamVersion, type } = event;
+  // The members in sorted order, so that one JSON.stringify writes the canonical text whenever data and
+  // metadata are canonical already, as the service exports them.
+  const content = { data, id, metadata, previousHash, streamName, streamVersion, type };
+  const text =
+    sortedAllTheWay(data) && sortedAllTheWay(metadata) ? JSON.stringify(content) : canonicalJson(content);
+  // One-shot hash (Node 20.12 on): a few times cheaper than a Hash object for input this short.
+  return hash('sha256', text);
 };
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -109,6 +118,35 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
 const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 
 const nullableString = (value: unknown): boolean => value === null || typeof value === 'string';
+
+const isString = (value: unknown): boolean => typeof value === 'string';
+
+/** What each member of a line must be. */
+const fieldChecks: Record<string, (value: unknown) => boolean> = {
+  id: isString,
+  type: isString,
+  streamName: isString,
+  streamVersion: isCount,
+  position: isCount,
+  data: (value) => value !== undefined,
+  metadata: isRecord,
+  hash: nullableString,
+  previousHash: nullableString,
+  uncommitted: (value) => value === undefined || Array.isArray(value),
+};
+
+/** fieldChecks, written out: it runs once a line, and the loop over the checks costs more than the checks. */
+const looksExported = (event: Record<string, unknown>): boolean =>
+  typeof event.id === 'string' &&
+  typeof event.type === 'string' &&
+  typeof event.streamName === 'string' &&
+  isCount(event.streamVersion) &&
+  isCount(event.position) &&
+  event.data !== undefined &&
+  isRecord(event.metadata) &&
+  nullableString(event.hash) &&
+  nullableString(event.previousHash) &&
+  (event.uncommitted === undefined || Array.isArray(event.uncommitted));
 
 /** The line as an exported event, or the reason it is not one. */
 const exportedEventOf = (line: unknown, number: number): ExportedEvent => {
@@ -122,21 +160,9 @@ const exportedEventOf = (line: unknown, number: number): ExportedEvent => {
   }
   if (!isRecord(value)) throw new HistoryFormatError(number, 'is not a JSON object');
   const event = value;
-  const wrong = [
-    typeof event.id !== 'string' && 'id',
-    typeof event.type !== 'string' && 'type',
-    typeof event.streamName !== 'string' && 'streamName',
-    !isCount(event.streamVersion) && 'streamVersion',
-    !isCount(event.position) && 'position',
-    !('data' in event) && 'data',
-    !isRecord(event.metadata) && 'metadata',
-    !nullableString(event.hash) && 'hash',
-    !nullableString(event.previousHash) && 'previousHash',
-    event.uncommitted !== undefined && !Array.isArray(event.uncommitted) && 'uncommitted',
-  ].filter((field) => field !== false);
-  if (wrong.length > 0)
-    throw new HistoryFormatError(number, `is not an exported event (${wrong.join(', ')})`);
-  return event as unknown as ExportedEvent;
+  if (looksExported(event)) return event as unknown as ExportedEvent;
+  const wrong = Object.keys(fieldChecks).filter((field) => !fieldChecks[field]!(event[field]));
+  throw new HistoryFormatError(number, `is not an exported event (${wrong.join(', ')})`);
 };
 
 /** Why the event does not follow on from its stream's last (`head`), or null when it does. */
