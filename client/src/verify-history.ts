@@ -22,7 +22,7 @@ export interface ExportedEvent {
   /** The hash of the stream's event before; `""` at version 0, null when the store has no such event. */
   previousHash: string | null;
   /** Secret fields of an event stored before commitments: `[redacted]`, so its hash cannot be recomputed. */
-  uncommitted?: string[];
+  uncommitted?: string[] | undefined;
 }
 
 export interface BrokenHistoryLink {
