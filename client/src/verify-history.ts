@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import type { HistoryEvent } from './types.js';
 
 /*
  * A verifier of the NDJSON history download (`GET /v1/tenants/{t}/events`, Accept: application/x-ndjson),
@@ -8,22 +9,8 @@ import { hash } from 'node:crypto';
  * events verifies in memory that grows with the number of streams, not events.
  */
 
-/** One line of the download. */
-export interface ExportedEvent {
-  id: string;
-  type: string;
-  streamName: string;
-  streamVersion: number;
-  position: number;
-  data: unknown;
-  metadata: Record<string, unknown>;
-  /** Lowercase hex SHA-256; null when the store holds none. */
-  hash: string | null;
-  /** The hash of the stream's event before; `""` at version 0, null when the store has no such event. */
-  previousHash: string | null;
-  /** Secret fields of an event stored before commitments: `[redacted]`, so its hash cannot be recomputed. */
-  uncommitted?: string[] | undefined;
-}
+/** One line of the download: an event of the history API, with its hash and previous hash. */
+export type ExportedEvent = HistoryEvent<unknown>;
 
 export interface BrokenHistoryLink {
   streamName: string;

@@ -8,6 +8,7 @@ const metadata = {
   correlationId: 'c_1',
   causationId: null,
   occurredAt: '2026-05-01T00:00:00Z',
+  schemaVersion: 1,
 };
 
 /** A stream of `count` exported events from `from` on, hashed by the service's own rule. */
