@@ -1,9 +1,12 @@
 import { expect } from 'chai';
+import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyHistory, type ExportedEvent, type HistoryReport } from '../../client/src/index.js';
+import { verifyTenant } from '../../src/audit/verify.js';
+import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
 import { cvTenant } from '../support/cv.js';
 import { testImage } from '../support/images.js';
 import { suiteDatabase, describePostgres } from '../support/postgres.js';
@@ -224,4 +227,51 @@ describe('a downloaded history, verified by an auditor, on SQLite', () => export
 describePostgres('a downloaded history, verified by an auditor, on PostgreSQL', () => {
   const database = suiteDatabase();
   exportSuite(() => ({ DATABASE_URL: database() }));
+});
+
+describe('a downloaded history with an event stored before commitments', () => {
+  let server: TestServer;
+  let tenantId: string;
+  let adminKey: string;
+  let userStream: string;
+
+  before(async () => {
+    server = await startTestServer();
+    const tenant = await withTenant(server, 'auditold');
+    ({ tenantId, adminKey } = tenant);
+    const created = await request(`${server.url}/v1/tenants/${tenantId}/users`, {
+      method: 'POST',
+      body: { email: 'ann@example.test', password: 'a long enough password', scopes: ['cv:read'] },
+      headers: { 'X-API-Key': adminKey },
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    userStream = `user-${tenantId}_${created.body.id as string}`;
+    // The stream as an older service stored it: no salts, each hash over the secret values themselves.
+    const events = await server.stores.eventStore.readStream(userStream, { raw: true });
+    const db = new Database(join(server.dataDir, 'events.db'));
+    const update = db.prepare('UPDATE events SET metadata = ?, hash = ? WHERE position = ?');
+    let previousHash = genesisHash;
+    for (const event of events) {
+      const { salts: _salts, ...metadata } = event.metadata;
+      previousHash = eventHash(previousHash, { ...event, metadata });
+      update.run(JSON.stringify(metadata), previousHash, event.position);
+    }
+    db.close();
+  });
+  after(() => server.close());
+
+  it('shows its secrets redacted and names them, and still verifies, the service and both verifiers alike', async () => {
+    expect((await verifyTenant(server.stores.eventStore, tenantId)).broken).to.equal(null);
+    const response = await fetch(`${server.url}/v1/tenants/${tenantId}/events`, {
+      headers: { 'X-API-Key': adminKey, Accept: 'application/x-ndjson' },
+    });
+    const lines = (await response.text()).split('\n').filter(Boolean);
+    const old = lines
+      .map(parsed)
+      .find((event) => event.streamName === userStream && event.streamVersion === 0)!;
+    expect(old.data.passwordHash).to.equal('[redacted]');
+    expect(old.uncommitted).to.deep.equal(['passwordHash']);
+    const report = await verdicts(lines);
+    expect(report).to.deep.include({ ok: true, uncommitted: 1 });
+  });
 });
