@@ -2824,6 +2824,10 @@ export interface components {
     Location: string;
     /** @description The global position of the write: pass it as `minPosition` to a list to read your write */
     'X-Position': string;
+    /** @description On an NDJSON download: the position it starts after (`after`, or 0). The lines are the matching events after it, up to `Export-Head-Position` */
+    'Export-After-Position': string;
+    /** @description On an NDJSON download: the store's head when it began; no later event is in it */
+    'Export-Head-Position': string;
     /** @description Seconds to wait before retrying */
     'Retry-After': string;
     /** @description On 401, the schemes the route takes: `Bearer realm="observation-service"…, ApiKey realm=…`. On a 403 for a missing scope (RFC 6750 §3.1): `Bearer realm="observation-service", error="insufficient_scope", scope="<the scope>"` */
@@ -5049,6 +5053,8 @@ export interface operations {
       /** @description A page, or the NDJSON stream */
       200: {
         headers: {
+          'Export-After-Position': components['headers']['Export-After-Position'];
+          'Export-Head-Position': components['headers']['Export-Head-Position'];
           RateLimit: components['headers']['RateLimit'];
           'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;

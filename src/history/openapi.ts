@@ -175,6 +175,7 @@ export const historyOperations = (): BuiltOperation[] => [
     responses: {
       '200': {
         description: 'A page, or the NDJSON stream',
+        headers: ['Export-After-Position', 'Export-Head-Position'],
         content: {
           'application/json': page(ref('HistoryEvent'), 'A page of events'),
           [ndjsonType]: string({ description: 'One HistoryEvent as JSON per line' }),
