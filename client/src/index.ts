@@ -36,5 +36,15 @@ export {
   type StandardWebhookOptions,
   type WebhookHeaders,
 } from './webhooks.js';
+export {
+  canonicalJson,
+  exportedEventHash,
+  HistoryFormatError,
+  verifyHistory,
+  type BrokenHistoryLink,
+  type ExportedEvent,
+  type HistoryReport,
+  type VerifyHistoryOptions,
+} from './verify-history.js';
 export * from './types.js';
 export { webhookEventTypes, visitStatuses, cvJobStatuses, deliveryStatuses } from './lists.gen.js';
