@@ -66,8 +66,9 @@ export const persistentSubscriptions = (
     moveCheckpoint: db.prepare(
       'UPDATE subscription_groups SET checkpoint = max(checkpoint, ?) WHERE name = ?',
     ),
-    retryCount: db.prepare(
-      'SELECT retry_count FROM subscription_retries WHERE group_name = ? AND position = ?',
+    retryCounts: db.prepare(
+      `SELECT position, retry_count FROM subscription_retries
+       WHERE group_name = ? AND position BETWEEN ? AND ?`,
     ),
     setRetryCount: db.prepare(
       'INSERT OR REPLACE INTO subscription_retries (group_name, position, retry_count) VALUES (?, ?, ?)',
@@ -117,9 +118,18 @@ export const persistentSubscriptions = (
     sql.moveCheckpoint.run(position, group);
   });
 
-  /** How often the event was delivered before: 0 unless a retry of it was recorded. */
-  const storedRetryCount = (group: string, position: number): number =>
-    (sql.retryCount.get(group, position) as { retry_count: number } | undefined)?.retry_count ?? 0;
+  /**
+   * How often each event was delivered before: 0 unless a retry of it was recorded. One read for a chunk
+   * (positions ascending), not one per event: nearly every chunk has none.
+   */
+  const storedRetryCounts = (group: string, positions: readonly number[]): number[] => {
+    const rows = sql.retryCounts.all(group, positions[0], positions.at(-1)) as {
+      position: number;
+      retry_count: number;
+    }[];
+    const counts = new Map(rows.map((row) => [row.position, row.retry_count]));
+    return positions.map((position) => counts.get(position) ?? 0);
+  };
 
   const consume: GroupConsumer = async (group, handler, latch, concurrency) => {
     const stopping = () => latch.stopped();
@@ -154,7 +164,10 @@ export const persistentSubscriptions = (
       // retried on its own, so the checkpoint never passes an event that is not settled.
       for (let start = 0; start < page.events.length; start += concurrency) {
         const chunk = page.events.slice(start, start + concurrency);
-        const stored = chunk.map((event) => storedRetryCount(group, event.position));
+        const stored = storedRetryCounts(
+          group,
+          chunk.map((event) => event.position),
+        );
         const firstOutcomes = await allOrFirstFailure(
           chunk.map((event, index) => handlerOutcome(handler, event, stored[index]!)),
         );
