@@ -36,5 +36,15 @@ export {
   type StandardWebhookOptions,
   type WebhookHeaders,
 } from './webhooks.js';
+export {
+  digestPayload,
+  leafHashOf,
+  logRoot,
+  verifyConsistency,
+  verifyDigestSignature,
+  verifyInclusion,
+  type DigestSignatureCheck,
+  type SignedDigest,
+} from './audit-proofs.js';
 export * from './types.js';
 export { webhookEventTypes, visitStatuses, cvJobStatuses, deliveryStatuses } from './lists.gen.js';
