@@ -1,13 +1,18 @@
+import type { KeyObject } from 'node:crypto';
 import Router from '@koa/router';
 import { requireScope, type Authenticator } from '../http/guard.js';
 import { UnavailableError } from '../core/errors.js';
 import type { EventStore } from '../eventstore/port.js';
 import { pathParam } from '../http/resource.js';
+import type { Keyring } from '../auth/signing-keys.js';
+import { digestKeysOf } from './digest-signature.js';
 import { verifyTenant, type VerifyReport } from './verify.js';
 
 export interface VerificationApiDeps {
   eventStore: EventStore;
   auth: Authenticator;
+  /** Its digestJwks check the digests' signatures. */
+  keyring: () => Keyring;
   /** How long one verification may read before it gives up; `obs audit verify` has no such bound. */
   budgetMs?: number;
 }
@@ -28,13 +33,19 @@ export const verifyWithin = async (
   tenantId: string,
   budgetMs: number,
   signal?: AbortSignal,
+  digestKeys?: ReadonlyMap<string, KeyObject>,
 ): Promise<VerifyReport> => {
   const deadline = Date.now() + budgetMs;
   try {
-    return await verifyTenant(eventStore, tenantId, () => {
-      if (signal?.aborted) throw new CallerLeft();
-      if (Date.now() > deadline) throw new OverBudget();
-    });
+    return await verifyTenant(
+      eventStore,
+      tenantId,
+      () => {
+        if (signal?.aborted) throw new CallerLeft();
+        if (Date.now() > deadline) throw new OverBudget();
+      },
+      digestKeys,
+    );
   } catch (error) {
     if (!(error instanceof OverBudget)) throw error;
     throw new UnavailableError(
@@ -72,7 +83,8 @@ export const verificationApi = (deps: VerificationApiDeps): Router => {
     ctx.res.once('close', onClose);
     running.add(tenantId);
     try {
-      const report = await verifyWithin(deps.eventStore, tenantId, budgetMs, left.signal);
+      const keys = digestKeysOf(deps.keyring().digestJwks);
+      const report = await verifyWithin(deps.eventStore, tenantId, budgetMs, left.signal, keys);
       ctx.body = { ...report, ok: report.broken === null, verifiedAt: new Date().toISOString() };
     } catch (error) {
       if (!(error instanceof CallerLeft)) throw error;
