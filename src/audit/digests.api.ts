@@ -10,6 +10,7 @@ import { pageOf, pageParams } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
 import type { AuditDigest } from './digest.js';
 import { consistencyProof, digestView, inclusionProof, type LogBound } from './proofs.js';
+import { tenantSlots } from './tenant-slots.js';
 
 export interface DigestsApiDeps {
   eventStore: EventStore;
@@ -79,6 +80,8 @@ const cursorKey = (tenantId: string) => JSON.stringify(['audit-digests', tenantI
 export const digestsApi = (deps: DigestsApiDeps): Router[] => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/audit' });
   const admin = requireScope(deps.auth, 'admin');
+  // A proof reads the tenant's events up to the tree's size: seconds at a million (docs/auditors.md).
+  const slot = tenantSlots(2, 'proof');
 
   router.get('/digests', admin, async (ctx) => {
     const tenantId = pathParam(ctx, 'tenantId');
@@ -114,7 +117,9 @@ export const digestsApi = (deps: DigestsApiDeps): Router[] => {
     const query = decodeOrThrow(InclusionQuery, ctx.query);
     const eventId = required(query.eventId, 'eventId');
     const bound = await latestBound(deps.eventStore, tenantId);
-    ctx.body = await inclusionProof(deps.eventStore, tenantId, eventId, query.size ?? bound.size, bound);
+    ctx.body = await slot(tenantId, () =>
+      inclusionProof(deps.eventStore, tenantId, eventId, query.size ?? bound.size, bound),
+    );
   });
 
   router.get('/proofs/consistency', admin, async (ctx) => {
@@ -122,7 +127,7 @@ export const digestsApi = (deps: DigestsApiDeps): Router[] => {
     const query = decodeOrThrow(ConsistencyQuery, ctx.query);
     const [from, to] = [required(query.from, 'from'), required(query.to, 'to')];
     const bound = await latestBound(deps.eventStore, tenantId);
-    ctx.body = await consistencyProof(deps.eventStore, tenantId, from, to, bound);
+    ctx.body = await slot(tenantId, () => consistencyProof(deps.eventStore, tenantId, from, to, bound));
   });
 
   const wellKnown = new Router();

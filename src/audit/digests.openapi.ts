@@ -101,7 +101,8 @@ export const digestOperations = (): BuiltOperation[] => [
     summary: 'Prove an event is a leaf of a signed digest’s tree',
     description:
       'Reads the tenant’s events up to the newest signed digest (a million in a few seconds). 404 for an event ' +
-      'not in that tree; 422 for a size beyond it, or one that ends before the event.',
+      'not in that tree; 422 for a size beyond it, or one that ends before the event. A process computes one ' +
+      'proof per tenant and two in all; another answers 503 with Retry-After.',
     tag,
     access: { scope: 'admin' },
     query: {
@@ -114,7 +115,7 @@ export const digestOperations = (): BuiltOperation[] => [
     responses: {
       '200': { description: 'The proof', content: { 'application/json': ref('InclusionProof') } },
     },
-    problems: ['404', '422'],
+    problems: ['404', '422', '503'],
   }),
   operation({
     method: 'get',
@@ -122,7 +123,7 @@ export const digestOperations = (): BuiltOperation[] => [
     operationId: 'auditConsistencyProof',
     summary: 'Prove a newer tree extends an older one',
     description:
-      'Reads the tenant’s first `to` events. 404 before the first signed digest; 422 when `to` is beyond it or `from` above `to`.',
+      'Reads the tenant’s first `to` events. 404 before the first signed digest; 422 when `to` is beyond it or `from` above `to`; 503 as for inclusion proofs.',
     tag,
     access: { scope: 'admin' },
     query: {
@@ -135,7 +136,7 @@ export const digestOperations = (): BuiltOperation[] => [
     responses: {
       '200': { description: 'The proof', content: { 'application/json': ref('ConsistencyProof') } },
     },
-    problems: ['404', '422'],
+    problems: ['404', '422', '503'],
   }),
   operation({
     method: 'get',
