@@ -12,6 +12,7 @@ import {
 } from '../../client/src/audit-proofs.js';
 import { digestKeysOf, signDigest } from '../../src/audit/digest-signature.js';
 import { verifyTenant } from '../../src/audit/verify.js';
+import { ObservationServiceClient } from '../../client/src/index.js';
 import { keyringOf, readKeys, retireKey, rotateKeys } from '../../src/auth/signing-keys.js';
 import { expectForbidden } from '../support/auth.js';
 import { digestNow } from '../support/digests.js';
@@ -135,6 +136,32 @@ const digestsSuite = (env: () => Record<string, string>, onSqlite: boolean) => {
     expect(proof.status, JSON.stringify(proof.body)).to.equal(200);
     expect(
       verifyConsistency(first.size, second.size, first.logRoot, second.logRoot, proof.body.path as string[]),
+    ).to.equal(true);
+  });
+
+  it('is what the client package fetches and checks, start to end', async () => {
+    const client = new ObservationServiceClient({ baseUrl: server.url, apiKey: tenant.adminKey });
+    const latest = (await client.events.latestDigest(tenant.tenantId)) as SignedDigest;
+    const [, older] = (await client.events.digests(tenant.tenantId)).data as SignedDigest[];
+    const keys = await client.discovery.digestKeys();
+    expect(verifyDigestSignature(latest, keys).ok).to.equal(true);
+    const leaf = leaves[2]!;
+    const inclusion = await client.events.inclusionProof(tenant.tenantId, { eventId: leaf.id });
+    expect(
+      verifyInclusion(
+        { eventHash: leaf.hash },
+        inclusion.leafIndex,
+        inclusion.treeSize,
+        inclusion.path,
+        latest.logRoot,
+      ),
+    ).to.equal(true);
+    const consistency = await client.events.consistencyProof(tenant.tenantId, {
+      from: older!.size,
+      to: latest.size,
+    });
+    expect(
+      verifyConsistency(older!.size, latest.size, older!.logRoot, latest.logRoot, consistency.path),
     ).to.equal(true);
   });
 
