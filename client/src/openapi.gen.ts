@@ -6734,7 +6734,10 @@ export interface operations {
   listAuditDigests: {
     parameters: {
       query?: {
-        /** @description Digests per page (default 50) */
+        /**
+         * @description Page size
+         * @example 20
+         */
         limit?: number;
         /** @description The `nextCursor` of the previous page */
         cursor?: string;

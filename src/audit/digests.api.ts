@@ -6,7 +6,7 @@ import type { Keyring } from '../auth/signing-keys.js';
 import { decodeOrThrow, singleParam, strictObject, wholeNumberParam } from '../http/codec.js';
 import type { CursorCodec } from '../http/cursor.js';
 import { requireScope, type Authenticator } from '../http/guard.js';
-import { pageOf, pageParams } from '../http/paging.js';
+import { ListParams, pageOf } from '../http/paging.js';
 import { pathParam } from '../http/resource.js';
 import type { AuditDigest } from './digest.js';
 import { consistencyProof, digestView, inclusionProof, type LogBound } from './proofs.js';
@@ -20,8 +20,9 @@ export interface DigestsApiDeps {
 }
 
 const maxTreeSize = Number.MAX_SAFE_INTEGER;
+/** Event ids are UUIDs; anything of their alphabet is looked for, and not found. */
+const eventIdPattern = /^[A-Za-z0-9_-]{1,100}$/;
 
-export const DigestListQuery = strictObject('digest list parameters', {}, pageParams);
 // Every parameter is optional to the codec, as the document's query schemas have it; the routes ask for
 // the ones they need.
 export const InclusionQuery = strictObject(
@@ -30,9 +31,9 @@ export const InclusionQuery = strictObject(
   {
     eventId: singleParam(
       'an event id',
-      (s) => (s.length > 0 && s.length <= 100 ? s : undefined),
+      (s) => (eventIdPattern.test(s) ? s : undefined),
       'must be the id of an event of the tenant',
-      { type: 'string', minLength: 1, maxLength: 100 },
+      { type: 'string', minLength: 1, maxLength: 100, pattern: eventIdPattern.source },
     ),
     size: wholeNumberParam(1, maxTreeSize),
   },
@@ -85,7 +86,7 @@ export const digestsApi = (deps: DigestsApiDeps): Router[] => {
 
   router.get('/digests', admin, async (ctx) => {
     const tenantId = pathParam(ctx, 'tenantId');
-    const { limit, cursor } = pageOf(decodeOrThrow(DigestListQuery, ctx.query));
+    const { limit, cursor } = pageOf(decodeOrThrow(ListParams, ctx.query));
     let before: number | undefined;
     if (cursor !== undefined) {
       const { value } = deps.cursors.decode(cursor, cursorKey(tenantId));

@@ -1,7 +1,8 @@
-import { fields, page } from '../openapi/components.js';
+import { page } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
 import { arrayOf, dateTime, integer, nullable, object, ref, string, type Schema } from '../openapi/schema.js';
-import { ConsistencyQuery, DigestListQuery, InclusionQuery } from './digests.api.js';
+import { pagingQuery } from '../openapi/resource.js';
+import { ConsistencyQuery, InclusionQuery } from './digests.api.js';
 
 /** Signed digests and RFC 9162 proofs (./digests.api.ts; docs/auditors.md#5-digests-and-proofs). */
 
@@ -61,6 +62,7 @@ export const digestSchemas: Record<string, Schema> = {
 };
 
 const sizeDescription = 'A tree size up to that of the newest signed digest';
+const sizeParameter = integer(1, Number.MAX_SAFE_INTEGER, { format: 'int64' });
 
 export const digestOperations = (): BuiltOperation[] => [
   operation({
@@ -70,13 +72,7 @@ export const digestOperations = (): BuiltOperation[] => [
     summary: "The tenant's digests, newest first",
     tag,
     access: { scope: 'admin' },
-    query: {
-      codec: DigestListQuery,
-      parameters: {
-        limit: { description: 'Digests per page (default 50)' },
-        cursor: { schema: fields.cursor, description: 'The `nextCursor` of the previous page' },
-      },
-    },
+    query: pagingQuery,
     responses: {
       '200': {
         description: 'A page',
@@ -109,7 +105,7 @@ export const digestOperations = (): BuiltOperation[] => [
       codec: InclusionQuery,
       parameters: {
         eventId: { description: 'The event (its `id` in the export); required' },
-        size: { description: `${sizeDescription}; that digest’s size when absent` },
+        size: { schema: sizeParameter, description: `${sizeDescription}; that digest’s size when absent` },
       },
     },
     responses: {
@@ -129,8 +125,11 @@ export const digestOperations = (): BuiltOperation[] => [
     query: {
       codec: ConsistencyQuery,
       parameters: {
-        from: { description: 'The older tree’s size; required' },
-        to: { description: `The newer tree’s size, required: ${sizeDescription.toLowerCase()}` },
+        from: { schema: sizeParameter, description: 'The older tree’s size; required' },
+        to: {
+          schema: sizeParameter,
+          description: `The newer tree’s size, required: ${sizeDescription.toLowerCase()}`,
+        },
       },
     },
     responses: {
