@@ -19,12 +19,13 @@ import { runSoak, type SoakResults } from './soak.js';
 import { soakText, writeSoakReports } from './soak-report.js';
 import { summary, targetChecks } from './summary.js';
 import { appendThroughput, catchUpSpeed, type AppendResults, type CatchUpResults } from './store.js';
+import { runVerifyHistory } from './verify-history.js';
 import { runWebhooks, type WebhookResults } from './webhooks.js';
 
 /**
  * `npm run bench`: every phase in one run, each against its own baseline, then the ratios against their
  * targets. Settings come from the environment (see docs/benchmarks.md); BENCH_PHASES=http,emmett,scaleout,append,
- * catchup,million,growth,auth,webhooks,cv,cv-detector,images,cli,rebuild,soak (all by default), or the same names
+ * catchup,million,growth,auth,webhooks,cv,cv-detector,images,cli,verify,rebuild,soak (all by default), or the same names
  * as arguments (`npm run bench -- soak`), runs a subset, and only a full run rewrites docs/bench/latest.json
  * and docs/benchmarks.md. `cv-detector` and `images` write their own JSON under docs/bench and print. The endurance phase (`soak`) writes its own docs/bench/soak.json and its part of
  * docs/benchmarks.md when it ran for its full length (see bench/soak-report.ts).
@@ -85,6 +86,7 @@ const allPhases = [
   'cv-detector',
   'images',
   'cli',
+  'verify',
   'rebuild',
   'soak',
 ] as const;
@@ -239,6 +241,7 @@ const main = async (): Promise<void> => {
     Promise.resolve(runCli({ runs: numberFromEnv('BENCH_CLI_RUNS', 10) })),
   );
   if (cli) reportCli(cli);
+  await phase('verify', () => runVerifyHistory({ events: settings.millionEvents, log }));
   const rebuild: RebuildPhaseResults | null = await sqlitePhase('rebuild', () =>
     rebuildPhase(settings.millionEvents, settings.eventsPerStream),
   );

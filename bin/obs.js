@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `obs`, the operator's command line (src/cli/main.ts), as a command: `bin` in package.json, on PATH in
 // the image. In a checkout with its development dependencies it runs JavaScript that esbuild compiled from
-// today's src/ and projections/ into .cache/obs/<fingerprint>/: compiled once per state of the sources
+// today's src/, projections/ and client/src/ into .cache/obs/<fingerprint>/: compiled once per state of the sources
 // (about a second), so that a later start loads plain JavaScript instead of compiling TypeScript through
 // tsx at every start, and a change to any source file is compiled before it runs. Without them (the image,
 // where src/ and esbuild are absent) it runs the compiled dist/src/cli/main.js with plain node.
@@ -10,7 +10,8 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const sourceDirs = ['src', 'projections'];
+// client/src: `obs audit verify --file` runs the client package's verifier, the one auditors run.
+const sourceDirs = ['src', 'projections', 'client/src'];
 const compiled = new URL('../dist/src/cli/main.js', import.meta.url);
 const cacheDir = `${root}.cache/obs`;
 /** Compiled trees kept: the current one and a few before it, which a process started a moment ago may still load. */

@@ -16,6 +16,7 @@ export const streamHeadsProjection: Projection<StreamHeadDoc> = {
     indexes: [['position']],
   },
   eventTypes: 'all',
+  creates: 'all',
   documentKey: (event) => ({ tenantId: event.metadata.tenantId, id: event.streamName }),
   evolve: (_doc, event) => ({
     id: event.streamName,

@@ -40,6 +40,7 @@ export const deliveriesProjection = aggregateProjection({
   },
   decider: deliveryDecider,
   eventTypes: deliveryEventTypes,
+  creates: ['DeliveryScheduled'],
   key: (event) => ({ tenantId: platformPartition, id: event.data.deliveryId }),
   toState: (doc: Omit<Delivery, 'payload'> | null): DeliveryState =>
     doc ? { status: 'present', delivery: doc as Delivery } : { status: 'absent' },
@@ -77,6 +78,7 @@ export const deliveryAttemptsProjection: Projection<DeliveryAttemptRecord> = {
     indexes: [['webhookId', 'attemptedAt']],
   },
   eventTypes: ['DeliveryAttempted'],
+  creates: ['DeliveryAttempted'],
   documentKey: (event) => {
     const data = event.data as Extract<DeliveryEvent, { type: 'DeliveryAttempted' }>['data'];
     return { tenantId: event.metadata.tenantId, id: `${data.deliveryId}.${data.attempt}` };

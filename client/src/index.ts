@@ -46,5 +46,15 @@ export {
   type DigestSignatureCheck,
   type SignedDigest,
 } from './audit-proofs.js';
+export {
+  canonicalJson,
+  exportedEventHash,
+  HistoryFormatError,
+  verifyHistory,
+  type BrokenHistoryLink,
+  type ExportedEvent,
+  type HistoryReport,
+  type VerifyHistoryOptions,
+} from './verify-history.js';
 export * from './types.js';
 export { webhookEventTypes, visitStatuses, cvJobStatuses, deliveryStatuses } from './lists.gen.js';

@@ -1774,7 +1774,7 @@ export interface components {
        */
       traceparent?: string;
     };
-    /** @description A domain event of the tenant */
+    /** @description A domain event of the tenant, with the hashes that chain it (docs/auditors.md) */
     HistoryEvent: {
       id: string;
       /** @example ObservationRecorded */
@@ -1784,11 +1784,17 @@ export interface components {
       streamVersion: number;
       /** @description Global position, in commit order */
       position: number;
-      /** @description The event as recorded; credential hashes and sealed secrets read `[redacted]` */
+      /** @description The event as recorded, secret fields (credential hashes, sealed secrets) as `{"commitment": "<hex>"}`, or `[redacted]` on events stored before commitments (see `uncommitted`) */
       data: {
         [key: string]: unknown;
       };
       metadata: components['schemas']['EventMetadata'];
+      /** @description The event's SHA-256 chain hash, lowercase hex (docs/auditors.md#the-hash) */
+      hash: string | null;
+      /** @description The hash of the stream's previous event; empty at version 0, null when the store lacks that event */
+      previousHash: string | null;
+      /** @description Secret fields shown `[redacted]` on an event stored before they were committed to: its hash cannot be recomputed from the export */
+      uncommitted?: string[];
     };
     /** @description The observation as it was after one event of its stream */
     ObservationVersion: {
@@ -2991,6 +2997,10 @@ export interface components {
     Location: string;
     /** @description The global position of the write: pass it as `minPosition` to a list to read your write */
     'X-Position': string;
+    /** @description On an NDJSON download: the position it starts after (`after`, or 0). The lines are the matching events after it, up to `Export-Head-Position` */
+    'Export-After-Position': string;
+    /** @description On an NDJSON download: the store's head when it began; no later event is in it */
+    'Export-Head-Position': string;
     /** @description Seconds to wait before retrying */
     'Retry-After': string;
     /** @description On 401, the schemes the route takes: `Bearer realm="observation-service"…, ApiKey realm=…`. On a 403 for a missing scope (RFC 6750 §3.1): `Bearer realm="observation-service", error="insufficient_scope", scope="<the scope>"` */
@@ -5216,6 +5226,8 @@ export interface operations {
       /** @description A page, or the NDJSON stream */
       200: {
         headers: {
+          'Export-After-Position': components['headers']['Export-After-Position'];
+          'Export-Head-Position': components['headers']['Export-Head-Position'];
           RateLimit: components['headers']['RateLimit'];
           'RateLimit-Policy': components['headers']['RateLimit-Policy'];
           [name: string]: unknown;

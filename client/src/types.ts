@@ -236,7 +236,7 @@ export type EventHistoryParams = Omit<Query<'listEvents'>, 'type'> & { type?: st
 /** `GET .../audit/verification`: the tenant's tamper check, `broken` naming the first broken link if any. */
 export type AuditVerification = Schemas['AuditVerification'];
 
-/** `GET .../audit/digests`: a digest, signed (docs/auditors.md#5-digests-and-proofs); verifyDigestSignature checks it. */
+/** `GET .../audit/digests`: a digest, signed (docs/auditors.md#6-digests-and-proofs); verifyDigestSignature checks it. */
 export type AuditDigest = Schemas['AuditDigest'];
 /** `GET .../audit/proofs/inclusion`: check it with verifyInclusion against a digest's `logRoot`. */
 export type InclusionProof = Schemas['InclusionProof'];

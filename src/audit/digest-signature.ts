@@ -11,7 +11,7 @@ import { canonicalJson } from '../eventstore/hash-chain.js';
 
 /**
  * A digest's signature: a compact JWS (RFC 7515), ES256 with a key of the token keyring, over the canonical
- * JSON of what the digest commits to (docs/auditors.md#5-digests-and-proofs). Its payload has no `iss`, `aud`
+ * JSON of what the digest commits to (docs/auditors.md#6-digests-and-proofs). Its payload has no `iss`, `aud`
  * or `sub`, so no access-token verifier takes it for a token.
  */
 export interface DigestPayload {

@@ -75,7 +75,7 @@ const latestBound = async (eventStore: EventStore, tenantId: string): Promise<Lo
 const cursorKey = (tenantId: string) => JSON.stringify(['audit-digests', tenantId]);
 
 /**
- * The tenant's signed digests and the RFC 9162 proofs against them (docs/auditors.md#5-digests-and-proofs),
+ * The tenant's signed digests and the RFC 9162 proofs against them (docs/auditors.md#6-digests-and-proofs),
  * for admins; and, for anyone, the public keys that verify the digests' signatures.
  */
 export const digestsApi = (deps: DigestsApiDeps): Router[] => {

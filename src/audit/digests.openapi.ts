@@ -4,7 +4,7 @@ import { arrayOf, dateTime, integer, nullable, object, ref, string, type Schema 
 import { pagingQuery } from '../openapi/resource.js';
 import { ConsistencyQuery, InclusionQuery } from './digests.api.js';
 
-/** Signed digests and RFC 9162 proofs (./digests.api.ts; docs/auditors.md#5-digests-and-proofs). */
+/** Signed digests and RFC 9162 proofs (./digests.api.ts; docs/auditors.md#6-digests-and-proofs). */
 
 const sha256Hex = (description: string) =>
   string({

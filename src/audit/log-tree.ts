@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The tenant's log tree, exactly as RFC 9162 §2.1 defines it (docs/auditors.md#5-digests-and-proofs): leaf i
+ * The tenant's log tree, exactly as RFC 9162 §2.1 defines it (docs/auditors.md#6-digests-and-proofs): leaf i
  * is the i-th event of the tenant in commit order, its input the event's 32-byte hash. Hashes are Buffers
  * here, hex at the edges.
  */

@@ -14,7 +14,7 @@ const hex = (nodes: Buffer[]) => nodes.map((node) => node.toString('hex'));
 
 /**
  * The leaf hashes of the tenant's first `size` events, in commit order: 32 bytes each, so 32 MB for a million
- * (docs/auditors.md#what-proofs-cost). `watch` sees every event read, those after `size` included.
+ * (docs/auditors.md#6-digests-and-proofs). `watch` sees every event read, those after `size` included.
  */
 const readLeaves = async (
   eventStore: EventStore,

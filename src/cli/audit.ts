@@ -1,3 +1,5 @@
+import { historyReportText, verifyHistoryFile } from '../../client/src/verify-history-file.js';
+import { HistoryFormatError, type HistoryReport } from '../../client/src/verify-history.js';
 import { streamHeadsProjection } from '../../projections/stream-heads.js';
 import { recordDigest } from '../audit/digest.js';
 import { digestKeysOf } from '../audit/digest-signature.js';
@@ -6,7 +8,7 @@ import { history, parseUntil, stateAt } from '../audit/replay.js';
 import { verifyTenant } from '../audit/verify.js';
 import { withoutSecrets } from '../history/redaction.js';
 import { flags, requireTenant } from './args.js';
-import { ExitError, UsageError, type Commands, type Context } from './command.js';
+import { ExitError, UsageError, type Commands, type Context, type Output } from './command.js';
 import { alignedRows, progressLine } from './output.js';
 import { assertTenantExists, catchUp, withStores, withTenantStores } from './stores.js';
 
@@ -19,11 +21,37 @@ const digestKeys = ({ config }: Pick<Context, 'config'>) => {
   return digestKeysOf(keys.length > 0 ? keyringOf(keys).digestJwks : { keys: [] });
 };
 
+/**
+ * An NDJSON export verified from the file alone, as an auditor would (client/src/verify-history.ts): the
+ * same verifier the client package ships, so the operator and the auditor get one answer.
+ */
+const verifyFile = async (file: string, print: Output) => {
+  let report: HistoryReport;
+  try {
+    report = await verifyHistoryFile(file);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (error instanceof HistoryFormatError || code === 'ENOENT' || code === 'EISDIR')
+      throw new UsageError(`${file}: ${(error as Error).message}`);
+    throw error;
+  }
+  print(historyReportText(report), report);
+  if (!report.ok) throw new ExitError(1);
+};
+
 /** A tenant's tamper-evident history: verify its hash chains and digests, replay it, record a digest. */
 export const auditCommands: Commands = {
   'audit verify': {
-    help: 'audit verify --tenant <id>\n  Reads the whole history; checks every chain and digest. Exit 1 at the first broken link, naming it.',
+    help:
+      'audit verify --tenant <id> | --file <history.ndjson>\n  Reads the whole history (from the stores, or a downloaded export); checks every chain' +
+      ' and digest. Exit 1 at the first broken link, naming it.',
     run: async (args, { print, ...context }) => {
+      const { values } = flags(args, { options: { tenant: { type: 'string' }, file: { type: 'string' } } });
+      if (values.file !== undefined) {
+        if (values.tenant !== undefined) throw new UsageError('--file and --tenant do not go together');
+        await verifyFile(values.file, print);
+        return;
+      }
       await withTenantStores(args, context, async (stores, tenantId) => {
         const progress = progressLine('verified');
         const report = await verifyTenant(stores.eventStore, tenantId, progress.update, digestKeys(context));

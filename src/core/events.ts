@@ -15,6 +15,12 @@ export interface EventMetadata {
    * in this process or another. Absent on events written without tracing, and on every older event.
    */
   traceparent?: string;
+  /**
+   * The random salt of each secret field of the data (src/core/secret-fields.ts), by field name: the hash
+   * covers a salted digest of such a field, not its value (src/eventstore/hash-chain.ts), so an export can
+   * leave the value out and still be verified. Set by the event store on append; never exported.
+   */
+  salts?: Record<string, string>;
 }
 
 /**

@@ -126,6 +126,11 @@ export class CommitJournal {
 
   constructor(private readonly capacity = 256) {}
 
+  /** Where this process's last commit ended; 0 before its first. */
+  get lastPosition(): number {
+    return this.commits.at(-1)?.lastPosition ?? 0;
+  }
+
   record(appended: Appended): void {
     this.commits.push(appended);
     if (this.commits.length > this.capacity * 2) this.commits.splice(0, this.capacity);

@@ -23,7 +23,7 @@ import type { RecordedEvent } from '../core/events.js';
 import { VersionConflictError } from '../core/errors.js';
 import type { EventFilter, EventStore, ParkedEvent, Subscription } from './port.js';
 import { handlerOutcome } from './handler-outcomes.js';
-import { eventHash, genesisHash } from './hash-chain.js';
+import { eventHash, genesisHash, withSalts } from './hash-chain.js';
 import {
   fromAfter,
   hashKey,
@@ -154,20 +154,15 @@ export const openEventStoreDb = (connectionString: string): Promise<EventStore> 
           throw new VersionConflictError(streamName, 'stream_exists', NO_STREAM_VERSION);
         }
         let previousHash = head.hash;
-        const chained = events.map(({ id, type, data, metadata }, index) => {
-          previousHash = eventHash(previousHash, {
-            id,
-            type,
-            data,
-            metadata,
-            streamName,
-            streamVersion: head.version + 1 + index,
-          });
+        const chained = events.map((event, index) => {
+          // As chainEvent does on the other stores: secret fields get their salts, stored with the event.
+          const salted = withSalts({ ...event, streamName, streamVersion: head.version + 1 + index });
+          previousHash = eventHash(previousHash, salted);
           return jsonEvent({
-            id,
-            type,
-            data: data as JSONType,
-            metadata: { ...metadata, [hashKey]: previousHash },
+            id: salted.id,
+            type: salted.type,
+            data: salted.data as JSONType,
+            metadata: { ...salted.metadata, [hashKey]: previousHash },
           });
         });
         try {

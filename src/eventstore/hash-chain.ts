@@ -1,5 +1,6 @@
-import { hash } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { NewEventMetadata } from '../core/events.js';
+import { topLevelSecrets } from '../core/secret-fields.js';
 
 /**
  * Tamper evidence: every event's hash covers its content and the hash of the event before it in its
@@ -112,7 +113,8 @@ const isPlainContent = (event: ChainedContent): boolean =>
   event.data !== undefined &&
   event.metadata !== undefined;
 
-export const eventHash = (previousHash: string, event: ChainedContent): string =>
+/** The hash of content as it is hashed: data and metadata as given, whatever they hold. */
+const contentHash = (previousHash: string, event: ChainedContent): string =>
   !isPlainContent(event)
     ? hash(
         'sha256',
@@ -128,27 +130,84 @@ export const eventHash = (previousHash: string, event: ChainedContent): string =
       )
     : hashOver(previousHash, event, canonicalText(event.data), canonicalText(event.metadata));
 
+/*
+ * Secret fields (credential hashes, sealed secrets) are committed to, not hashed as they are: the hash
+ * covers `{"commitment": sha256(canonicalJson({salt, value}))}` in their place, with a random salt per
+ * field kept in `metadata.salts`. An export then shows the commitment instead of the value, and anyone can
+ * recompute the hash from it, while the salt keeps the value from being guessed off the commitment.
+ * Events without `metadata.salts` (those with no secret, and every event stored before salts existed) are
+ * hashed exactly as they always were. docs/auditors.md specifies this for verifiers outside the service.
+ */
+
+const saltsOf = (metadata: unknown): Record<string, string> | undefined =>
+  (metadata as { salts?: Record<string, string> } | undefined)?.salts;
+
+/** The digest a secret field's value is committed to, with its salt: lowercase hex SHA-256. */
+export const commitment = (salt: string, value: unknown): string =>
+  hash('sha256', canonicalJson({ salt, value }));
+
+/**
+ * The event as its hash covers it, and as an export shows it: each field named in `metadata.salts`
+ * replaced by its commitment, and the metadata without the salts. Unchanged without salts.
+ */
+export const committedForm = <Event extends { data: unknown; metadata: unknown }>(event: Event): Event => {
+  const salts = saltsOf(event.metadata);
+  if (salts === undefined) return event;
+  const { salts: _salts, ...metadata } = event.metadata as Record<string, unknown>;
+  const data = { ...(event.data as Record<string, unknown>) };
+  for (const [field, salt] of Object.entries(salts)) {
+    if (Object.hasOwn(data, field)) data[field] = { commitment: commitment(salt, data[field]) };
+  }
+  return { ...event, data, metadata };
+};
+
+/** A fresh salt: 16 random bytes, base64url without padding. */
+const newSalt = (): string => randomBytes(16).toString('base64url');
+
+/**
+ * The event with a salt for each secret field at the top of its data, in `metadata.salts`; as it was when
+ * it has none. Salts it already has are kept, so that an event copied from another store hashes the same.
+ */
+export const withSalts = <Event extends ChainedContent>(event: Event): Event => {
+  if (saltsOf(event.metadata) !== undefined) return event;
+  const fields = topLevelSecrets(event.data);
+  if (fields.length === 0) return event;
+  const salts = Object.fromEntries(fields.map((field) => [field, newSalt()]));
+  return { ...event, metadata: { ...event.metadata, salts } };
+};
+
+/** The event's hash: over its committed form, chained to the hash of the event before it in its stream. */
+export const eventHash = (previousHash: string, event: ChainedContent): string =>
+  contentHash(previousHash, saltsOf(event.metadata) === undefined ? event : committedForm(event));
+
+/** Stored text: canonical JSON when that is only a reordering of keys, else as JSON.stringify writes it. */
+const storedTexts = (value: unknown): { stored: string; canonical: string } => {
+  const shape = shapeOf(value);
+  if (shape === 'other') return { stored: JSON.stringify(value), canonical: canonicalJson(value) };
+  const canonical = shape === 'canonical' ? JSON.stringify(value) : canonicalJson(value);
+  return { stored: canonical, canonical };
+};
+
 /**
  * What an append stores, and the event's hash. The data and metadata are stored as canonical JSON when
  * that is only a reordering of their keys, so that they parse back into values JSON.stringify writes
  * canonically and verifying costs less; anything else (a Date, say) is stored as JSON.stringify writes it.
+ * An event with secret fields is stored with their salts (withSalts), and hashed over its committed form.
  */
 export const chainEvent = (
   previousHash: string,
-  event: ChainedContent,
+  given: ChainedContent,
 ): { data: string; metadata: string; hash: string } => {
+  const event = withSalts(given);
   if (!isPlainContent(event)) {
     const chained = eventHash(previousHash, event);
     return { data: JSON.stringify(event.data), metadata: JSON.stringify(event.metadata), hash: chained };
   }
-  const texts = (value: unknown): { stored: string; canonical: string } => {
-    const shape = shapeOf(value);
-    if (shape === 'other') return { stored: JSON.stringify(value), canonical: canonicalJson(value) };
-    const canonical = shape === 'canonical' ? JSON.stringify(value) : canonicalJson(value);
-    return { stored: canonical, canonical };
-  };
-  const data = texts(event.data);
-  const metadata = texts(event.metadata);
+  const data = storedTexts(event.data);
+  const metadata = storedTexts(event.metadata);
+  // Rare (credentials and webhook secrets): the committed form is hashed the long way.
+  if (event !== given)
+    return { data: data.stored, metadata: metadata.stored, hash: eventHash(previousHash, event) };
   return {
     data: data.stored,
     metadata: metadata.stored,

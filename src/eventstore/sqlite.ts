@@ -26,16 +26,18 @@ const describeExpected = (expected: ExpectedVersion): string => String(expected)
 /**
  * Appends by another process on the same file (the CLI beside a running service) change the WAL file;
  * inotify usually tells us, and idle subscribers wake up early. Bursts are coalesced, so a busy store reads
- * no more. It is only a shortcut: subscribers also poll, so a change inotify misses waits one interval.
+ * no more. This process's own commits change the WAL too (and its bookkeeping's): `foreignHead` looks at
+ * the head once, and only a head beyond this process's last commit wakes every subscriber to read. It is
+ * only a shortcut: subscribers also poll, so a change inotify misses waits one interval.
  */
-const watchOtherWriters = (file: string, signal: AppendSignal): FSWatcher => {
+const watchOtherWriters = (file: string, signal: AppendSignal, foreignHead: () => boolean): FSWatcher => {
   const wal = `${basename(file)}-wal`;
   let pending: NodeJS.Timeout | null = null;
   const watcher = watch(dirname(resolve(file)), (_event, name) => {
     if (name !== wal || pending) return;
     pending = setTimeout(() => {
       pending = null;
-      signal.notify();
+      if (foreignHead()) signal.notify();
     }, 20);
     pending.unref();
   });
@@ -86,7 +88,16 @@ export const openSqliteEventStore = (
 
   const signal = new AppendSignal();
   const journal = new CommitJournal();
-  const watcher = watchOtherWriters(file, signal);
+  // Commits are synchronous and recorded in the journal before any timer runs: a head beyond both this
+  // process's last commit and the head seen last time is another process's news. A closed store has none.
+  let seenHead = 0;
+  const watcher = watchOtherWriters(file, signal, () => {
+    if (!db.open) return false;
+    const head = headPositionNow();
+    const news = head > Math.max(seenHead, journal.lastPosition);
+    seenHead = Math.max(seenHead, head);
+    return news;
+  });
   const statements = new Map<string, Database.Statement>();
   const prepare = (sql: string): Database.Statement => {
     let statement = statements.get(sql);

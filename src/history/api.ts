@@ -14,7 +14,7 @@ import type { CursorCodec } from '../http/cursor.js';
 import { pathParam, sendResource } from '../http/resource.js';
 import { observationDecider } from '../observations/decider.js';
 import type { ObservationEvent, ObservationState } from '../observations/observation.js';
-import { withoutSecrets } from './redaction.js';
+import { exportedEvent, previousHashes } from './export.js';
 import { defaultPageLimit, EventHistoryQuery, maxPageLimit, type EventHistoryParams } from './codecs.js';
 
 export interface HistoryApiDeps {
@@ -30,16 +30,8 @@ const scanBudget = 10_000;
 
 export const ndjsonType = 'application/x-ndjson';
 
-/** An event as the history API shows it: the envelope without the store's internals. */
-export const historyEvent = (event: RecordedEvent) => ({
-  id: event.id,
-  type: event.type,
-  streamName: event.streamName,
-  streamVersion: event.streamVersion,
-  position: event.position,
-  data: withoutSecrets(event.data),
-  metadata: event.metadata,
-});
+/** Response headers of an NDJSON download: it holds the matching events after `after`, up to `head`. */
+export const exportRangeHeaders = { after: 'Export-After-Position', head: 'Export-Head-Position' } as const;
 
 interface HistoryQuery {
   tenantId: string;
@@ -156,12 +148,13 @@ async function* ndjsonLines(
   logger: Logger,
 ): AsyncGenerator<string> {
   const keep = keeps(query);
+  const previousOf = previousHashes(eventStore);
   let page = first;
   let after = start;
   let sent = 0;
   try {
     for (;;) {
-      const lines: string[] = [];
+      const kept: RecordedEvent[] = [];
       let done = false;
       for (const event of page.events) {
         if (event.position > head) {
@@ -169,17 +162,27 @@ async function* ndjsonLines(
           break;
         }
         if (!keep(event)) continue;
-        lines.push(`${JSON.stringify(historyEvent(event))}\n`);
+        kept.push(event);
         sent += 1;
         if (sent >= cap) {
           done = true;
           break;
         }
       }
-      if (lines.length > 0) yield lines.join('');
+      if (kept.length > 0) {
+        const previous = await previousOf(kept);
+        yield kept
+          .map((event, index) => `${JSON.stringify(exportedEvent(event, previous[index]!))}\n`)
+          .join('');
+      }
       if (done || page.isEnd || page.lastPosition >= head || page.lastPosition <= after) return;
       after = page.lastPosition;
-      page = await eventStore.readAll({ after, maxCount: storePageSize, filter: storeFilter(query) });
+      page = await eventStore.readAll({
+        after,
+        maxCount: storePageSize,
+        filter: storeFilter(query),
+        raw: true,
+      });
     }
   } catch (error) {
     // The status line is sent: the client sees the response cut off, not a clean end.
@@ -257,10 +260,12 @@ export const historyApi = (deps: HistoryApiDeps): Router => {
       const start = startPosition(deps.cursors, query, params) ?? 0;
       const head = await deps.eventStore.headPosition();
       // The first page is read before the status line, so that a failing store still answers a problem.
+      // As stored, not upcast: the form each event's hash covers.
       const first = await deps.eventStore.readAll({
         after: start,
         maxCount: storePageSize,
         filter: storeFilter(query),
+        raw: true,
       });
       const lines = ndjsonLines(
         deps.eventStore,
@@ -273,6 +278,9 @@ export const historyApi = (deps: HistoryApiDeps): Router => {
       );
       ctx.status = 200;
       ctx.type = ndjsonType;
+      // The range the download covers: the events after one position, up to the head when it started.
+      ctx.set(exportRangeHeaders.after, String(start));
+      ctx.set(exportRangeHeaders.head, String(head));
       ctx.body = Readable.from(lines, { objectMode: false });
       return;
     }
@@ -289,8 +297,9 @@ export const historyApi = (deps: HistoryApiDeps): Router => {
       startPosition(deps.cursors, query, params),
       limit,
     );
+    const previous = await previousHashes(deps.eventStore)(page.events);
     ctx.body = {
-      data: page.events.map(historyEvent),
+      data: page.events.map((event, index) => exportedEvent(event, previous[index]!)),
       nextCursor:
         page.next === null ? null : deps.cursors.encode({ value: page.next, id: 'events' }, cursorKey(query)),
     };

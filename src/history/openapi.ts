@@ -46,11 +46,32 @@ export const historySchemas: Record<string, Schema> = {
       }),
       streamVersion: integer(0),
       position: integer(1, undefined, { description: 'Global position, in commit order' }),
-      data: freeObject('The event as recorded; credential hashes and sealed secrets read `[redacted]`'),
+      data: freeObject(
+        'The event as recorded, secret fields (credential hashes, sealed secrets) as `{"commitment": "<hex>"}`, ' +
+          'or `[redacted]` on events stored before commitments (see `uncommitted`)',
+      ),
       metadata: ref('EventMetadata'),
+      hash: nullable(
+        string({
+          pattern: '^[0-9a-f]{64}$',
+          description: "The event's SHA-256 chain hash, lowercase hex (docs/auditors.md#the-hash)",
+        }),
+      ),
+      previousHash: nullable(
+        string({
+          pattern: '^([0-9a-f]{64})?$',
+          description:
+            "The hash of the stream's previous event; empty at version 0, null when the store lacks that event",
+        }),
+      ),
     },
-    {},
-    { description: 'A domain event of the tenant' },
+    {
+      uncommitted: arrayOf(string(), {
+        description:
+          'Secret fields shown `[redacted]` on an event stored before they were committed to: its hash cannot be recomputed from the export',
+      }),
+    },
+    { description: 'A domain event of the tenant, with the hashes that chain it (docs/auditors.md)' },
   ),
   ObservationVersion: object(
     {
@@ -154,6 +175,7 @@ export const historyOperations = (): BuiltOperation[] => [
     responses: {
       '200': {
         description: 'A page, or the NDJSON stream',
+        headers: ['Export-After-Position', 'Export-Head-Position'],
         content: {
           'application/json': page(ref('HistoryEvent'), 'A page of events'),
           [ndjsonType]: string({ description: 'One HistoryEvent as JSON per line' }),

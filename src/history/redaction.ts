@@ -1,9 +1,10 @@
-/**
- * Fields that hold credential hashes or sealed secrets. History is for auditing who did what; it never
- * hands out material that could be attacked offline, even to an admin, and neither does any operator
- * output (the CLI's `audit replay` and every `--json` print): they all redact with this one function.
+import { secretFields } from '../core/secret-fields.js';
+
+/*
+ * History never hands out credential hashes or sealed secrets (src/core/secret-fields.ts), and neither does
+ * any operator output (the CLI's `audit replay` and every `--json` print): they all redact with this one
+ * function. The NDJSON export shows committed fields as their commitments instead (./export.ts).
  */
-const secretFields = new Set(['passwordHash', 'secretHash', 'refreshTokenHash', 'sealedSecret']);
 export const redacted = '[redacted]';
 
 /**

@@ -40,6 +40,8 @@ export const corsExposedHeaders = [
   'Retry-After',
   'Idempotency-Replayed',
   'WWW-Authenticate',
+  'Export-After-Position',
+  'Export-Head-Position',
 ] as const;
 
 const allowedMethods = 'GET, HEAD, POST, PUT, PATCH, DELETE';

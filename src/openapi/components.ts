@@ -129,6 +129,15 @@ export const headers = {
     description: 'The global position of the write: pass it as `minPosition` to a list to read your write',
     schema: string({ pattern: '^\\d+$' }),
   },
+  'Export-After-Position': {
+    description:
+      'On an NDJSON download: the position it starts after (`after`, or 0). The lines are the matching events after it, up to `Export-Head-Position`',
+    schema: string({ pattern: '^\\d+$' }),
+  },
+  'Export-Head-Position': {
+    description: "On an NDJSON download: the store's head when it began; no later event is in it",
+    schema: string({ pattern: '^\\d+$' }),
+  },
   'Retry-After': { description: 'Seconds to wait before retrying', schema: string({ pattern: '^\\d+$' }) },
   'WWW-Authenticate': {
     description:

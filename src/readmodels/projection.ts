@@ -13,9 +13,10 @@ export interface Projection<D> {
   /**
    * Event types that begin a document: their fold ignores the document before them (the first event of a
    * stream, such as ObservationRecorded). A batch whose first event for a document is one of these does not
-   * read that document from the store first; a stored one that is newer still wins by its position.
+   * read that document from the store first; a stored one that is newer still wins by its position. 'all'
+   * when no fold looks at the document before (the stream heads: each event replaces its stream's head).
    */
-  creates?: readonly string[];
+  creates?: readonly string[] | 'all';
   documentKey(event: RecordedEvent): DocumentKey | null;
   evolve(doc: D | null, event: RecordedEvent): D | null;
 }

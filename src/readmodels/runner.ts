@@ -45,7 +45,8 @@ export const applyBatch = async <D>(
     const mapKey = `${key.tenantId}\u0000${key.id}`;
     let entry = working.get(mapKey);
     if (!entry) {
-      const fresh = projection.creates?.includes(event.type) ?? false;
+      const { creates } = projection;
+      const fresh = creates === 'all' || (creates?.includes(event.type) ?? false);
       entry = { tenantId: key.tenantId, id: key.id, doc: null, position: 0, changed: false, fresh };
       working.set(mapKey, entry);
     }

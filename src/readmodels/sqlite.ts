@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { openSqliteFile } from '../core/sqlite-file.js';
 import { sqliteBusyTimeoutMs, whenFree } from '../core/sqlite-busy.js';
+import { groupCommit } from './sqlite-group-commit.js';
 import type {
   CollectionSpec,
   DocumentKey,
@@ -33,9 +34,9 @@ import {
  * again. Deleted documents stay as tombstones (doc IS NULL) so that their position still guards them.
  *
  * Blue/green: the `collections` table maps a logical collection to the physical table that holds it now
- * (`rm_<logical>` when it has no row). Every commit looks the mapping up inside its write transaction;
- * reads keep the table they found until it is gone, and a swap drops the table it replaces, so a swap
- * committed by another process (the CLI beside the service) is followed by the next query either way.
+ * (`rm_<logical>` when it has no row). Reads and commits keep the table they found until it is gone, and a
+ * swap drops the table it replaces, so a swap committed by another process (the CLI beside the service) is
+ * followed by the next query or commit either way.
  */
 
 export const openSqliteReadModels = (file: string): ReadModelStore => {
@@ -137,26 +138,34 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
      ON CONFLICT (projection) DO UPDATE SET position = max(position, excluded.position)`,
   );
 
-  // Immediate (the write lock first), so that the mapping read inside cannot go stale before the writes.
-  const commit = db.transaction(
-    (projection: string, changes: readonly DocumentChange[], checkpoint: number) => {
-      // Each collection's table is looked up once per commit.
-      const upserts = new Map<string, Database.Statement>();
+  /**
+   * A projection's batch and its checkpoint, committed together with the other projections' of the same
+   * moment (sqlite-group-commit.ts). Each document goes to its collection's table as last found, as reads
+   * do: a swap drops the table it replaces, so a kept name is current or gone, and a gone one is looked up.
+   */
+  const commit = groupCommit(
+    db,
+    ({
+      projection,
+      changes,
+      checkpoint,
+    }: {
+      projection: string;
+      changes: readonly DocumentChange[];
+      checkpoint: number;
+    }) => {
       for (const change of changes) {
-        let upsert = upserts.get(change.collection);
-        if (!upsert) {
-          upsert = prepare(
-            `INSERT INTO ${known(change.collection)} (tenant_id, id, position, doc) VALUES (?, ?, ?, ?)
-           ON CONFLICT (tenant_id, id) DO UPDATE SET position = excluded.position, doc = excluded.doc
-           WHERE excluded.position > position`,
-          );
-          upserts.set(change.collection, upsert);
-        }
-        upsert.run(
-          change.tenantId,
-          change.id,
-          change.position,
-          change.doc === null ? null : JSON.stringify(change.doc),
+        reading(change.collection, (tableName) =>
+          prepare(
+            `INSERT INTO ${tableName} (tenant_id, id, position, doc) VALUES (?, ?, ?, ?)
+             ON CONFLICT (tenant_id, id) DO UPDATE SET position = excluded.position, doc = excluded.doc
+             WHERE excluded.position > position`,
+          ).run(
+            change.tenantId,
+            change.id,
+            change.position,
+            change.doc === null ? null : JSON.stringify(change.doc),
+          ),
         );
       }
       moveCheckpoint.run(projection, checkpoint);
@@ -257,9 +266,7 @@ export const openSqliteReadModels = (file: string): ReadModelStore => {
 
     listJson: (collection, query) => Promise.resolve(select(collection, query)),
 
-    commit: async (projection, changes, checkpoint) => {
-      await whenFree(() => commit.immediate(projection, changes, checkpoint));
-    },
+    commit: (projection, changes, checkpoint) => commit({ projection, changes, checkpoint }),
 
     getCheckpoint: (projection) => Promise.resolve(checkpointOf(projection)),
 

@@ -37,6 +37,7 @@ describe('ReadModelStore contract', () => {
     readModelStoreContract(() =>
       fixture((dir) => Promise.resolve(openSqliteReadModels(join(dir, 'readmodels.db')))),
     );
+    groupCommits();
   });
 
   describePostgres('on PostgreSQL', (url) => {
@@ -361,5 +362,39 @@ function postgresTables(url: string) {
         'folded from the new table',
       );
     });
+  });
+}
+
+/** The embedded adapter commits the projections' batches of one moment together (sqlite-group-commit.ts). */
+function groupCommits() {
+  it('keeps commits asked for at once apart: one that fails changes nothing, the others are kept', async () => {
+    const { dir, remove } = tempDir();
+    const readModels = openSqliteReadModels(join(dir, 'readmodels.db'));
+    const tenantId = uniqueTenant();
+    const spec: CollectionSpec = { name: 'spots', fields: {}, indexes: [] };
+    await readModels.ensureCollection(spec);
+    const change = (collection: string, id: string) => ({
+      collection,
+      tenantId,
+      id,
+      position: 5,
+      doc: { id },
+    });
+    const outcomes = await Promise.allSettled([
+      readModels.commit('a', [change('spots', 'a1')], 5),
+      readModels.commit('b', [change('spots', 'b1'), change('no_such_collection', 'b2')], 5),
+      readModels.commit('c', [change('spots', 'c1')], 5),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    const stored = await readModels.getMany(
+      'spots',
+      ['a1', 'b1', 'c1'].map((id) => ({ tenantId, id })),
+    );
+    expect(stored.map((found) => found?.doc ?? null)).to.deep.equal([{ id: 'a1' }, null, { id: 'c1' }]);
+    expect(await Promise.all(['a', 'b', 'c'].map((name) => readModels.getCheckpoint(name)))).to.deep.equal([
+      5, 0, 5,
+    ]);
+    await readModels.close();
+    remove();
   });
 }

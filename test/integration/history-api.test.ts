@@ -128,6 +128,8 @@ describe('the history API', () => {
         'position',
         'data',
         'metadata',
+        'hash',
+        'previousHash',
       );
       expect(data.map((event) => event.type)).to.include.members([
         'TenantCreated',
@@ -154,9 +156,16 @@ describe('the history API', () => {
       const response = await events('?type=UserCreated,ApiKeyCreated');
       const data = response.body.data as RecordedEvent<string, Record<string, unknown>>[];
       expect(data.map((event) => event.type).sort()).to.deep.equal(['ApiKeyCreated', 'UserCreated']);
-      expect(data.find((event) => event.type === 'UserCreated')!.data.passwordHash).to.equal('[redacted]');
-      expect(data.find((event) => event.type === 'ApiKeyCreated')!.data.secretHash).to.equal('[redacted]');
-      expect(JSON.stringify(data)).not.to.match(/scrypt|[0-9a-f]{64}/);
+      // Shown as the salted commitments their hashes cover, never as the values, nor with their salts.
+      const created = data.find((event) => event.type === 'UserCreated')!;
+      const key = data.find((event) => event.type === 'ApiKeyCreated')!;
+      expect(created.data.passwordHash).to.have.all.keys('commitment');
+      expect((created.data.passwordHash as { commitment: string }).commitment).to.match(/^[0-9a-f]{64}$/);
+      expect(key.data.secretHash).to.have.all.keys('commitment');
+      expect(JSON.stringify(data)).not.to.match(/scrypt|salts/);
+      const stored = await server.stores.eventStore.readStream(key.streamName, { raw: true });
+      const secretHash = (stored[0]!.data as { secretHash: string }).secretHash;
+      expect(JSON.stringify(data)).not.to.include(secretHash);
     });
 
     it('filters by type, repeated or comma-separated, and by exact stream', async () => {
@@ -286,6 +295,8 @@ describe('the history API', () => {
             'position',
             'data',
             'metadata',
+            'hash',
+            'previousHash',
           );
           expect(reads.calls, 'store pages read').to.be.at.least(3);
         } finally {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { observationsProjection } from '../../projections/observations.js';
+import { streamHeadsProjection } from '../../projections/stream-heads.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { bulkCatchUpEvents, collectionIndexes } from '../../src/readmodels/deferred-indexes.js';
@@ -137,6 +138,33 @@ describe('Projection catch-up from nothing', function () {
       const stored = await readModels.get<{ notes: string }>('observations', { tenantId, id: observationId });
       expect(stored?.doc.notes).to.equal('third');
       expect(stored?.position).to.equal(all[2]!.position);
+    });
+
+    it('reads no document for a projection whose every event replaces it (the stream heads), and keeps the newest head', async () => {
+      const { event, stream, observationId } = anObservationRecorded(tenantId, { notes: 'first' });
+      const update = anEvent('ObservationUpdated', { observationId, changes: { notes: 'second' } }, tenantId);
+      await eventStore.appendToStream(stream, [event, update], 'no_stream');
+      const all = (await eventStore.readAll({})).events;
+      let documentReads = 0;
+      const counted: Pick<ReadModelStore, 'getMany'> = {
+        getMany: (collection, keys) => {
+          documentReads += keys.length;
+          return readModels.getMany(collection, keys);
+        },
+      };
+      const project = async (events: typeof all) =>
+        readModels.commit(
+          streamHeadsProjection.name,
+          await applyBatch(streamHeadsProjection, counted, events),
+          events.at(-1)!.position,
+        );
+      await readModels.ensureCollection(streamHeadsProjection.collection);
+      await project(all);
+      await project(all.slice(0, 1));
+      expect(documentReads).to.equal(0);
+      const head = await readModels.get<{ version: number }>('stream_heads', { tenantId, id: stream });
+      expect(head?.doc.version).to.equal(1);
+      expect(head?.position).to.equal(all[1]!.position);
     });
   });
 });

@@ -5,7 +5,10 @@ import type { EventMetadata } from '../../src/core/events.js';
 import {
   canonicalJson,
   chainEvent,
+  commitment,
+  committedForm,
   eventHash,
+  withSalts,
   type ChainedContent,
 } from '../../src/eventstore/hash-chain.js';
 
@@ -113,6 +116,55 @@ describe('the hashes behind audit verify', () => {
         metadata: JSON.parse(reordered!.metadata),
       };
       expect(eventHash('', readBack)).to.equal(reordered!.hash);
+    });
+
+    describe('of an event with secret fields', () => {
+      const created: ChainedContent = {
+        streamName: 'user-t_1_u_1',
+        streamVersion: 0,
+        id: 'e7',
+        type: 'UserCreated',
+        data: { userId: 'u_1', passwordHash: 'scrypt$abc', scopes: ['cv:read'] },
+        metadata,
+      };
+      const stored = chainEvent('', created);
+      const readBack = { ...created, data: JSON.parse(stored.data), metadata: JSON.parse(stored.metadata) };
+      const salt = (readBack.metadata as EventMetadata).salts!.passwordHash!;
+
+      it('stores a fresh 16-byte salt for each, and the value itself', () => {
+        expect(salt).to.match(/^[A-Za-z0-9_-]{22}$/);
+        expect(readBack.data).to.deep.equal(created.data);
+        expect(chainEvent('', created).metadata).not.to.equal(stored.metadata);
+      });
+
+      it('covers the committed form: each such field as the digest of its salt and value, the metadata without salts', () => {
+        const committed = committedForm(readBack);
+        expect(committed.data).to.deep.equal({
+          userId: 'u_1',
+          passwordHash: {
+            commitment: createHash('sha256')
+              .update(`{"salt":${JSON.stringify(salt)},"value":"scrypt$abc"}`)
+              .digest('hex'),
+          },
+          scopes: ['cv:read'],
+        });
+        expect(committed.data).to.deep.equal({
+          ...created.data!,
+          passwordHash: { commitment: commitment(salt, 'scrypt$abc') },
+        });
+        expect(committed.metadata).to.deep.equal(metadata);
+        expect(stored.hash).to.equal(hashAsFirstWritten('', committed));
+        expect(eventHash('', readBack)).to.equal(stored.hash);
+        expect(
+          eventHash('', { ...readBack, data: { ...readBack.data, passwordHash: 'other' } }),
+        ).not.to.equal(stored.hash);
+      });
+
+      it('keeps the salts an event already has, and adds none where there is no secret', () => {
+        expect(withSalts(readBack)).to.equal(readBack);
+        expect(withSalts(contents[0]!)).to.equal(contents[0]);
+        expect(committedForm(contents[0]!)).to.equal(contents[0]);
+      });
     });
   });
 

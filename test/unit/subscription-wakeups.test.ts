@@ -98,4 +98,34 @@ describe("the journal of this process's commits", () => {
     expect(journal.skip(19, ['A'])).to.deep.equal({ position: 20, mustRead: false });
     expect(journal.skip(0, ['A'])).to.deep.equal({ position: 0, mustRead: true });
   });
+
+  it('come early for what another process appended, through the WAL file, with the polling interval a minute', async function () {
+    this.timeout(20_000);
+    const { dir, remove } = tempDir();
+    const file = join(dir, 'events.db');
+    const store = openSqliteEventStore(file, { pollMs: 60_000 });
+    // Another connection keeps a journal of its own, as another process does: its commits are foreign here.
+    const other = openSqliteEventStore(file, { pollMs: 60_000 });
+    const seen: string[] = [];
+    // A consumer group: unlike a catch-up subscriber, it has no report of skipped positions to read after.
+    await store.ensurePersistentSubscription('watching', {
+      startFrom: 'start',
+      maxRetryCount: 1,
+      filter: { eventTypes: ['Wanted'] },
+    });
+    const subscription = store.subscribePersistent('watching', ({ event }) => {
+      seen.push(event.type);
+      return Promise.resolve({ kind: 'ack' });
+    });
+    // This process's own commits of other types, which change the same WAL file, come first.
+    for (let n = 0; n < 20; n += 1)
+      await store.appendToStream(`thing-t_watch_${n}`, [anEvent('Other', { n }, 't_watch')], 'any');
+    await other.appendToStream('thing-t_watch_x', [anEvent('Wanted', {}, 't_watch')], 'no_stream');
+    // Well inside the minute of polling: only the watcher can have woken it.
+    await eventually(() => seen.length === 1, 10_000);
+    await subscription.stop();
+    await other.close();
+    await store.close();
+    remove();
+  });
 });
