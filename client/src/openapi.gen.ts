@@ -1193,7 +1193,7 @@ export interface paths {
     };
     /**
      * Prove an event is a leaf of a signed digest’s tree
-     * @description Reads the tenant’s events up to the newest signed digest (a million in a few seconds). 404 for an event not in that tree; 422 for a size beyond it, or one that ends before the event. A process computes one proof per tenant and two in all; another answers 503 with Retry-After.
+     * @description Reads the tenant’s events up to the newest signed digest (seconds per million events). 404 for an event not in that tree; 422 for a size beyond it, or one that ends before the event. A process computes one proof per tenant and two in all; another answers 503 with Retry-After.
      *
      *     Needs the scope `admin`.
      */
@@ -6829,7 +6829,7 @@ export interface operations {
       query?: {
         /** @description The event (its `id` in the export); required */
         eventId?: string;
-        /** @description A tree size up to that of the newest signed digest; that digest’s size when absent */
+        /** @description A tree size, at most that of the newest signed digest (its size when absent) */
         size?: number;
       };
       header?: never;
@@ -6871,7 +6871,7 @@ export interface operations {
       query?: {
         /** @description The older tree’s size; required */
         from?: number;
-        /** @description The newer tree’s size, required: a tree size up to that of the newest signed digest */
+        /** @description The newer tree’s size, at most that of the newest signed digest; required */
         to?: number;
       };
       header?: never;

@@ -1,5 +1,5 @@
 import { page } from '../openapi/components.js';
-import { operation, type BuiltOperation } from '../openapi/operation.js';
+import { operation, type BuiltOperation, type OperationSpec } from '../openapi/operation.js';
 import { arrayOf, dateTime, integer, nullable, object, ref, string, type Schema } from '../openapi/schema.js';
 import { pagingQuery } from '../openapi/resource.js';
 import { ConsistencyQuery, InclusionQuery } from './digests.api.js';
@@ -61,8 +61,23 @@ export const digestSchemas: Record<string, Schema> = {
   ),
 };
 
-const sizeDescription = 'A tree size up to that of the newest signed digest';
 const sizeParameter = integer(1, Number.MAX_SAFE_INTEGER, { format: 'int64' });
+
+/** A proof: read by admins, 404 before the first signed digest, 422 for sizes beyond it, 503 when busy. */
+const proofOperation = (
+  kind: 'inclusion' | 'consistency',
+  schema: string,
+  spec: Pick<OperationSpec, 'operationId' | 'summary' | 'description' | 'query'>,
+) =>
+  operation({
+    method: 'get',
+    path: `/v1/tenants/:tenantId/audit/proofs/${kind}`,
+    ...spec,
+    tag,
+    access: { scope: 'admin' },
+    responses: { '200': { description: 'The proof', content: { 'application/json': ref(schema) } } },
+    problems: ['404', '422', '503'],
+  });
 
 export const digestOperations = (): BuiltOperation[] => [
   operation({
@@ -90,52 +105,40 @@ export const digestOperations = (): BuiltOperation[] => [
     responses: { '200': { description: 'The digest', content: { 'application/json': ref('AuditDigest') } } },
     problems: ['404'],
   }),
-  operation({
-    method: 'get',
-    path: '/v1/tenants/:tenantId/audit/proofs/inclusion',
+  proofOperation('inclusion', 'InclusionProof', {
     operationId: 'auditInclusionProof',
     summary: 'Prove an event is a leaf of a signed digest’s tree',
     description:
-      'Reads the tenant’s events up to the newest signed digest (a million in a few seconds). 404 for an event ' +
-      'not in that tree; 422 for a size beyond it, or one that ends before the event. A process computes one ' +
-      'proof per tenant and two in all; another answers 503 with Retry-After.',
-    tag,
-    access: { scope: 'admin' },
+      'Reads the tenant’s events up to the newest signed digest (seconds per million events). 404 for an ' +
+      'event not in that tree; 422 for a size beyond it, or one that ends before the event. A process ' +
+      'computes one proof per tenant and two in all; another answers 503 with Retry-After.',
     query: {
       codec: InclusionQuery,
       parameters: {
         eventId: { description: 'The event (its `id` in the export); required' },
-        size: { schema: sizeParameter, description: `${sizeDescription}; that digest’s size when absent` },
+        size: {
+          schema: sizeParameter,
+          description: 'A tree size, at most that of the newest signed digest (its size when absent)',
+        },
       },
     },
-    responses: {
-      '200': { description: 'The proof', content: { 'application/json': ref('InclusionProof') } },
-    },
-    problems: ['404', '422', '503'],
   }),
-  operation({
-    method: 'get',
-    path: '/v1/tenants/:tenantId/audit/proofs/consistency',
+  proofOperation('consistency', 'ConsistencyProof', {
     operationId: 'auditConsistencyProof',
     summary: 'Prove a newer tree extends an older one',
     description:
-      'Reads the tenant’s first `to` events. 404 before the first signed digest; 422 when `to` is beyond it or `from` above `to`; 503 as for inclusion proofs.',
-    tag,
-    access: { scope: 'admin' },
+      'Reads the tenant’s first `to` events. 404 before the first signed digest; 422 when `to` is beyond ' +
+      'it or `from` above `to`; 503 as for inclusion proofs.',
     query: {
       codec: ConsistencyQuery,
       parameters: {
         from: { schema: sizeParameter, description: 'The older tree’s size; required' },
         to: {
           schema: sizeParameter,
-          description: `The newer tree’s size, required: ${sizeDescription.toLowerCase()}`,
+          description: 'The newer tree’s size, at most that of the newest signed digest; required',
         },
       },
     },
-    responses: {
-      '200': { description: 'The proof', content: { 'application/json': ref('ConsistencyProof') } },
-    },
-    problems: ['404', '422', '503'],
   }),
   operation({
     method: 'get',
