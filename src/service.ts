@@ -223,7 +223,12 @@ export const startService = async (
     if (!found) throw new Error(`The feature ${feature.name} is not in src/features.ts`);
     return found.consumer as C;
   };
-  const digests = digestJob({ ...stores, logger, schedule: config.auditDigestSchedule });
+  const digests = digestJob({
+    ...stores,
+    logger,
+    schedule: config.auditDigestSchedule,
+    signingKey: () => keyring.current().signing,
+  });
   // The shutdown's deadline (beginDrain), shared by the webhook attempts and CV runs still in flight.
   let drainDeadline: number | null = null;
   let drained: Promise<unknown> | null = null;

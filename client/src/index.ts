@@ -37,6 +37,16 @@ export {
   type WebhookHeaders,
 } from './webhooks.js';
 export {
+  digestPayload,
+  leafHashOf,
+  logRoot,
+  verifyConsistency,
+  verifyDigestSignature,
+  verifyInclusion,
+  type DigestSignatureCheck,
+  type SignedDigest,
+} from './audit-proofs.js';
+export {
   canonicalJson,
   exportedEventHash,
   HistoryFormatError,

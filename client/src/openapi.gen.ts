@@ -1144,6 +1144,112 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/tenants/{tenantId}/audit/digests': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The tenant's digests, newest first
+     * @description Needs the scope `admin`.
+     */
+    get: operations['listAuditDigests'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenantId}/audit/digests/latest': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The tenant's newest digest
+     * @description Needs the scope `admin`.
+     */
+    get: operations['latestAuditDigest'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenantId}/audit/proofs/inclusion': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Prove an event is a leaf of a signed digest’s tree
+     * @description Reads the tenant’s events up to the newest signed digest (seconds per million events). 404 for an event not in that tree; 422 for a size beyond it, or one that ends before the event. A process computes one proof per tenant and two in all; another answers 503 with Retry-After.
+     *
+     *     Needs the scope `admin`.
+     */
+    get: operations['auditInclusionProof'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/tenants/{tenantId}/audit/proofs/consistency': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Prove a newer tree extends an older one
+     * @description Reads the tenant’s first `to` events. 404 before the first signed digest; 422 when `to` is beyond it or `from` above `to`; 503 as for inclusion proofs.
+     *
+     *     Needs the scope `admin`.
+     */
+    get: operations['auditConsistencyProof'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/.well-known/digest-keys.json': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The keys that verify audit digests
+     * @description Every key of the keyring, retired ones included (with `retiredAt`): a retired key no longer verifies tokens, so it leaves `/.well-known/jwks.json`, but the digests it signed stay verifiable here.
+     *
+     *     Needs no credential.
+     */
+    get: operations['digestKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface webhooks {
   'observation.created': {
@@ -1359,7 +1465,7 @@ export interface components {
       status: number;
       requestId: string;
     };
-    /** @description The public keys that verify access tokens, by `kid` (RFC 7517) */
+    /** @description The public keys, by `kid` (RFC 7517), that verify access tokens (`jwks.json`: active keys) or audit digests (`digest-keys.json`: retired keys too) */
     JsonWebKeySet: {
       keys: {
         /** @constant */
@@ -1373,6 +1479,11 @@ export interface components {
         alg: 'ES256';
         /** @constant */
         use: 'sig';
+        /**
+         * Format: date-time
+         * @description Digest keys only: when the key stopped signing
+         */
+        retiredAt?: string;
       }[];
     };
     /** @description RFC 8414 authorization server metadata. There is no authorization endpoint, so no `response_types_supported` (§3.2: no empty arrays). Its URLs are built from PUBLIC_URL, the issuer: discovery works for clients that reach the service at that URL. */
@@ -2467,6 +2578,68 @@ export interface components {
       broken: components['schemas']['BrokenLink'] | null;
       /** Format: date-time */
       verifiedAt: string;
+    };
+    /** @description A digest of the tenant’s history, signed with a key of `/.well-known/digest-keys.json` */
+    AuditDigest: {
+      tenantId: string;
+      /**
+       * Format: int64
+       * @description Every event up to this position is committed to
+       */
+      position: number;
+      /**
+       * Format: int64
+       * @description Leaves of the log tree: the tenant’s events up to `position`; null before version 2
+       */
+      size: number | null;
+      /**
+       * @description RFC 9162 root of the log tree; null before version 2
+       * @example 6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d
+       */
+      logRoot: string | null;
+      /**
+       * @description Merkle root over the stream heads, as `obs audit verify` checks
+       * @example 6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d
+       */
+      headsRoot: string;
+      streams: number;
+      /** Format: date-time */
+      recordedAt: string;
+      /** @description Compact JWS (ES256) over the canonical JSON of the other fields; null before version 2 */
+      signature: string | null;
+    };
+    /** @description RFC 9162 §2.1.3.1 inclusion proof of an event in the tenant’s log tree */
+    InclusionProof: {
+      eventId: string;
+      /** Format: int64 */
+      leafIndex: number;
+      /**
+       * Format: int64
+       * @description The tree the path leads to the root of
+       */
+      treeSize: number;
+      /**
+       * @description The event’s hash: the leaf’s input
+       * @example 6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d
+       */
+      hash: string;
+      /** @description Hex SHA-256 nodes, in the RFC’s order */
+      path: string[];
+    };
+    /** @description RFC 9162 §2.1.4.1 consistency proof: the newer tree extends the older */
+    ConsistencyProof: {
+      /**
+       * Format: int64
+       * @description The older tree
+       */
+      from: number;
+      /**
+       * Format: int64
+       * @description The newer tree
+       */
+      to: number;
+      /** @description Hex SHA-256 nodes, in the RFC’s order */
+      path: string[];
     };
     LoginRequest: {
       /** @example ops@acme.test */
@@ -6567,6 +6740,197 @@ export interface operations {
       429: components['responses']['TooManyRequests'];
       500: components['responses']['UnexpectedError'];
       503: components['responses']['Unavailable'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  listAuditDigests: {
+    parameters: {
+      query?: {
+        /**
+         * @description Page size
+         * @example 20
+         */
+        limit?: number;
+        /** @description The `nextCursor` of the previous page */
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AuditDigest'][];
+            nextCursor: string | null;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  latestAuditDigest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The digest */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AuditDigest'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  auditInclusionProof: {
+    parameters: {
+      query?: {
+        /** @description The event (its `id` in the export); required */
+        eventId?: string;
+        /** @description A tree size, at most that of the newest signed digest (its size when absent) */
+        size?: number;
+      };
+      header?: never;
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The proof */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['InclusionProof'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      422: components['responses']['Unprocessable'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      503: components['responses']['Unavailable'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  auditConsistencyProof: {
+    parameters: {
+      query?: {
+        /** @description The older tree’s size; required */
+        from?: number;
+        /** @description The newer tree’s size, at most that of the newest signed digest; required */
+        to?: number;
+      };
+      header?: never;
+      path: {
+        /**
+         * @description The tenant's id; a credential may only name its own tenant
+         * @example t_01m7xr44nde6cpe35md841agpz
+         */
+        tenantId: components['parameters']['TenantId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The proof */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ConsistencyProof'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      422: components['responses']['Unprocessable'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
+      503: components['responses']['Unavailable'];
+      default: components['responses']['UnexpectedError'];
+    };
+  };
+  digestKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The JWKS */
+      200: {
+        headers: {
+          RateLimit: components['headers']['RateLimit'];
+          'RateLimit-Policy': components['headers']['RateLimit-Policy'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonWebKeySet'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['UnexpectedError'];
       default: components['responses']['UnexpectedError'];
     };
   };

@@ -39,7 +39,10 @@ import type {
   WebhookTestInput,
   WebhookTestResult,
   EventHistoryParams,
+  AuditDigest,
   AuditVerification,
+  ConsistencyProof,
+  InclusionProof,
   Health,
   HistoryEvent,
   Jwks,
@@ -608,6 +611,53 @@ export class Events extends Resource {
       ...withOptions(options),
     });
   }
+  /** The tenant's digests, newest first (`GET .../audit/digests`); keep the ones you fetch. */
+  digests(
+    tenantId: string,
+    params: { limit?: number; cursor?: string } = {},
+    options?: RequestOptions,
+  ): Promise<Page<AuditDigest>> {
+    return this.http.json({
+      method: 'GET',
+      path: `${tenantPath(tenantId)}/audit/digests`,
+      query: { ...params },
+      ...withOptions(options),
+    });
+  }
+  /** The newest digest; an ApiError with status 404 before the first. */
+  latestDigest(tenantId: string, options?: RequestOptions): Promise<AuditDigest> {
+    return this.http.json({
+      method: 'GET',
+      path: `${tenantPath(tenantId)}/audit/digests/latest`,
+      ...withOptions(options),
+    });
+  }
+  /** RFC 9162 inclusion proof of an event in the tree of `size` (the newest signed digest's when absent). */
+  inclusionProof(
+    tenantId: string,
+    params: { eventId: string; size?: number },
+    options?: RequestOptions,
+  ): Promise<InclusionProof> {
+    return this.http.json({
+      method: 'GET',
+      path: `${tenantPath(tenantId)}/audit/proofs/inclusion`,
+      query: { ...params },
+      ...withOptions(options),
+    });
+  }
+  /** RFC 9162 consistency proof that the tree of `to` events extends the tree of `from`. */
+  consistencyProof(
+    tenantId: string,
+    params: { from: number; to: number },
+    options?: RequestOptions,
+  ): Promise<ConsistencyProof> {
+    return this.http.json({
+      method: 'GET',
+      path: `${tenantPath(tenantId)}/audit/proofs/consistency`,
+      query: { ...params },
+      ...withOptions(options),
+    });
+  }
 }
 
 /** `GET /health`. */
@@ -649,6 +699,15 @@ export class Discovery extends Resource {
     return this.http.json({
       method: 'GET',
       path: '/.well-known/jwks.json',
+      auth: 'none',
+      ...withOptions(options),
+    });
+  }
+  /** Every key that signed digests, retired ones included (with `retiredAt`): for verifyDigestSignature. */
+  digestKeys(options?: RequestOptions): Promise<Jwks> {
+    return this.http.json({
+      method: 'GET',
+      path: '/.well-known/digest-keys.json',
       auth: 'none',
       ...withOptions(options),
     });

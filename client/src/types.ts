@@ -236,5 +236,12 @@ export type EventHistoryParams = Omit<Query<'listEvents'>, 'type'> & { type?: st
 /** `GET .../audit/verification`: the tenant's tamper check, `broken` naming the first broken link if any. */
 export type AuditVerification = Schemas['AuditVerification'];
 
+/** `GET .../audit/digests`: a digest, signed (docs/auditors.md#6-digests-and-proofs); verifyDigestSignature checks it. */
+export type AuditDigest = Schemas['AuditDigest'];
+/** `GET .../audit/proofs/inclusion`: check it with verifyInclusion against a digest's `logRoot`. */
+export type InclusionProof = Schemas['InclusionProof'];
+/** `GET .../audit/proofs/consistency`: check it with verifyConsistency against two digests' roots. */
+export type ConsistencyProof = Schemas['ConsistencyProof'];
+
 /** One entry of `GET .../observations/{id}/history`: the observation right after each of its events. */
 export type ObservationVersion = Schemas['ObservationVersion'];

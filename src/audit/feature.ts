@@ -2,6 +2,8 @@ import { auditDomain } from './domain.js';
 import type { Feature } from '../feature.js';
 import { routesOnly } from '../feature.js';
 import { auditOperations, auditSchemas } from './openapi.js';
+import { digestsApi } from './digests.api.js';
+import { digestOperations, digestSchemas } from './digests.openapi.js';
 import { verificationApi } from './verification.api.js';
 
 /**
@@ -10,6 +12,9 @@ import { verificationApi } from './verification.api.js';
  */
 export const auditFeature: Feature = {
   ...auditDomain,
-  openapi: { operations: auditOperations, schemas: auditSchemas },
-  wire: routesOnly((context) => [verificationApi(context)]),
+  openapi: {
+    operations: () => [...auditOperations(), ...digestOperations()],
+    schemas: { ...auditSchemas, ...digestSchemas },
+  },
+  wire: routesOnly((context) => [verificationApi(context), ...digestsApi(context)]),
 };

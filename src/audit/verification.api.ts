@@ -1,13 +1,19 @@
+import type { KeyObject } from 'node:crypto';
 import Router from '@koa/router';
 import { requireScope, type Authenticator } from '../http/guard.js';
 import { UnavailableError } from '../core/errors.js';
 import type { EventStore } from '../eventstore/port.js';
 import { pathParam } from '../http/resource.js';
+import type { Keyring } from '../auth/signing-keys.js';
+import { digestKeysOf } from './digest-signature.js';
+import { tenantSlots } from './tenant-slots.js';
 import { verifyTenant, type VerifyReport } from './verify.js';
 
 export interface VerificationApiDeps {
   eventStore: EventStore;
   auth: Authenticator;
+  /** Its digestJwks check the digests' signatures. */
+  keyring: () => Keyring;
   /** How long one verification may read before it gives up; `obs audit verify` has no such bound. */
   budgetMs?: number;
 }
@@ -28,13 +34,19 @@ export const verifyWithin = async (
   tenantId: string,
   budgetMs: number,
   signal?: AbortSignal,
+  digestKeys?: ReadonlyMap<string, KeyObject>,
 ): Promise<VerifyReport> => {
   const deadline = Date.now() + budgetMs;
   try {
-    return await verifyTenant(eventStore, tenantId, () => {
-      if (signal?.aborted) throw new CallerLeft();
-      if (Date.now() > deadline) throw new OverBudget();
-    });
+    return await verifyTenant(
+      eventStore,
+      tenantId,
+      () => {
+        if (signal?.aborted) throw new CallerLeft();
+        if (Date.now() > deadline) throw new OverBudget();
+      },
+      digestKeys,
+    );
   } catch (error) {
     if (!(error instanceof OverBudget)) throw error;
     throw new UnavailableError(
@@ -57,30 +69,27 @@ export const concurrentVerifications = 2;
 export const verificationApi = (deps: VerificationApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId' });
   const budgetMs = deps.budgetMs ?? defaultVerificationBudgetMs;
-  const running = new Set<string>();
+  const slot = tenantSlots(concurrentVerifications, 'verification');
 
   router.get('/audit/verification', requireScope(deps.auth, 'admin'), async (ctx) => {
     const tenantId = pathParam(ctx, 'tenantId');
-    if (running.has(tenantId))
-      throw new UnavailableError("A verification of this tenant's history is running; try again shortly", 5);
-    if (running.size >= concurrentVerifications)
-      throw new UnavailableError('Other verifications are running; try again shortly', 5);
-    const left = new AbortController();
-    const onClose = () => {
-      if (!ctx.res.writableFinished) left.abort();
-    };
-    ctx.res.once('close', onClose);
-    running.add(tenantId);
-    try {
-      const report = await verifyWithin(deps.eventStore, tenantId, budgetMs, left.signal);
-      ctx.body = { ...report, ok: report.broken === null, verifiedAt: new Date().toISOString() };
-    } catch (error) {
-      if (!(error instanceof CallerLeft)) throw error;
-      ctx.status = 499; // nobody reads it: for the access log and the metrics, as nginx counts a caller that left
-    } finally {
-      running.delete(tenantId);
-      ctx.res.off('close', onClose);
-    }
+    await slot(tenantId, async () => {
+      const left = new AbortController();
+      const onClose = () => {
+        if (!ctx.res.writableFinished) left.abort();
+      };
+      ctx.res.once('close', onClose);
+      try {
+        const keys = digestKeysOf(deps.keyring().digestJwks);
+        const report = await verifyWithin(deps.eventStore, tenantId, budgetMs, left.signal, keys);
+        ctx.body = { ...report, ok: report.broken === null, verifiedAt: new Date().toISOString() };
+      } catch (error) {
+        if (!(error instanceof CallerLeft)) throw error;
+        ctx.status = 499; // nobody reads it: for the access log and the metrics, as nginx counts a caller that left
+      } finally {
+        ctx.res.off('close', onClose);
+      }
+    });
   });
 
   return router;

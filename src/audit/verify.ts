@@ -1,8 +1,10 @@
+import type { KeyObject } from 'node:crypto';
 import type { RecordedEvent } from '../core/events.js';
 import { eventHash, genesisHash } from '../eventstore/hash-chain.js';
 import type { EventStore } from '../eventstore/port.js';
 import { digestStream, type AuditDigest } from './digest.js';
 import { merkleBuilder, merkleLeaf } from './merkle.js';
+import { logFailures, type StoredDigest } from './verify-log.js';
 
 export interface BrokenLink {
   streamName: string;
@@ -19,7 +21,7 @@ export interface VerifyReport {
   broken: BrokenLink | null;
 }
 
-type Digest = AuditDigest & { position: number; version: number };
+type Digest = StoredDigest & { position: number; version: number };
 
 /*
  * What is verified is defined in commit order: walk the tenant's history by position, keep each stream's
@@ -172,10 +174,13 @@ export const verifyTenant = async (
   eventStore: EventStore,
   tenantId: string,
   onProgress: (events: number) => void = () => undefined,
+  /** The keys that may have signed digests (the keyring's digestJwks), by kid. */
+  digestKeys: ReadonlyMap<string, KeyObject> = new Map(),
 ): Promise<VerifyReport> => {
   const digests: Digest[] = (await eventStore.readStream(digestStream(tenantId), { raw: true }))
     .map((event) => ({
       ...(event.data as AuditDigest),
+      recordedAt: event.metadata.occurredAt,
       position: event.position,
       version: event.streamVersion,
     }))
@@ -194,10 +199,16 @@ export const verifyTenant = async (
     onProgress(events);
   }
   const { streamBreak, roots } = walker.finish();
+  // Version 2 digests also commit to the log tree, read in commit order: a second read, up to the newest.
+  const logFailed = await logFailures(eventStore, tenantId, digests, digestKeys, () => onProgress(events));
 
   const cut = streamBreak?.cut ?? Infinity;
+  const failureOf = (digest: Digest, index: number): string | null =>
+    roots[index] !== digest.root
+      ? `the digest of the stream heads up to position ${digest.upToPosition} does not match the history`
+      : (logFailed[index] ?? null);
   const failedDigest = digests.findIndex(
-    (digest, index) => digest.upToPosition < cut && roots[index] !== digest.root,
+    (digest, index) => digest.upToPosition < cut && failureOf(digest, index) !== null,
   );
   const broken: StreamBreak | null =
     failedDigest >= 0
@@ -205,7 +216,7 @@ export const verifyTenant = async (
           streamName: digestStream(tenantId),
           version: digests[failedDigest]!.version,
           position: digests[failedDigest]!.position,
-          reason: `the digest of the stream heads up to position ${digests[failedDigest]!.upToPosition} does not match the history`,
+          reason: failureOf(digests[failedDigest]!, failedDigest)!,
           cut: digests[failedDigest]!.upToPosition + 1,
         }
       : streamBreak;

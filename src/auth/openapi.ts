@@ -2,7 +2,7 @@ import { LoginBody, RefreshBody } from './codecs.js';
 import { scopes } from '../core/scopes.js';
 import { exampleIds, fields } from '../openapi/components.js';
 import { operation, type BuiltOperation } from '../openapi/operation.js';
-import { arrayOf, enumOf, integer, object, ref, string, type Schema } from '../openapi/schema.js';
+import { arrayOf, dateTime, enumOf, integer, object, ref, string, type Schema } from '../openapi/schema.js';
 
 /** Login, refresh, the OAuth 2.0 token endpoint and the discovery documents. */
 
@@ -82,12 +82,16 @@ export const authSchemas: Record<string, Schema> = {
             alg: { type: 'string', const: 'ES256' },
             use: { type: 'string', const: 'sig' },
           },
-          {},
+          { retiredAt: dateTime('Digest keys only: when the key stopped signing') },
         ),
       ),
     },
     {},
-    { description: 'The public keys that verify access tokens, by `kid` (RFC 7517)' },
+    {
+      description:
+        'The public keys, by `kid` (RFC 7517), that verify access tokens (`jwks.json`: active keys) or audit ' +
+        'digests (`digest-keys.json`: retired keys too)',
+    },
   ),
   AuthorizationServerMetadata: object(
     {

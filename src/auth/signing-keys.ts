@@ -26,7 +26,19 @@ export interface Keyring {
   /** Active keys by kid, as PEM public keys for verification. */
   verifying: ReadonlyMap<string, string>;
   jwks: { keys: JsonWebKey[] };
+  /**
+   * Every key that may have signed an audit digest, retired ones included (with `retiredAt`): a digest
+   * outlives the key that signed it, but a retired key must no longer verify tokens, so it leaves `jwks`.
+   */
+  digestJwks: { keys: JsonWebKey[] };
 }
+
+const publicJwk = (key: SigningKey): JsonWebKey => ({
+  ...createPublicKey(createPrivateKey(key.privateKeyPem)).export({ format: 'jwk' }),
+  kid: key.kid,
+  alg: 'ES256',
+  use: 'sig',
+});
 
 const newKey = (now: Date): SigningKey => {
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -85,12 +97,11 @@ export const keyringOf = (keys: readonly SigningKey[]): Keyring => {
         publicKey.export({ type: 'spki', format: 'pem' }).toString(),
       ]),
     ),
-    jwks: {
-      keys: publicKeys.map(({ kid, publicKey }) => ({
-        ...publicKey.export({ format: 'jwk' }),
-        kid,
-        alg: 'ES256',
-        use: 'sig',
+    jwks: { keys: active.map(publicJwk) },
+    digestJwks: {
+      keys: keys.map((key) => ({
+        ...publicJwk(key),
+        ...(key.retiredAt ? { retiredAt: key.retiredAt } : {}),
       })),
     },
   };

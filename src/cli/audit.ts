@@ -2,13 +2,24 @@ import { historyReportText, verifyHistoryFile } from '../../client/src/verify-hi
 import { HistoryFormatError, type HistoryReport } from '../../client/src/verify-history.js';
 import { streamHeadsProjection } from '../../projections/stream-heads.js';
 import { recordDigest } from '../audit/digest.js';
+import { digestKeysOf } from '../audit/digest-signature.js';
+import { keyringOf, loadKeyring, readKeys } from '../auth/signing-keys.js';
 import { history, parseUntil, stateAt } from '../audit/replay.js';
 import { verifyTenant } from '../audit/verify.js';
 import { withoutSecrets } from '../history/redaction.js';
 import { flags, requireTenant } from './args.js';
-import { ExitError, UsageError, type Commands, type Output } from './command.js';
+import { ExitError, UsageError, type Commands, type Context, type Output } from './command.js';
 import { alignedRows, progressLine } from './output.js';
 import { assertTenantExists, catchUp, withStores, withTenantStores } from './stores.js';
+
+/**
+ * The keys that may have signed digests, retired ones included, from SIGNING_KEYS_FILE: none when there is
+ * no keyring, and then every signed digest fails as signed by an unknown key.
+ */
+const digestKeys = ({ config }: Pick<Context, 'config'>) => {
+  const keys = readKeys(config.signingKeysFile);
+  return digestKeysOf(keys.length > 0 ? keyringOf(keys).digestJwks : { keys: [] });
+};
 
 /**
  * An NDJSON export verified from the file alone, as an auditor would (client/src/verify-history.ts): the
@@ -43,7 +54,7 @@ export const auditCommands: Commands = {
       }
       await withTenantStores(args, context, async (stores, tenantId) => {
         const progress = progressLine('verified');
-        const report = await verifyTenant(stores.eventStore, tenantId, progress.update);
+        const report = await verifyTenant(stores.eventStore, tenantId, progress.update, digestKeys(context));
         progress.done();
         const summary = `${report.events} events in ${report.streams} streams, ${report.digests} digests`;
         if (report.broken) {
@@ -104,14 +115,25 @@ export const auditCommands: Commands = {
     },
   },
   'audit digest': {
-    help: "audit digest --tenant <id>\n  Records a digest of the tenant's stream heads now (the service also does so on AUDIT_DIGEST_SCHEDULE).",
+    help: "audit digest --tenant <id>\n  Records a signed digest of the tenant's stream heads and log tree now (the service also does so on AUDIT_DIGEST_SCHEDULE).",
     run: async (args, { print, ...context }) => {
       await withTenantStores(args, context, async (stores, tenantId) => {
         await catchUp(streamHeadsProjection, stores, 60_000);
-        const digest = await recordDigest(stores.eventStore, stores.readModels, tenantId, new Date());
+        // As the service does: a development keyring is made in DATA_DIR, a production one must exist.
+        const { signing } = loadKeyring(context.config.signingKeysFile, {
+          create: !context.config.signingKeysExplicit,
+        });
+        const digest = await recordDigest(
+          stores.eventStore,
+          stores.readModels,
+          tenantId,
+          new Date(),
+          signing,
+        );
         print(
           digest
-            ? `Digest of ${digest.streams} streams up to position ${digest.upToPosition}: ${digest.root}`
+            ? `Digest of ${digest.streams} streams and ${digest.log.size} events up to position ${digest.upToPosition}\n` +
+                `  heads root ${digest.root}\n  log root   ${digest.log.root}\n  signature  ${digest.signature}`
             : 'Nothing new since the last digest',
           digest,
         );

@@ -365,6 +365,35 @@ table.push(
   },
   {
     method: 'GET',
+    path: `${tenantRoutes}/audit/digests`,
+    requires: { scope: 'admin' },
+    platform: false,
+    ok: 200,
+  },
+  // No digest is recorded here: a permitted request learns there is none (404), or what it left out (400).
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/audit/digests/latest`,
+    requires: { scope: 'admin' },
+    platform: false,
+    ok: 404,
+  },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/audit/proofs/inclusion`,
+    requires: { scope: 'admin' },
+    platform: false,
+    ok: 400,
+  },
+  {
+    method: 'GET',
+    path: `${tenantRoutes}/audit/proofs/consistency`,
+    requires: { scope: 'admin' },
+    platform: false,
+    ok: 400,
+  },
+  {
+    method: 'GET',
     path: `${tenantRoutes}/observations/:id/history`,
     id: 'observation',
     requires: { scope: 'observations:read' },
@@ -380,6 +409,7 @@ const publicRoutes = [
   'GET /health/ready',
   'POST /v1/oauth/token',
   'GET /.well-known/jwks.json',
+  'GET /.well-known/digest-keys.json',
   'GET /.well-known/oauth-authorization-server',
   'POST /v1/auth/token',
   'POST /v1/auth/refresh',

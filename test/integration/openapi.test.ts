@@ -10,6 +10,7 @@ import { operations } from '../../src/openapi/document.js';
 import { openApiPath } from '../../src/openapi/operation.js';
 import { externalEventTypes } from '../../src/webhooks/external.js';
 import { cvTenant } from '../support/cv.js';
+import { digestNow } from '../support/digests.js';
 import { testImage } from '../support/images.js';
 import {
   deref,
@@ -620,6 +621,22 @@ describe('the OpenAPI document', function () {
       const verified = await call('GET', '/v1/tenants/{tenantId}/audit/verification');
       expect(verified.status).to.equal(200);
       expect(verified.body.broken).to.equal(null);
+      const digest = await digestNow(server, tenantId);
+      expect(
+        (await call('GET', '/v1/tenants/{tenantId}/audit/digests', { query: 'limit=5' })).status,
+      ).to.equal(200);
+      await call('GET', '/v1/tenants/{tenantId}/audit/digests/latest');
+      const [firstEvent] = (await server.stores.eventStore.readAll({ maxCount: 1, filter: { tenantId } }))
+        .events;
+      const included = await call('GET', '/v1/tenants/{tenantId}/audit/proofs/inclusion', {
+        query: `eventId=${firstEvent!.id}`,
+      });
+      expect(included.status).to.equal(200);
+      const consistent = await call('GET', '/v1/tenants/{tenantId}/audit/proofs/consistency', {
+        query: `from=1&to=${digest.log.size}`,
+      });
+      expect(consistent.status).to.equal(200);
+      await call('GET', '/.well-known/digest-keys.json', { key: null });
       await call('GET', '/v1/tenants/{tenantId}/events', {
         query: 'type=ObservationRecorded,ObservationUpdated&limit=3',
       });
