@@ -1,4 +1,5 @@
-import { hash } from 'node:crypto';
+import { hash, type JsonWebKey } from 'node:crypto';
+import { logRoot, verifyDigestSignature, type SignedDigest } from './audit-proofs.js';
 import type { HistoryEvent } from './types.js';
 
 /*
@@ -30,15 +31,30 @@ export interface HistoryReport {
   /** Positions of the first and last lines checked; null for an empty export. */
   range: { fromPosition: number | null; toPosition: number | null };
   broken?: BrokenHistoryLink;
+  /** With a digest to check against (docs/auditors.md, "A download checked against a digest"). */
+  digest?: DigestCheck;
+}
+
+/** Why a download does not match a digest: its signature, its log root at `size` lines, or too few lines. */
+export type DigestProblem = 'signature' | 'log-root' | 'short';
+
+export interface DigestCheck {
+  ok: boolean;
+  problem: DigestProblem | null;
+  /** Why, in words: the signature's failure, or where the lines part from the digest. */
+  reason: string | null;
+  position: number;
+  size: number;
 }
 
 export interface VerifyHistoryOptions {
   /**
-   * Digest check: part B. A signed digest and the service's JWKS, to hold the export's stream heads to a
-   * Merkle root the service signed. Accepted and not yet checked.
+   * A signed digest (`GET …/audit/digests/latest`) and the keys that verify it (`/.well-known/digest-keys.json`):
+   * the download's first `size` lines must then hash to its log root, so that what a download leaves out or
+   * rewrites shows, and not only a break inside it.
    */
-  digest?: unknown;
-  jwks?: unknown;
+  digest?: SignedDigest;
+  jwks?: { keys: readonly JsonWebKey[] };
 }
 
 /** A line that is not an exported event: the input is not an export, rather than a broken history. */
@@ -181,7 +197,7 @@ const breakOf = (
  */
 export const verifyHistory = async (
   lines: AsyncIterable<string | ExportedEvent> | Iterable<string | ExportedEvent>,
-  _options: VerifyHistoryOptions = {},
+  { digest, jwks }: VerifyHistoryOptions = {},
 ): Promise<HistoryReport> => {
   const heads = new Map<string, { version: number; hash: string }>();
   const report: HistoryReport = {
@@ -191,6 +207,17 @@ export const verifyHistory = async (
     uncommitted: 0,
     range: { fromPosition: null, toPosition: null },
   };
+  const checked = (problem: DigestProblem | null, reason: string | null): HistoryReport => ({
+    ...report,
+    ok: problem === null && report.ok,
+    digest: { ok: problem === null, problem, reason, position: digest!.position, size: digest!.size },
+  });
+  // The signature first: a digest that does not verify proves nothing, whatever the lines say.
+  if (digest) {
+    const signed = jwks ? verifyDigestSignature(digest, jwks) : { ok: false as const, reason: 'no keys' };
+    if (!signed.ok) return checked('signature', `the digest's signature does not verify: ${signed.reason}`);
+  }
+  const tree = logRoot();
   let number = 0;
   for await (const line of lines) {
     number += 1;
@@ -208,6 +235,21 @@ export const verifyHistory = async (
     report.range.fromPosition ??= event.position;
     report.range.toPosition = event.position;
     heads.set(event.streamName, { version: event.streamVersion, hash: event.hash! });
+    if (digest && tree.size < digest.size) {
+      tree.add(event.hash!);
+      if (tree.size === digest.size && tree.root() !== digest.logRoot)
+        return checked(
+          'log-root',
+          `the first ${digest.size} events (to position ${event.position}) do not hash to the digest's log root: ` +
+            'one of them was changed, added, removed or moved, or the download does not start at the beginning',
+        );
+    }
   }
-  return report;
+  if (!digest) return report;
+  return tree.size < digest.size
+    ? checked(
+        'short',
+        `the download ends after ${tree.size} events; the digest commits to the first ${digest.size}`,
+      )
+    : checked(null, null);
 };

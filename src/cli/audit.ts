@@ -1,5 +1,10 @@
-import { historyReportText, verifyHistoryFile } from '../../client/src/verify-history-file.js';
-import { HistoryFormatError, type HistoryReport } from '../../client/src/verify-history.js';
+import {
+  digestFiles,
+  historyReportText,
+  isBadInput,
+  verifyHistoryFile,
+} from '../../client/src/verify-history-file.js';
+import type { HistoryReport } from '../../client/src/verify-history.js';
 import { streamHeadsProjection } from '../../projections/stream-heads.js';
 import { recordDigest } from '../audit/digest.js';
 import { digestKeysOf } from '../audit/digest-signature.js';
@@ -25,13 +30,16 @@ const digestKeys = ({ config }: Pick<Context, 'config'>) => {
  * An NDJSON export verified from the file alone, as an auditor would (client/src/verify-history.ts): the
  * same verifier the client package ships, so the operator and the auditor get one answer.
  */
-const verifyFile = async (file: string, print: Output) => {
+const verifyFile = async (file: string, against: { digest?: string; jwks?: string }, print: Output) => {
+  const { digest, jwks } = against;
+  if ((digest === undefined) !== (jwks === undefined))
+    throw new UsageError('--digest and --jwks go together: the digest, and the keys that verify it');
   let report: HistoryReport;
   try {
-    report = await verifyHistoryFile(file);
+    const options = digest !== undefined && jwks !== undefined ? digestFiles(digest, jwks) : {};
+    report = await verifyHistoryFile(file, options);
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (error instanceof HistoryFormatError || code === 'ENOENT' || code === 'EISDIR')
+    if (isBadInput(error) || (error as { code?: string }).code === 'EISDIR')
       throw new UsageError(`${file}: ${(error as Error).message}`);
     throw error;
   }
@@ -43,15 +51,25 @@ const verifyFile = async (file: string, print: Output) => {
 export const auditCommands: Commands = {
   'audit verify': {
     help:
-      'audit verify --tenant <id> | --file <history.ndjson>\n  Reads the whole history (from the stores, or a downloaded export); checks every chain' +
-      ' and digest. Exit 1 at the first broken link, naming it.',
+      'audit verify --tenant <id> | --file <history.ndjson> [--digest <digest.json> --jwks <digest-keys.json>]\n' +
+      '  Reads the whole history (from the stores, or a downloaded export, held to a signed digest when given one);' +
+      ' checks every chain and digest. Exit 1 at the first broken link, naming it.',
     run: async (args, { print, ...context }) => {
-      const { values } = flags(args, { options: { tenant: { type: 'string' }, file: { type: 'string' } } });
+      const { values } = flags(args, {
+        options: {
+          tenant: { type: 'string' },
+          file: { type: 'string' },
+          digest: { type: 'string' },
+          jwks: { type: 'string' },
+        },
+      });
       if (values.file !== undefined) {
         if (values.tenant !== undefined) throw new UsageError('--file and --tenant do not go together');
-        await verifyFile(values.file, print);
+        await verifyFile(values.file, values, print);
         return;
       }
+      if (values.digest !== undefined || values.jwks !== undefined)
+        throw new UsageError('--digest and --jwks check a downloaded history: they go with --file');
       await withTenantStores(args, context, async (stores, tenantId) => {
         const progress = progressLine('verified');
         const report = await verifyTenant(stores.eventStore, tenantId, progress.update, digestKeys(context));

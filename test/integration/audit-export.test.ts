@@ -1,13 +1,20 @@
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
+import type { JsonWebKey } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { verifyHistory, type ExportedEvent, type HistoryReport } from '../../client/src/index.js';
+import {
+  verifyHistory,
+  type ExportedEvent,
+  type HistoryReport,
+  type SignedDigest,
+} from '../../client/src/index.js';
 import { verifyTenant } from '../../src/audit/verify.js';
 import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
 import { cvTenant } from '../support/cv.js';
+import { digestNow } from '../support/digests.js';
 import { testImage } from '../support/images.js';
 import { suiteDatabase, describePostgres } from '../support/postgres.js';
 import { startTs } from '../support/process.js';
@@ -26,6 +33,13 @@ interface PythonReport {
   ok: boolean;
   events: number;
   broken?: { streamName: string; streamVersion: number; position: number; reason: string };
+  digest?: { ok: boolean; problem: string | null };
+}
+
+/** A signed digest and the keys that verify it, as an auditor saves them. */
+interface Anchor {
+  digest: SignedDigest;
+  jwks: { keys: JsonWebKey[] };
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'audit-export-'));
@@ -37,20 +51,33 @@ const fileOf = (lines: readonly string[]): string => {
   return file;
 };
 
-const verifyInPython = (lines: readonly string[]): PythonReport => {
-  const run = spawnSync('python3', [pythonVerifier, fileOf(lines)], { encoding: 'utf8' });
+const jsonFile = (value: unknown): string => {
+  const file = join(scratch, `anchor-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify(value));
+  return file;
+};
+
+const verifyInPython = (lines: readonly string[], anchor?: Anchor): PythonReport => {
+  const files = anchor ? [jsonFile(anchor.digest), jsonFile(anchor.jwks)] : [];
+  const run = spawnSync('python3', [pythonVerifier, fileOf(lines), ...files], { encoding: 'utf8' });
   expect(run.status, run.stderr).to.be.oneOf([0, 1]);
   return JSON.parse(run.stdout) as PythonReport;
 };
 
-/** Both verifiers' verdicts, which must agree: the same verdict, and the same first broken link. */
-const verdicts = async (lines: readonly string[]) => {
-  const typescript = await verifyHistory(lines);
-  const python = verifyInPython(lines);
+/**
+ * Both verifiers' verdicts, which must agree: the same verdict, the same first broken link, and with a
+ * digest the same problem with it.
+ */
+const verdicts = async (lines: readonly string[], anchor?: Anchor) => {
+  const typescript = await verifyHistory(lines, anchor ?? {});
+  const python = verifyInPython(lines, anchor);
   expect(python.ok, 'the Python verifier agrees').to.equal(typescript.ok);
   const at = (broken?: { streamName: string; streamVersion: number }) =>
     broken && { streamName: broken.streamName, streamVersion: broken.streamVersion };
   expect(at(python.broken), 'the same first broken link').to.deep.equal(at(typescript.broken));
+  expect(python.digest?.problem ?? null, 'the same problem with the digest').to.equal(
+    typescript.digest?.problem ?? null,
+  );
   return typescript;
 };
 
@@ -61,6 +88,7 @@ const exportSuite = (env: () => Record<string, string>) => {
   let tenantId: string;
   let lines: string[];
   let headers: Headers;
+  let anchor: Anchor;
 
   before(async function () {
     this.timeout(60_000);
@@ -124,6 +152,15 @@ const exportSuite = (env: () => Record<string, string>) => {
       20_000,
       'a webhook delivery on the record',
     );
+    // A signed digest of all that, and the keys that verify it, fetched as an auditor would keep them.
+    await digestNow(server, tenantId);
+    const latest = await request(`${server.url}/v1/tenants/${tenantId}/audit/digests/latest`, {
+      headers: admin,
+    });
+    expect(latest.status, JSON.stringify(latest.body)).to.equal(200);
+    const keys = await request(`${server.url}/.well-known/digest-keys.json`);
+    anchor = { digest: latest.body as SignedDigest, jwks: keys.body as Anchor['jwks'] };
+    ({ headers, lines } = await download());
   });
   after(() => server.close());
 
@@ -204,9 +241,59 @@ const exportSuite = (env: () => Record<string, string>) => {
     brokenAt(await verdicts(swapped), first, /out of commit order/);
   });
 
-  it('cannot see the last event of a stream dropped: only a digest shows that (part B)', async () => {
+  it('cannot see the last event of a stream dropped without a digest', async () => {
     const report = await verdicts(without(lineOf('CvJobCompleted')));
     expect(report).to.deep.include({ ok: true, events: lines.length - 1 });
+  });
+
+  describe('held to a signed digest', () => {
+    const digestProblem = (report: HistoryReport) => (
+      expect(report.ok).to.equal(false),
+      report.digest?.problem
+    );
+
+    it('verifies whole, its first `size` events those the digest signed', async () => {
+      const report = await verdicts(lines, anchor);
+      expect(report.ok, JSON.stringify(report.digest)).to.equal(true);
+      expect(report.digest).to.deep.include({ ok: true, problem: null, size: anchor.digest.size });
+    });
+
+    it('shows the last event of a stream dropped', async () => {
+      const report = await verdicts(without(lineOf('CvJobCompleted')), anchor);
+      expect(digestProblem(report)).to.be.oneOf(['log-root', 'short']);
+    });
+
+    it('shows a stream’s first events dropped, which leave its chain whole', async () => {
+      const stream = parsed(lines[lineOf('CvJobRequested')]!).streamName;
+      const report = await verdicts(
+        lines.filter((line) => parsed(line).streamName !== stream || parsed(line).streamVersion > 0),
+        anchor,
+      );
+      expect(digestProblem(report)).to.be.oneOf(['log-root', 'short']);
+    });
+
+    it('refuses a digest whose root was changed, and one whose signature was forged', async () => {
+      const otherRoot = { ...anchor, digest: { ...anchor.digest, logRoot: '0'.repeat(64) } };
+      expect(digestProblem(await verdicts(lines, otherRoot))).to.equal('signature');
+      const [header, payload, signature] = anchor.digest.signature.split('.') as [string, string, string];
+      const flipped = `${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`;
+      const forged = {
+        ...anchor,
+        digest: { ...anchor.digest, signature: `${header}.${payload}.${flipped}` },
+      };
+      expect(digestProblem(await verdicts(lines, forged))).to.equal('signature');
+    });
+
+    it('is what obs audit verify --file and the client bin say with --digest and --jwks', async () => {
+      const files = ['--digest', jsonFile(anchor.digest), '--jwks', jsonFile(anchor.jwks)];
+      const obs = startTs('src/cli/main.ts', ['audit', 'verify', '--file', fileOf(lines), ...files]);
+      expect(await obs.exited, obs.output.stderr).to.equal(0);
+      expect(obs.output.stdout).to.match(/^OK: .*the first \d+ events are those of the signed digest/);
+      const dropped = fileOf(without(lineOf('CvJobCompleted')));
+      const bin = startTs('client/src/verify-cli.ts', ['verify', dropped, ...files, '--json']);
+      expect(await bin.exited, bin.output.stderr).to.equal(1);
+      expect(JSON.parse(bin.output.stdout).digest.ok).to.equal(false);
+    }).timeout(30_000);
   });
 
   it('is what obs audit verify --file and the client bin say, with their exit codes', async () => {
