@@ -10,6 +10,8 @@ import type { EventStore } from '../../src/eventstore/port.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { bulkCatchUpEvents, collectionIndexes } from '../../src/readmodels/deferred-indexes.js';
 import type { ReadModelStore } from '../../src/readmodels/port.js';
+import type { Projection } from '../../src/readmodels/projection.js';
+import type { RecordedEvent } from '../../src/core/events.js';
 import { applyBatch, projectionRunner } from '../../src/readmodels/runner.js';
 import { openSqliteReadModels } from '../../src/readmodels/sqlite.js';
 import { anEvent, anObservationRecorded, uniqueTenant } from '../support/events.js';
@@ -120,18 +122,23 @@ describe('Projection catch-up from nothing', function () {
   });
 
   describe('when a batch begins a document it does not read first', () => {
+    /** Applies a batch as the runner does, reading documents through `reader`, and commits it. */
+    const projecting =
+      <D>(projection: Projection<D>, reader: Pick<ReadModelStore, 'getMany'>) =>
+      async (events: readonly RecordedEvent[]) =>
+        readModels.commit(
+          projection.name,
+          await applyBatch(projection, reader, events),
+          events.at(-1)!.position,
+        );
+
     it('never puts an older state over a newer stored one on redelivery', async () => {
       const { event, stream, observationId } = anObservationRecorded(tenantId, { notes: 'first' });
       const update = (notes: string) =>
         anEvent('ObservationUpdated', { observationId, changes: { notes } }, tenantId);
       await eventStore.appendToStream(stream, [event, update('second'), update('third')], 'no_stream');
       const all = (await eventStore.readAll({})).events;
-      const project = async (events: typeof all) =>
-        readModels.commit(
-          observationsProjection.name,
-          await applyBatch(observationsProjection, readModels, events),
-          events.at(-1)!.position,
-        );
+      const project = projecting(observationsProjection, readModels);
       await readModels.ensureCollection(observationsProjection.collection);
       await project(all);
       await project(all.slice(0, 2));
@@ -152,12 +159,7 @@ describe('Projection catch-up from nothing', function () {
           return readModels.getMany(collection, keys);
         },
       };
-      const project = async (events: typeof all) =>
-        readModels.commit(
-          streamHeadsProjection.name,
-          await applyBatch(streamHeadsProjection, counted, events),
-          events.at(-1)!.position,
-        );
+      const project = projecting(streamHeadsProjection, counted);
       await readModels.ensureCollection(streamHeadsProjection.collection);
       await project(all);
       await project(all.slice(0, 1));
