@@ -21,7 +21,9 @@ const startService = async (dataDir: string) => {
   return { ...service, url };
 };
 
-describe('the service process', () => {
+describe('the service process', function () {
+  // Each start may take up to 20 s on a loaded machine (tsx compiles at every start), and a test starts two.
+  this.timeout(60_000);
   it('serves observations and keeps them across a restart', async () => {
     const { dir, remove } = tempDir();
     try {

@@ -12,12 +12,23 @@ export const freePort = (): Promise<number> =>
     });
   });
 
+/**
+ * Children still running when the test process exits. A test that times out leaves its `finally` unrun (mocha
+ * moves on), and on a loaded machine a service still starting then outlived the suite: they are killed here.
+ */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /** Runs a TypeScript entry point the way `npm start` does (tsx), collecting its output. */
 export const startTs = (file: string, args: string[], env: Record<string, string> = {}) => {
   const child = spawn(process.execPath, ['--import', 'tsx', file, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   const output = { stdout: '', stderr: '' };
   child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
