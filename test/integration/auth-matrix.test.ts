@@ -450,7 +450,9 @@ describe('the 401/403 matrix, route by route', () => {
   /** Every scope except the one the route needs, and except admin, which would imply it. */
   const allBut = (scope: string) => scopes.filter((s) => s !== scope && s !== 'admin');
 
-  before(async () => {
+  before(async function () {
+    // Hundreds of credentials, each user's with a scrypt hash: well over 20 s on a loaded machine.
+    this.timeout(120_000);
     server = await startTestServer({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
     const tenant = await withTenant(server, 'matrix');
     tenantId = tenant.tenantId;
