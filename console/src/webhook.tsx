@@ -132,6 +132,19 @@ export const WebhookScreen = ({ id }: { id: string }) => {
   };
   const post = <T,>(path: string, body?: unknown) =>
     sendJson<T>('POST', tenantPath(`/webhooks/${id}${path}`), body);
+  /**
+   * The delivery log is a read model that follows the writes: a test's attempt is in it a moment after the
+   * test's answer, not always at once. Waits for it (a few seconds at most), so that the refresh shows it.
+   */
+  const untilLogged = async (deliveryId: string) => {
+    for (let tries = 0; tries < 25; tries += 1) {
+      const logged = await getJson<{ data: { deliveryId: string }[] }>(
+        tenantPath(`/webhooks/${id}/deliveries?test=true&limit=20`),
+      );
+      if (logged.data.some((attempt) => attempt.deliveryId === deliveryId)) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
   return (
     <>
       <h1>Subscription {s.id}</h1>
@@ -168,7 +181,9 @@ export const WebhookScreen = ({ id }: { id: string }) => {
           disabled={action.busy}
           onClick={() =>
             void action.run(async () => {
-              setTested(await post<WebhookTestResult>('/test', {}));
+              const result = await post<WebhookTestResult>('/test', {});
+              setTested(result);
+              await untilLogged(result.deliveryId);
               refresh();
             })
           }
