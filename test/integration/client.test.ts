@@ -8,15 +8,20 @@ import {
   OAuthError,
   ObservationServiceClient,
   responseMeta,
+  verifyConsistency,
+  verifyDigestSignature,
+  verifyInclusion,
   verifyStandardWebhook,
   verifyWebhookSignature,
   type ClientOptions,
+  type SignedDigest,
   type Observation,
   type UserTokens,
   type WebhookEvent,
 } from '../../client/src/index.js';
 import { openApiPath } from '../../src/openapi/operation.js';
 import { signatureHeaders } from '../../src/webhooks/signing.js';
+import { digestNow } from '../support/digests.js';
 import { testImage } from '../support/images.js';
 import { startReceiver } from '../support/receiver.js';
 import { testClock } from '../support/clock.js';
@@ -734,6 +739,33 @@ describe('the TypeScript client (client/) against the running service', function
       const verification = await client.events.verify(tenantId);
       expect(verification).to.include({ tenantId, ok: true, broken: null });
       expect(verification.events).to.be.at.least(streamed.length);
+    });
+
+    it('audit: the signed digests, the latest, the keys that verify them, and inclusion and consistency proofs', async () => {
+      const client = admin();
+      await digestNow(server, tenantId);
+      await client.observations.create(tenantId, {
+        observedAt: '2026-05-01T09:30:00Z',
+        notes: 'after a digest',
+      });
+      await digestNow(server, tenantId);
+      // Both signed (a digest recorded before signing has no log root to prove anything with).
+      const latest = (await client.events.latestDigest(tenantId)) as SignedDigest;
+      const [, older] = (await client.events.digests(tenantId)).data as SignedDigest[];
+      expect(verifyDigestSignature(latest, await client.discovery.digestKeys()).ok).to.equal(true);
+      const [first] = (await client.events.list(tenantId, { limit: 1 })).data;
+      const inclusion = await client.events.inclusionProof(tenantId, { eventId: first!.id });
+      const { leafIndex, treeSize, path } = inclusion;
+      expect(
+        verifyInclusion({ eventHash: inclusion.hash }, leafIndex, treeSize, path, latest.logRoot),
+      ).to.equal(true);
+      const consistency = await client.events.consistencyProof(tenantId, {
+        from: older!.size,
+        to: latest.size,
+      });
+      expect(
+        verifyConsistency(older!.size, latest.size, older!.logRoot, latest.logRoot, consistency.path),
+      ).to.equal(true);
     });
 
     it('CV jobs and models: list the models, request a job (202), follow it to its result, list the jobs', async () => {
