@@ -6826,9 +6826,12 @@ export interface operations {
   };
   auditInclusionProof: {
     parameters: {
-      query?: {
-        /** @description The event (its `id` in the export); required */
-        eventId?: string;
+      query: {
+        /**
+         * @description The event (its `id` in the export); required
+         * @example 5f0c1a2b-3d4e-4f60-8a7b-9c0d1e2f3a4b
+         */
+        eventId: string;
         /** @description A tree size, at most that of the newest signed digest (its size when absent) */
         size?: number;
       };
@@ -6868,11 +6871,17 @@ export interface operations {
   };
   auditConsistencyProof: {
     parameters: {
-      query?: {
-        /** @description The older tree’s size; required */
-        from?: number;
-        /** @description The newer tree’s size, at most that of the newest signed digest; required */
-        to?: number;
+      query: {
+        /**
+         * @description The older tree’s size; required
+         * @example 1
+         */
+        from: number;
+        /**
+         * @description The newer tree’s size, at most that of the newest signed digest; required
+         * @example 2
+         */
+        to: number;
       };
       header?: never;
       path: {

@@ -17,6 +17,8 @@ const path = arrayOf(sha256Hex('A node of the tree'), {
   description: 'Hex SHA-256 nodes, in the RFC’s order',
 });
 const tag = 'Event history';
+/** An event id as the examples write it (events are named by UUIDs). */
+export const exampleEventId = '5f0c1a2b-3d4e-4f60-8a7b-9c0d1e2f3a4b';
 
 export const digestSchemas: Record<string, Schema> = {
   AuditDigest: object(
@@ -115,7 +117,10 @@ export const digestOperations = (): BuiltOperation[] => [
     query: {
       codec: InclusionQuery,
       parameters: {
-        eventId: { description: 'The event (its `id` in the export); required' },
+        eventId: {
+          description: 'The event (its `id` in the export); required',
+          example: exampleEventId,
+        },
         size: {
           schema: sizeParameter,
           description: 'A tree size, at most that of the newest signed digest (its size when absent)',
@@ -132,10 +137,11 @@ export const digestOperations = (): BuiltOperation[] => [
     query: {
       codec: ConsistencyQuery,
       parameters: {
-        from: { schema: sizeParameter, description: 'The older tree’s size; required' },
+        from: { schema: sizeParameter, description: 'The older tree’s size; required', example: 1 },
         to: {
           schema: sizeParameter,
           description: 'The newer tree’s size, at most that of the newest signed digest; required',
+          example: 2,
         },
       },
     },

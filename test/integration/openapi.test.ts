@@ -186,6 +186,7 @@ describe('the OpenAPI document', function () {
           const schema = {
             type: 'object',
             additionalProperties: false,
+            required: parameters.filter((parameter) => parameter.required === true).map((p) => p.name),
             properties: Object.fromEntries(
               parameters
                 // A box's coordinates must also be in range: more than a pattern says.

@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { exampleEventId } from '../../src/audit/digests.openapi.js';
 import { exampleIds } from '../../src/openapi/components.js';
+import { digestNow } from '../support/digests.js';
 import { testImage } from '../support/images.js';
 import {
   deref,
@@ -196,7 +198,17 @@ describe('every operation’s example, sent as it is through prism', function ()
       if (operationId === 'sendWebhookTest') real.set(exampleIds.delivery, answer.deliveryId as string);
     };
 
-    for (const operationId of order) await send(operationId);
+    for (const operationId of order) {
+      // The audit examples need a signed digest, and an event of the tenant for the inclusion proof.
+      if (operationId === middle[0]) {
+        const tenantId = real.get(exampleIds.tenant)!;
+        await digestNow(server, tenantId);
+        const [event] = (await server.stores.eventStore.readAll({ maxCount: 1, filter: { tenantId } }))
+          .events;
+        real.set(exampleEventId, event!.id);
+      }
+      await send(operationId);
+    }
     expect(failures).to.deep.equal([]);
     expect(violations.map((v) => `${v.exchange}: ${v.violation}`)).to.deep.equal([]);
   });
