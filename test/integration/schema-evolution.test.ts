@@ -136,7 +136,7 @@ describe('schema evolution: a v1 ObservationRecorded read as v2 everywhere', () 
     expect(response.body.data).to.deep.equal([expectedObservation()]);
   });
 
-  it('shows v2 with schemaVersion 2 in the history API, both the tenant history and the observation history', async () => {
+  it('shows v2 with schemaVersion 2 in the history API, both the tenant history and the observation history, and v1 in the download', async () => {
     const response = await api(`/events?stream=${stream}`);
     expect(response.status, JSON.stringify(response.body)).to.equal(200);
     const [event] = response.body.data as RecordedEvent[];
@@ -152,7 +152,13 @@ describe('schema evolution: a v1 ObservationRecorded read as v2 everywhere', () 
         headers: { ...admin, Accept: 'application/x-ndjson' },
       })
     ).text();
-    expect(JSON.parse(lines.trim())).to.deep.equal(event);
+    // The download shows the event as stored, the shape its hash covers (docs/auditors.md §1), with the same
+    // hash and previous hash as the page's upcast form.
+    const stored = JSON.parse(lines.trim()) as RecordedEvent & { hash: string; previousHash: string };
+    expect(stored).to.deep.include({ id: written.id, data: v1Data(observationId) });
+    expect(stored.metadata.schemaVersion).to.equal(1);
+    const chain = event as RecordedEvent & { hash: string; previousHash: string };
+    expect([stored.hash, stored.previousHash]).to.deep.equal([chain.hash, chain.previousHash]);
 
     const history = await api(`/observations/${observationId}/history`);
     expect(history.body).to.deep.equal([
