@@ -244,3 +244,6 @@ export class UnprocessableError extends problemType(
     return { errors: this.errors };
   }
 }
+
+/** What was thrown, as an Error: a rejection or a failed write may carry anything. */
+export const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));

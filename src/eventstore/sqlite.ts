@@ -3,7 +3,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { ExpectedVersion, NewEvent } from '../core/events.js';
 import { NO_STREAM, satisfiesExpected } from '../core/events.js';
-import { ConflictError, VersionConflictError } from '../core/errors.js';
+import { asError, ConflictError, VersionConflictError } from '../core/errors.js';
 import { ownerOnlyDatabase } from '../core/private-files.js';
 import type { AppendResult, EventStore, ReadAllOptions, ReadAllPage } from './port.js';
 import { catchUp } from './catch-up-engine.js';
@@ -183,7 +183,7 @@ export const openSqliteEventStore = (
       // A full disk or an I/O error may have rolled the whole batch back: then nothing of it is written, and
       // every append after this one would commit on its own. The batch fails as one.
       if (!db.inTransaction) throw error;
-      if (!isUniqueViolation(error)) return error instanceof Error ? error : new Error(String(error));
+      if (!isUniqueViolation(error)) return asError(error);
       // The same event id twice, or (from another process) the same stream version.
       return error.message.includes('event_id')
         ? new ConflictError('An event with this id is already stored')
@@ -217,8 +217,7 @@ export const openSqliteEventStore = (
     committing = committing
       .then(() => commitBatch(batch, deadline))
       .catch((error: unknown) => {
-        for (const request of batch)
-          request.reject(error instanceof Error ? error : new Error(String(error)));
+        for (const request of batch) request.reject(asError(error));
       });
   };
 
@@ -227,7 +226,7 @@ export const openSqliteEventStore = (
     try {
       committed = await whenFree(() => appendAll.immediate(batch), deadline);
     } catch (error) {
-      for (const request of batch) request.reject(error instanceof Error ? error : new Error(String(error)));
+      for (const request of batch) request.reject(asError(error));
       return;
     }
     const types = new Set<string>();

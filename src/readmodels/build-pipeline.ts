@@ -1,4 +1,5 @@
 import type { RecordedEvent } from '../core/events.js';
+import { asError } from '../core/errors.js';
 import { isStoreFailure } from '../core/store-failures.js';
 import type { DocumentChange, DocumentKey, ReadModelStore, StoredDocument } from './port.js';
 import type { Projection } from './projection.js';
@@ -86,10 +87,7 @@ export const pipelinedBatches = <D>(
         lastPosition,
         changes: new Map(changes.map((change) => [keyOf(change), change])),
         // The failure is kept for `settle`, so that it is never an unhandled rejection meanwhile.
-        committed: readModels.commit(projection.name, changes, lastPosition).then(
-          () => null,
-          (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
-        ),
+        committed: readModels.commit(projection.name, changes, lastPosition).then(() => null, asError),
       };
     },
     flush: async () => {

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { asError } from '../core/errors.js';
 import { whenFree } from '../core/sqlite-busy.js';
 
 interface Pending<Request> {
@@ -6,8 +7,6 @@ interface Pending<Request> {
   resolve: () => void;
   reject: (error: Error) => void;
 }
-
-const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
 /**
  * Group commit for the read models, as the event store has for appends: the writes asked for while the
