@@ -152,7 +152,7 @@ const looksExported = (event: Record<string, unknown>): boolean =>
   (event.uncommitted === undefined || Array.isArray(event.uncommitted));
 
 /** The line as an exported event, or the reason it is not one. */
-const exportedEventOf = (line: unknown, number: number): ExportedEvent => {
+export const exportedEventOf = (line: unknown, number: number): ExportedEvent => {
   let value = line;
   if (typeof line === 'string') {
     try {
@@ -169,7 +169,7 @@ const exportedEventOf = (line: unknown, number: number): ExportedEvent => {
 };
 
 /** Why the event does not follow on from its stream's last (`head`), or null when it does. */
-const breakOf = (
+export const breakOf = (
   event: ExportedEvent,
   head: { version: number; hash: string } | undefined,
   lastPosition: number | null,
@@ -187,6 +187,31 @@ const breakOf = (
   if ((event.uncommitted?.length ?? 0) > 0) return event.hash === null ? 'the event has no hash' : null;
   return event.hash === exportedEventHash(event, previousHash) ? null : 'the event does not match its hash';
 };
+
+/** Why the digest's signature does not verify against the keys, or null when it does. */
+export const signatureProblemOf = (
+  digest: SignedDigest,
+  jwks: VerifyHistoryOptions['jwks'],
+): string | null => {
+  const signed = jwks ? verifyDigestSignature(digest, jwks) : { ok: false as const, reason: 'no keys' };
+  return signed.ok ? null : `the digest's signature does not verify: ${signed.reason}`;
+};
+
+/** The report with the outcome of its check against a digest. */
+export const withDigestCheck = (
+  report: HistoryReport,
+  digest: SignedDigest,
+  problem: DigestProblem | null,
+  reason: string | null,
+): HistoryReport => ({
+  ...report,
+  ok: problem === null && report.ok,
+  digest: { ok: problem === null, problem, reason, position: digest.position, size: digest.size },
+});
+
+/** Why a download of `events` events is too short for the digest. */
+export const shortOf = (events: number, digest: SignedDigest): string =>
+  `the download ends after ${events} events; the digest commits to the first ${digest.size}`;
 
 /**
  * Verifies an NDJSON history download, line by line (strings, or events already parsed), and names the
@@ -207,16 +232,11 @@ export const verifyHistory = async (
     uncommitted: 0,
     range: { fromPosition: null, toPosition: null },
   };
-  const checked = (problem: DigestProblem | null, reason: string | null): HistoryReport => ({
-    ...report,
-    ok: problem === null && report.ok,
-    digest: { ok: problem === null, problem, reason, position: digest!.position, size: digest!.size },
-  });
+  const checked = (problem: DigestProblem | null, reason: string | null): HistoryReport =>
+    withDigestCheck(report, digest!, problem, reason);
   // The signature first: a digest that does not verify proves nothing, whatever the lines say.
-  if (digest) {
-    const signed = jwks ? verifyDigestSignature(digest, jwks) : { ok: false as const, reason: 'no keys' };
-    if (!signed.ok) return checked('signature', `the digest's signature does not verify: ${signed.reason}`);
-  }
+  const unsigned = digest ? signatureProblemOf(digest, jwks) : null;
+  if (unsigned !== null) return checked('signature', unsigned);
   const tree = logRoot();
   let number = 0;
   for await (const line of lines) {
@@ -246,10 +266,5 @@ export const verifyHistory = async (
     }
   }
   if (!digest) return report;
-  return tree.size < digest.size
-    ? checked(
-        'short',
-        `the download ends after ${tree.size} events; the digest commits to the first ${digest.size}`,
-      )
-    : checked(null, null);
+  return tree.size < digest.size ? checked('short', shortOf(tree.size, digest)) : checked(null, null);
 };

@@ -1,10 +1,13 @@
 import { expect } from 'chai';
 import { ESLint } from 'eslint';
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
+import { historyFileLines } from '../../client/src/verify-history-file.js';
+import { verifyHistory } from '../../client/src/verify-history.js';
+import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
 import { tempDir } from '../support/adapters.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
@@ -304,5 +307,50 @@ describe('the client in a new project (README "Using the TypeScript client")', f
     writeFileSync(join(yourApp, 'main.mts'), code);
     await run('npx', ['tsc'], yourApp);
     await runSnippet('main.mjs', yourApp);
+  });
+
+  it('verifies a large download with its command in worker threads, as the line-by-line pass would', async () => {
+    // 20 MB: past the 16 MiB from which the installed command verifies in worker threads (its build's).
+    const history = join(work.dir, 'history.ndjson');
+    const heads = new Map<string, string>();
+    const lines = Array.from({ length: 32_000 }, (_, index) => {
+      const streamName = `observation-t_1_o_${index % 4000}`;
+      const previousHash = heads.get(streamName) ?? genesisHash;
+      const event = {
+        id: `e_${index + 1}`,
+        type: 'ObservationNoted',
+        streamName,
+        streamVersion: Math.floor(index / 4000),
+        data: { notes: 'a fox by the pond '.repeat(20) },
+        metadata: {
+          actor: 'cli',
+          causationId: null,
+          correlationId: 'c_1',
+          occurredAt: '2026-05-01T09:30:00.000Z',
+          schemaVersion: 1,
+          tenantId: 't_1',
+        },
+      };
+      const hash = eventHash(previousHash, event);
+      heads.set(streamName, hash);
+      return JSON.stringify({ ...event, position: index + 1, hash, previousHash });
+    });
+    const verify = async (text: string[]) => {
+      writeFileSync(history, `${text.join('\n')}\n`);
+      expect(statSync(history).size).to.be.above(16 * 1024 * 1024);
+      const bin = join(app, 'node_modules', '.bin', 'observation-service-client');
+      const [command, lineByLine] = await Promise.all([
+        run(bin, ['verify', history, '--json'], app).then(
+          ({ stdout }) => stdout,
+          (error: Error) => error.message.slice(error.message.indexOf('\n') + 1).trim(),
+        ),
+        verifyHistory(historyFileLines(history)),
+      ]);
+      expect(JSON.parse(command)).to.deep.equal(lineByLine);
+      return lineByLine;
+    };
+    expect(await verify(lines)).to.deep.include({ ok: true, events: 32_000, streams: 4000 });
+    const edited = lines.map((line, at) => (at === 20_001 ? line.replace('a fox', 'a cat') : line));
+    expect((await verify(edited)).broken).to.deep.include({ position: 20_002 });
   });
 });
