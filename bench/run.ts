@@ -19,7 +19,7 @@ import { runSoak, type SoakResults } from './soak.js';
 import { soakText, writeSoakReports } from './soak-report.js';
 import { summary, targetChecks } from './summary.js';
 import { appendThroughput, catchUpSpeed, type AppendResults, type CatchUpResults } from './store.js';
-import { runVerifyHistory } from './verify-history.js';
+import { runVerifyHistory, verifyHistoryChecks } from './verify-history.js';
 import { runWebhooks, type WebhookResults } from './webhooks.js';
 
 /**
@@ -241,7 +241,7 @@ const main = async (): Promise<void> => {
     Promise.resolve(runCli({ runs: numberFromEnv('BENCH_CLI_RUNS', 10) })),
   );
   if (cli) reportCli(cli);
-  await phase('verify', () => runVerifyHistory({ events: settings.millionEvents, log }));
+  const verify = await phase('verify', () => runVerifyHistory({ events: settings.millionEvents, log }));
   const rebuild: RebuildPhaseResults | null = await sqlitePhase('rebuild', () =>
     rebuildPhase(settings.millionEvents, settings.eventsPerStream),
   );
@@ -270,6 +270,7 @@ const main = async (): Promise<void> => {
     ...targetChecks(parts),
     ...(onPostgres ? postgresChecks(pg) : []),
     ...(emmett ? emmettChecks(emmett) : []),
+    ...(verify ? verifyHistoryChecks(verify) : []),
     ...(soak?.checks ?? []),
   ];
   if (Object.values(pg).some((result) => result !== null)) console.log(`\n${postgresSummary(pg)}`);

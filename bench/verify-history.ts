@@ -3,18 +3,21 @@ import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { historyFileLines } from '../client/src/verify-history-file.js';
+import { defaultTuning, historyFileLines, verifyHistoryFile } from '../client/src/verify-history-file.js';
 import { verifyHistory } from '../client/src/verify-history.js';
 import { eventHash, genesisHash } from '../src/eventstore/hash-chain.js';
 import { projectRoot } from './processes.js';
+import { check, type Check } from './report.js';
 
 /**
- * The `verify` phase (issue 29): the client's verifyHistory over a downloaded history of BENCH_MILLION
- * (1,000,000) events in exported form, half as many streams of two events each, every stream's second
- * event half the file after its first, so that the verifier holds the heads of half the streams at once.
- * Timed in a child process of its own (for its peak RSS) against its baseline there: reading the file's
- * lines and parsing each, the least any verifier must do, after one unmeasured read that warms the page
- * cache. Target: ≥ 0.5 of the baseline's events/s.
+ * The `verify` phase (issue 29): the client's verifyHistoryFile (what its command and `obs audit verify
+ * --file` run: the file's chunks in worker threads) over a downloaded history of BENCH_MILLION (1,000,000)
+ * events in exported form, half as many streams of two events each, every stream's second event half the
+ * file after its first, so that the verifier holds the heads of half the streams at once. Timed in a child
+ * process of its own (for its peak RSS) against its baseline there: reading the file's lines, each decoded
+ * on its own, and parsing each in one thread, the least any verifier must do, after one unmeasured read
+ * that warms the page cache; then verifyHistory line by line in one thread, for comparison. Target: ≥ 0.5
+ * of the baseline's events/s.
  *
  *   node --import tsx bench/verify-history.ts --child <history.ndjson>
  */
@@ -23,9 +26,13 @@ export interface VerifyHistoryResults {
   events: number;
   streams: number;
   readEventsPerSecond: number;
+  /** verifyHistoryFile: the file's chunks in worker threads. */
   verifyEventsPerSecond: number;
   /** verify events/s ÷ read-and-parse events/s (target ≥ 0.5). */
   ratio: number;
+  /** verifyHistory over the same lines, one after the other in this thread (for comparison). */
+  lineByLineEventsPerSecond: number;
+  workers: number;
   peakRssMb: number;
   intact: boolean;
 }
@@ -98,8 +105,11 @@ const child = async (file: string) => {
   const events = await readAndParse(file);
   const readSeconds = (performance.now() - readStarted) / 1000;
   const verifyStarted = performance.now();
-  const report = await verifyHistory(historyFileLines(file));
+  const report = await verifyHistoryFile(file);
   const verifySeconds = (performance.now() - verifyStarted) / 1000;
+  const lineByLineStarted = performance.now();
+  const lineByLine = await verifyHistory(historyFileLines(file));
+  const lineByLineSeconds = (performance.now() - lineByLineStarted) / 1000;
   process.stdout.write(
     JSON.stringify({
       events,
@@ -107,8 +117,10 @@ const child = async (file: string) => {
       readEventsPerSecond: Math.round(events / readSeconds),
       verifyEventsPerSecond: Math.round(report.events / verifySeconds),
       ratio: Number((readSeconds / verifySeconds).toFixed(2)),
+      lineByLineEventsPerSecond: Math.round(lineByLine.events / lineByLineSeconds),
+      workers: defaultTuning().workers,
       peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
-      intact: report.ok && report.events === events,
+      intact: report.ok && report.events === events && lineByLine.ok,
     } satisfies VerifyHistoryResults),
   );
 };
@@ -132,8 +144,9 @@ export const runVerifyHistory = async ({
     );
     const results = JSON.parse(output) as VerifyHistoryResults;
     log(
-      `verify: ${results.verifyEventsPerSecond} events/s against ${results.readEventsPerSecond} read and parsed ` +
-        `(ratio ${results.ratio}, target ≥ 0.5), peak RSS ${results.peakRssMb} MB, ${results.intact ? 'intact' : 'NOT INTACT'}`,
+      `verify: ${results.verifyEventsPerSecond} events/s (${results.workers} worker threads) against ` +
+        `${results.readEventsPerSecond} read and parsed (ratio ${results.ratio}, target ≥ 0.5); line by line ` +
+        `${results.lineByLineEventsPerSecond} events/s; peak RSS ${results.peakRssMb} MB, ${results.intact ? 'intact' : 'NOT INTACT'}`,
     );
     return results;
   } finally {
@@ -144,3 +157,16 @@ export const runVerifyHistory = async ({
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv[2] === '--child') {
   await child(process.argv[3]!);
 }
+
+/** Issue 29's target, and that memory stays bounded and the history intact. */
+export const verifyHistoryChecks = (r: VerifyHistoryResults): Check[] => [
+  check('history download verify ÷ read and parse (one thread)', r.ratio, '>=', 0.5),
+  check(
+    `history download verify peak RSS over ${r.streams.toLocaleString('en')} streams`,
+    r.peakRssMb,
+    '<',
+    300,
+    ' MB',
+  ),
+  check('history download verify broken links (sanity)', r.intact ? 0 : 1, '=', 0),
+];

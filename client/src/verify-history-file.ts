@@ -57,7 +57,7 @@ export interface FileVerifyTuning {
   chunkBytes: number;
 }
 
-const defaultTuning = (): FileVerifyTuning => ({
+export const defaultTuning = (): FileVerifyTuning => ({
   workers: Math.min(availableParallelism(), 8),
   minParallelBytes: 16 << 20,
   chunkBytes: 1 << 20,
@@ -131,8 +131,8 @@ const workerPool = (count: number) => {
       }
     },
     /** Links one shard's streams across a chunk's start, in its keeper. */
-    link: (shard: number, links: string): Promise<LinksAnswer> =>
-      ask<LinksAnswer>(workers[shard]!.worker, { id: ++lastId, kind: 'links', links }, []),
+    link: (shard: number, links: ArrayBuffer): Promise<LinksAnswer> =>
+      ask<LinksAnswer>(workers[shard]!.worker, { id: ++lastId, kind: 'links', links }, [links]),
     stop: () => Promise.all(workers.map(({ worker }) => worker.terminate())),
   };
 };
