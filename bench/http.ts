@@ -1,5 +1,6 @@
 import autocannon, { type Options, type Result } from 'autocannon';
 import { randomBytes } from 'node:crypto';
+import { cpuMsOf } from './cpu.js';
 import { analyzeDatabase } from './postgres-db.js';
 import { benchService, provision } from './provision.js';
 import {
@@ -29,6 +30,8 @@ export interface HttpFigures {
   timeouts: number;
   non2xx: number;
   durationS: number;
+  /** The server process's CPU (user + system, every thread) per completed request; null when not measured. */
+  cpuMsPerRequest: number | null;
 }
 
 export interface HttpResults {
@@ -56,7 +59,7 @@ export const cannon = (options: Options): Promise<Result> =>
     );
   });
 
-export const figures = (result: Result): HttpFigures => ({
+export const figures = (result: Result, cpuMs: number | null = null): HttpFigures => ({
   requestsPerSecond: result.requests.average,
   completed: result.requests.total ?? 0,
   p50Ms: result.latency.p50,
@@ -66,7 +69,16 @@ export const figures = (result: Result): HttpFigures => ({
   timeouts: result.timeouts,
   non2xx: result.non2xx,
   durationS: result.duration,
+  cpuMsPerRequest: cpuMs === null || !result.requests.total ? null : cpuMs / result.requests.total,
 });
+
+/** A run of the load with the CPU a server process spent meanwhile (ms; null without /proc). */
+export const withCpu = async (pid: number | undefined, run: () => Promise<Result>) => {
+  const before = pid === undefined ? null : cpuMsOf(pid);
+  const result = await run();
+  const after = pid === undefined ? null : cpuMsOf(pid);
+  return { result, cpuMs: before === null || after === null ? null : after - before };
+};
 
 export const observationBody = JSON.stringify({
   observedAt: '2025-05-01T19:42:00.000Z',
@@ -96,6 +108,13 @@ export const tenantCaller =
 export const measure = async (options: Options, warmupS: number, durationS: number): Promise<Result> => {
   if (warmupS > 0) await cannon({ ...options, duration: warmupS });
   return cannon({ ...options, duration: durationS });
+};
+
+/** measure(), with the figures and the CPU the server process `pid` spent on the measured run. */
+const measuredFigures = async (options: Options, warmupS: number, durationS: number, pid?: number) => {
+  if (warmupS > 0) await cannon({ ...options, duration: warmupS });
+  const { result, cpuMs } = await withCpu(pid, () => cannon({ ...options, duration: durationS }));
+  return figures(result, cpuMs);
 };
 
 export const startServer = async (
@@ -136,10 +155,11 @@ export const waitProjected = async (url: string, headers: Record<string, string>
  * Creates under load (warm-up, then measured), then tops the store up to at least 5,000 observations, so
  * that the list that follows pages through a store of some size. Returns the measured run and the count.
  */
-const createLoad = async (createOptions: Options, warmupS: number, durationS: number) => {
+const createLoad = async (createOptions: Options, warmupS: number, durationS: number, pid?: number) => {
   const warmup = warmupS > 0 ? await cannon({ ...createOptions, duration: warmupS }) : null;
-  const create = await cannon({ ...createOptions, duration: durationS });
-  let observations = (warmup?.['2xx'] ?? 0) + create['2xx'];
+  const measured = await withCpu(pid, () => cannon({ ...createOptions, duration: durationS }));
+  const create = figures(measured.result, measured.cpuMs);
+  let observations = (warmup?.['2xx'] ?? 0) + measured.result['2xx'];
   if (observations < 5000)
     observations += (await cannon({ ...createOptions, amount: Math.max(connections, 5000 - observations) }))[
       '2xx'
@@ -165,8 +185,14 @@ const runPeer = async (warmupS: number, durationS: number) => {
       { url, method: 'POST', headers: { ...headers, ...json }, body: observationBody },
       warmupS,
       durationS,
+      peer.child.process.pid,
     );
-    const list = await measure({ url: `${url}?limit=50`, headers }, warmupS, durationS);
+    const list = await measuredFigures(
+      { url: `${url}?limit=50`, headers },
+      warmupS,
+      durationS,
+      peer.child.process.pid,
+    );
     return { create, list, observations };
   } catch (error) {
     throw new Error(`${(error as Error).message}\nCRUD peer output:\n${peer.child.output()}`, {
@@ -199,8 +225,8 @@ const measureBaselines = async (warmupS: number, durationS: number): Promise<Htt
   const peer = await runPeer(warmupS, durationS);
   return {
     echo: figures(echo),
-    peerCreate: figures(peer.create),
-    peerList: figures(peer.list),
+    peerCreate: peer.create,
+    peerList: peer.list,
     peerObservationsBeforeList: peer.observations,
   };
 };
@@ -237,17 +263,23 @@ export const runHttp = async ({
       { url, method: 'POST', headers: { ...principal.headers, ...json }, body: observationBody },
       warmupS,
       durationS,
+      service.child.process.pid,
     );
     await waitProjected(url, principal.headers);
     if (databaseUrl) await analyzeDatabase(databaseUrl);
 
-    const list = await measure({ url: `${url}?limit=50`, headers: principal.headers }, warmupS, durationS);
+    const list = await measuredFigures(
+      { url: `${url}?limit=50`, headers: principal.headers },
+      warmupS,
+      durationS,
+      service.child.process.pid,
+    );
     return {
       ...baseline,
       connections,
       durationS,
-      create: figures(create),
-      list: figures(list),
+      create,
+      list,
       observationsBeforeList: observations,
       tenantId: principal.tenantId,
       authenticated: Object.keys(principal.headers).length > 0,

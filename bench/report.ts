@@ -200,6 +200,7 @@ export const renderMarkdown = (r: Results): string => {
     name,
     int(f.requestsPerSecond),
     ratio,
+    f.cpuMsPerRequest === null || f.cpuMsPerRequest === undefined ? '—' : dec(f.cpuMsPerRequest, 3),
     ms(f.p50Ms),
     ms(f.p99Ms),
     ms(f.maxMs),
@@ -216,7 +217,16 @@ export const renderMarkdown = (r: Results): string => {
         ? `The HTTP load ran as a fresh tenant's API key with the observation scopes.`
         : `The HTTP load ran against the open routes of tenant ${http.tenantId}.`),
     table(
-      ['HTTP', 'req/s', 'vs CRUD peer (vs echo)', 'p50', 'p99', 'max', 'errors / timeouts / non-2xx'],
+      [
+        'HTTP',
+        'req/s',
+        'vs CRUD peer (vs echo)',
+        'server CPU ms/req',
+        'p50',
+        'p99',
+        'max',
+        'errors / timeouts / non-2xx',
+      ],
       [
         httpRow('`POST /echo` (bare Koa, the ceiling)', http.echo, '— (1.00)'),
         httpRow('CRUD peer `POST …/observations` (baseline of create)', http.peerCreate, '1.00'),
