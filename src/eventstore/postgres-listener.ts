@@ -1,5 +1,6 @@
 import pg from 'pg';
-import type { Appended, AppendSignal, Unread } from './append-signal.js';
+import { newPool } from '../postgres/client.js';
+import type { Appended, Unread } from './append-signal.js';
 
 /** The channel append_events notifies on commit (src/eventstore/postgres-schema.ts). */
 export const appendedChannel = 'events_appended';
@@ -27,34 +28,62 @@ export const appendedOf = (payload: string | undefined): Appended => {
 };
 
 /**
- * Where a catch-up subscriber at `position` stands after a wake-up, read nothing: past the commit when it
- * had read everything up to the commit's first position and the commit holds none of its types. A commit's
- * positions are its own, taken together (postgres-schema.ts), so nothing else can appear among them.
+ * The commits this process heard of lately, its own at once and every process's through the notifications,
+ * by the position just before their first event: what lets an idle catch-up subscriber move past commits
+ * of only types it does not read without a query. Under load commits do not arrive in position order (16
+ * appends in flight commit as they finish), so the wake-up a subscriber gets rarely starts where it stands;
+ * but the commits heard before it usually fill the gap. A commit's positions are its own, taken together
+ * (postgres-schema.ts), and it is heard only once committed, so a run of heard commits that follow on from
+ * the subscriber's position leaves nothing else to appear among them. A gap (a commit not heard yet, still
+ * running, or positions an append that failed took) stops the walk there: the subscriber waits for the
+ * missing commit's wake-up, and reads at the latest when its polling interval is up.
  */
-export const skipUnreadCommit = (
-  appended: Appended | null,
-  position: number,
-  eventTypes: readonly string[] | undefined,
-): Unread =>
-  appended !== null &&
-  appended !== somethingAppended &&
-  eventTypes !== undefined &&
-  position >= appended.firstPosition &&
-  !eventTypes.some((type) => appended.types.has(type))
-    ? { position: Math.max(position, appended.lastPosition), mustRead: false }
-    : { position, mustRead: true };
+export class HeardCommits {
+  private readonly byStart = new Map<number, Appended>();
+
+  /** About a few seconds of commits at the rates measured; a walk that needs older ones reads instead. */
+  constructor(private readonly capacity = 4096) {}
+
+  record(appended: Appended): void {
+    if (appended === somethingAppended) return;
+    this.byStart.set(appended.firstPosition, appended);
+    if (this.byStart.size > this.capacity) this.byStart.delete(this.byStart.keys().next().value as number);
+  }
+
+  /**
+   * Where a catch-up subscriber at `position` that reads `eventTypes` stands after a wake-up, read nothing.
+   * It must read after a wake-up that says nothing of what was appended (or no wake-up: its polling
+   * interval), when it reads every type, and when a commit it has not read holds one of its types.
+   */
+  skip(appended: Appended | null, position: number, eventTypes: readonly string[] | undefined): Unread {
+    const mustRead = { position, mustRead: true };
+    if (appended === null || appended === somethingAppended || eventTypes === undefined) return mustRead;
+    const holdsRead = (commit: Appended) => eventTypes.some((type) => commit.types.has(type));
+    if (appended.lastPosition > position && holdsRead(appended)) return mustRead;
+    let at = position;
+    for (let commit = this.byStart.get(at); commit; commit = this.byStart.get(at)) {
+      if (holdsRead(commit)) return { position: at, mustRead: true };
+      at = commit.lastPosition;
+    }
+    return { position: at, mustRead: false };
+  }
+}
 
 export interface Listener {
   close(): Promise<void>;
 }
 
 /**
- * LISTENs for appends by any process on its own connection (outside the pool) and wakes the signal. Only a
+ * LISTENs for appends by any process on its own connection (outside the pool) and tells `heard`. Only a
  * hint: a lost connection is opened again after `retryMs`, and subscribers poll meanwhile, so a missed
  * notification delays an event by at most one polling interval. Never throws; a connection error is not
  * the subscribers' failure.
  */
-export const listenForAppends = (url: string, signal: AppendSignal, retryMs = 1000): Listener => {
+export const listenForAppends = (
+  url: string,
+  heard: (appended: Appended) => void,
+  retryMs = 1000,
+): Listener => {
   let closed = false;
   let client: pg.Client | null = null;
   let retry: NodeJS.Timeout | null = null;
@@ -76,13 +105,13 @@ export const listenForAppends = (url: string, signal: AppendSignal, retryMs = 10
     mine.on('end', () => {
       if (client === mine) again();
     });
-    mine.on('notification', (message) => signal.notify(appendedOf(message.payload)));
+    mine.on('notification', (message) => heard(appendedOf(message.payload)));
     try {
       await mine.connect();
       await mine.query(`LISTEN ${appendedChannel}`);
       if (closed) await mine.end();
       // Appends made while it was not listening: subscribers read once more.
-      else signal.notify(somethingAppended);
+      else heard(somethingAppended);
     } catch {
       await mine.end().catch(() => undefined);
       if (client === mine) again();
@@ -97,6 +126,47 @@ export const listenForAppends = (url: string, signal: AppendSignal, retryMs = 10
       const last = client;
       client = null;
       await last?.end().catch(() => undefined);
+    },
+  };
+};
+
+/**
+ * Tells the other processes' subscribers what each commit holds. Not inside the append's transaction:
+ * there, NOTIFY would serialize the commits of every append in the cluster (see append_events). After the
+ * commit instead, and without holding the append up: on a connection of its own, so that no append waits
+ * for a pool connection behind a wake-up, with the notifications waiting sent together, one statement at a
+ * time, each still one commit's own. A hint only: subscribers poll too, so a lost one only delays them.
+ */
+export const appendNotifier = (url: string) => {
+  const notifier = newPool(url, 1, 'observation-service notifier');
+  const waiting: string[] = [];
+  let sending: Promise<void> | null = null;
+  const sendWaiting = async () => {
+    while (waiting.length > 0) {
+      const payloads = waiting.splice(0);
+      await notifier
+        .query({
+          name: 'notify_appended',
+          text: 'SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload',
+          values: [appendedChannel, payloads],
+        })
+        .catch(() => undefined);
+    }
+    sending = null;
+  };
+  return {
+    wake: (appended: Appended) => {
+      const payload = JSON.stringify({
+        after: appended.firstPosition,
+        last: appended.lastPosition,
+        types: [...appended.types],
+      });
+      waiting.push(Buffer.byteLength(payload) < 7000 ? payload : '');
+      sending ??= sendWaiting();
+    },
+    close: async () => {
+      await sending;
+      await notifier.end();
     },
   };
 };
