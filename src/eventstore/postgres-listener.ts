@@ -69,27 +69,88 @@ export class HeardCommits {
   }
 }
 
+/** The channel each listening process announces itself on: when it starts listening, then every second. */
+export const listenersChannel = 'events_listeners';
+const announceEveryMs = 1000;
+
+/**
+ * Whether another process listens for appends, so that this one's commits are worth a NOTIFY: each NOTIFY
+ * is a statement and a commit of its own, which every listening session then reads from the server's
+ * queue, for nothing when this process is the only one listening (its own subscribers are told at once).
+ * Each listening process announces itself when it starts listening and every `announceEveryMs`; one not
+ * heard for `lostAfterMs` is taken as gone. Unsure means notify: while this process does not listen itself
+ * (it hears no announcements), and for `lostAfterMs` after it starts, before every other process has had
+ * the time to announce itself. A process that starts listening is told once, with a wake-up that says
+ * nothing of what was appended, as soon as its announcement is heard, so that it reads what this process
+ * committed unnotified meanwhile; between the two, it reads once after it started listening, and at the
+ * latest after its polling interval.
+ */
+export class OtherListeners {
+  private readonly lastHeard = new Map<number, number>();
+  /** This process's listening session, and since when: null while it does not listen. */
+  private own: { pid: number; since: number } | null = null;
+
+  constructor(private readonly lostAfterMs = 3.5 * announceEveryMs) {}
+
+  listening(pid: number, now = Date.now()): void {
+    this.own = { pid, since: now };
+  }
+
+  stoppedListening(): void {
+    this.own = null;
+  }
+
+  /** An announcement from the session `pid`: true when that one was not known to listen before. */
+  announced(pid: number, now = Date.now()): boolean {
+    if (pid === this.own?.pid) return false;
+    const last = this.lastHeard.get(pid);
+    this.lastHeard.set(pid, now);
+    return last === undefined || now - last > this.lostAfterMs;
+  }
+
+  /** Whether a commit must be notified. */
+  any(now = Date.now()): boolean {
+    if (this.own === null || now - this.own.since < this.lostAfterMs) return true;
+    for (const [pid, at] of this.lastHeard) {
+      if (now - at <= this.lostAfterMs) return true;
+      this.lastHeard.delete(pid);
+    }
+    return false;
+  }
+}
+
 export interface Listener {
   close(): Promise<void>;
 }
 
 /**
- * LISTENs for appends by any process on its own connection (outside the pool) and tells `heard`. Only a
- * hint: a lost connection is opened again after `retryMs`, and subscribers poll meanwhile, so a missed
- * notification delays an event by at most one polling interval. Never throws; a connection error is not
- * the subscribers' failure.
+ * LISTENs for appends by any process on its own connection (outside the pool) and tells `heard`; announces
+ * itself to the other processes and tells `others` of theirs (OtherListeners), calling `newListener` when
+ * one starts. Only a hint: a lost connection is opened again after `retryMs`, and subscribers poll
+ * meanwhile, so a missed notification delays an event by at most one polling interval. Never throws; a
+ * connection error is not the subscribers' failure.
  */
 export const listenForAppends = (
   url: string,
-  heard: (appended: Appended) => void,
+  {
+    heard,
+    others,
+    newListener,
+  }: { heard: (appended: Appended) => void; others: OtherListeners; newListener: () => void },
   retryMs = 1000,
 ): Listener => {
   let closed = false;
   let client: pg.Client | null = null;
   let retry: NodeJS.Timeout | null = null;
+  const announce = (on: pg.Client) => on.query(`NOTIFY ${listenersChannel}`);
+  const announcing = setInterval(() => {
+    if (client) void announce(client).catch(() => undefined);
+  }, announceEveryMs);
+  announcing.unref();
 
   const again = () => {
     client = null;
+    others.stoppedListening();
     if (closed || retry) return;
     retry = setTimeout(() => {
       retry = null;
@@ -105,13 +166,21 @@ export const listenForAppends = (
     mine.on('end', () => {
       if (client === mine) again();
     });
-    mine.on('notification', (message) => heard(appendedOf(message.payload)));
+    mine.on('notification', (message) => {
+      if (message.channel === appendedChannel) heard(appendedOf(message.payload));
+      else if (others.announced(message.processId)) newListener();
+    });
     try {
       await mine.connect();
-      await mine.query(`LISTEN ${appendedChannel}`);
-      if (closed) await mine.end();
+      await mine.query(`LISTEN ${appendedChannel}; LISTEN ${listenersChannel}`);
+      if (closed) {
+        await mine.end();
+        return;
+      }
+      others.listening((mine as unknown as { processID: number }).processID);
+      await announce(mine);
       // Appends made while it was not listening: subscribers read once more.
-      else heard(somethingAppended);
+      heard(somethingAppended);
     } catch {
       await mine.end().catch(() => undefined);
       if (client === mine) again();
@@ -122,6 +191,7 @@ export const listenForAppends = (
   return {
     close: async () => {
       closed = true;
+      clearInterval(announcing);
       if (retry) clearTimeout(retry);
       const last = client;
       client = null;
@@ -135,9 +205,10 @@ export const listenForAppends = (
  * there, NOTIFY would serialize the commits of every append in the cluster (see append_events). After the
  * commit instead, and without holding the append up: on a connection of its own, so that no append waits
  * for a pool connection behind a wake-up, with the notifications waiting sent together, one statement at a
- * time, each still one commit's own. A hint only: subscribers poll too, so a lost one only delays them.
+ * time, each still one commit's own. None while no other process listens (OtherListeners). A hint only:
+ * subscribers poll too, so a lost one only delays them.
  */
-export const appendNotifier = (url: string) => {
+export const appendNotifier = (url: string, others: OtherListeners) => {
   const notifier = newPool(url, 1, 'observation-service notifier');
   const waiting: string[] = [];
   let sending: Promise<void> | null = null;
@@ -154,16 +225,22 @@ export const appendNotifier = (url: string) => {
     }
     sending = null;
   };
+  const send = (payload: string) => {
+    waiting.push(payload);
+    sending ??= sendWaiting();
+  };
   return {
     wake: (appended: Appended) => {
+      if (!others.any()) return;
       const payload = JSON.stringify({
         after: appended.firstPosition,
         last: appended.lastPosition,
         types: [...appended.types],
       });
-      waiting.push(Buffer.byteLength(payload) < 7000 ? payload : '');
-      sending ??= sendWaiting();
+      send(Buffer.byteLength(payload) < 7000 ? payload : '');
     },
+    /** A wake-up that says nothing of what was appended: every subscriber reads once. */
+    nudge: () => send(''),
     close: async () => {
       await sending;
       await notifier.end();

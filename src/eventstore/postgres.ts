@@ -11,7 +11,13 @@ import { AppendSignal, defaultPollMs, type Appended } from './append-signal.js';
 import { chainEvent, genesisHash } from './hash-chain.js';
 import { catchUp, type SourcePage } from './catch-up-engine.js';
 import { consumerGroups } from './postgres-groups.js';
-import { appendNotifier, HeardCommits, listenForAppends, type Listener } from './postgres-listener.js';
+import {
+  appendNotifier,
+  HeardCommits,
+  listenForAppends,
+  OtherListeners,
+  type Listener,
+} from './postgres-listener.js';
 import {
   eventColumns,
   eventStoreMigrations,
@@ -77,7 +83,7 @@ export const openPostgresEventStore = async (
   let listener: Listener | null = null;
   /** Subscribers are woken by other processes' appends once the first of them starts. */
   const listening = () => {
-    listener ??= listenForAppends(url, heard);
+    listener ??= listenForAppends(url, { heard, others: otherListeners, newListener: () => others.nudge() });
   };
 
   /**
@@ -112,7 +118,8 @@ export const openPostgresEventStore = async (
     return rows[0]?.version ?? NO_STREAM;
   };
 
-  const others = appendNotifier(url);
+  const otherListeners = new OtherListeners();
+  const others = appendNotifier(url, otherListeners);
 
   const appendOnce = async (
     streamName: string,

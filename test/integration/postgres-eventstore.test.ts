@@ -256,6 +256,53 @@ describePostgres('PostgreSQL event store', (url) => {
     });
   });
 
+  describe('notifications', () => {
+    it('are not sent while no other process listens, and one that starts listening hears of appends at once', async function () {
+      this.timeout(30_000);
+      const alone = await openPostgresEventStore(url, { pollMs: 60_000 });
+      // A session that LISTENs without announcing itself: it overhears what is sent, and counts for nothing.
+      const overhearing = new pg.Client(url);
+      await overhearing.connect();
+      const notified: string[] = [];
+      overhearing.on('notification', (message) => {
+        if (message.channel === 'events_appended') notified.push(message.payload ?? '');
+      });
+      await overhearing.query('LISTEN events_appended');
+      const later = await openPostgresEventStore(url, { pollMs: 60_000 });
+      try {
+        const own = alone.subscribe({ after: 0, filter: { eventTypes: ['Never'] } }, () => Promise.resolve());
+        // Unsure (so notifying) for 3.5 s after it starts listening, until any other could announce itself.
+        await new Promise((resolve) => setTimeout(resolve, 4000));
+        notified.length = 0;
+        await alone.appendToStream(stream('quiet'), [anEvent('Unwanted', {}, tenant)], 'no_stream');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(notified, 'notifications while alone').to.deep.equal([]);
+
+        // Another process starts listening, its polling interval a minute: only a wake-up brings it events.
+        const seen: RecordedEvent[] = [];
+        const watching = later.subscribe(
+          { after: await later.headPosition(), filter: { eventTypes: ['Wanted'], tenantId: tenant } },
+          (events) => {
+            seen.push(...events);
+            return Promise.resolve();
+          },
+        );
+        await alone.appendToStream(stream('w1'), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await eventually(() => seen.length === 1, 3000);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        await alone.appendToStream(stream('w2'), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await eventually(() => seen.length === 2, 1000);
+        expect(notified.length, 'notifications once another listens').to.be.above(0);
+        await watching.stop();
+        await own.stop();
+      } finally {
+        await overhearing.end();
+        await later.close();
+        await alone.close();
+      }
+    });
+  });
+
   describe('consumer group wake-ups', () => {
     it('leaves an idle consumer asleep through commits of only types its group does not read', async () => {
       const watchedUrl = `${url}?application_name=watched-group`;

@@ -4,7 +4,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { CommitJournal } from '../../src/eventstore/append-signal.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
-import { HeardCommits, somethingAppended } from '../../src/eventstore/postgres-listener.js';
+import { HeardCommits, OtherListeners, somethingAppended } from '../../src/eventstore/postgres-listener.js';
 import { tempDir } from '../support/adapters.js';
 import { anEvent, eventually } from '../support/events.js';
 
@@ -175,5 +175,36 @@ describe('the commits heard on PostgreSQL', () => {
     for (let n = 0; n < 20; n += 1) heard.record(commit(n, n + 1, 'B'));
     expect(heard.skip(commit(19, 20, 'B'), 16, ['A'])).to.deep.equal({ position: 20, mustRead: false });
     expect(heard.skip(commit(19, 20, 'B'), 0, ['A'])).to.deep.equal({ position: 0, mustRead: false });
+  });
+});
+
+describe('the other processes listening on PostgreSQL', () => {
+  it('are taken to listen while this process does not, and for a while after it starts to', () => {
+    const others = new OtherListeners(3500);
+    expect(others.any(0)).to.equal(true);
+    others.listening(10, 1000);
+    expect(others.any(4000)).to.equal(true);
+    expect(others.any(4500)).to.equal(false);
+  });
+
+  it('are known by their announcements, a new one told as new once, and gone when not heard for a while', () => {
+    const others = new OtherListeners(3500);
+    others.listening(10, 0);
+    expect(others.announced(10, 5000), 'its own announcement').to.equal(false);
+    expect(others.any(5000)).to.equal(false);
+    expect(others.announced(20, 5000)).to.equal(true);
+    expect(others.any(5000)).to.equal(true);
+    expect(others.announced(20, 6000)).to.equal(false);
+    expect(others.any(9500)).to.equal(true);
+    expect(others.any(9600)).to.equal(false);
+    expect(others.announced(20, 9700), 'back after it was taken as gone').to.equal(true);
+  });
+
+  it('are taken to listen again while this process stopped listening', () => {
+    const others = new OtherListeners(3500);
+    others.listening(10, 0);
+    expect(others.any(5000)).to.equal(false);
+    others.stoppedListening();
+    expect(others.any(5000)).to.equal(true);
   });
 });
