@@ -137,9 +137,14 @@ describePostgres('PostgreSQL event store', (url) => {
     }
   });
   describe('wake-ups', () => {
-    it('takes the commits of only other types that follow its position as read, without reading them', async () => {
-      // A store of its own (its own pool), woken only by notifications; its reads are counted on that pool.
-      const watchedUrl = `${url}?application_name=watched`;
+    /**
+     * The reads of a subscriber to `Wanted` while `appendOthers` appends, then one `Wanted` is appended and
+     * read: a store of its own (its own pool), woken only by notifications, whose reads are counted on that
+     * pool. An empty batch reports how far it got; it reads again after each, as after any handler, since a
+     * wake-up that came while the handler ran is not kept: those reads are not counted.
+     */
+    const readsWhile = async (name: string, appendOthers: () => Promise<void>): Promise<number> => {
+      const watchedUrl = `${url}?application_name=${name}`;
       const watched = await openPostgresEventStore(watchedUrl, { pollMs: 60_000 });
       const shared = acquirePostgres(watchedUrl);
       const query = shared.pool.query.bind(shared.pool) as (...args: unknown[]) => unknown;
@@ -150,8 +155,6 @@ describePostgres('PostgreSQL event store', (url) => {
       };
       try {
         const seen: RecordedEvent[] = [];
-        // An empty batch reports how far it got (every 20 ms at most); it reads again after each, as after any
-        // handler, since a wake-up that came while the handler ran is not kept.
         let reports = 0;
         const subscription = watched.subscribe(
           { after: await store.headPosition(), filter: { eventTypes: ['Wanted'], tenantId: tenant } },
@@ -163,45 +166,32 @@ describePostgres('PostgreSQL event store', (url) => {
         );
         await eventually(() => reads >= 1);
         const before = { reads, reports };
+        await appendOthers();
+        await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await eventually(() => seen.length === 1);
+        await subscription.stop();
+        return reads - before.reads - (reports - before.reports);
+      } finally {
+        await shared.release();
+        await watched.close();
+      }
+    };
+
+    it('takes the commits of only other types that follow its position as read, without reading them', async () => {
+      const reads = await readsWhile('watched', async () => {
         for (let n = 0; n < 20; n += 1) {
           await store.appendToStream(stream(`u${n}`), [anEvent('Unwanted', {}, tenant)], 'no_stream');
           // On purpose: each commit comes to a subscriber asleep, so none are merged into one wake-up.
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
-        await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
-        await eventually(() => seen.length === 1);
-        await subscription.stop();
-        // Beside the reads after its reports, a read or two for the commit it reads; woken by every commit,
-        // it read once more for each of the twenty others (29 reads for 9 reports, measured).
-        expect(reads - before.reads - (reports - before.reports)).to.be.within(1, 5);
-      } finally {
-        await shared.release();
-        await watched.close();
-      }
+      });
+      // A read or two for the commit it reads; woken by every commit, it read once more for each of the
+      // twenty others (29 reads for 9 reports, measured).
+      expect(reads).to.be.within(1, 5);
     });
+
     it('takes commits of other types that arrive out of position order as read, once the gaps fill', async () => {
-      const watchedUrl = `${url}?application_name=watched-concurrent`;
-      const watched = await openPostgresEventStore(watchedUrl, { pollMs: 60_000 });
-      const shared = acquirePostgres(watchedUrl);
-      const query = shared.pool.query.bind(shared.pool) as (...args: unknown[]) => unknown;
-      let reads = 0;
-      (shared.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
-        if (String(args[0]).includes('page AS')) reads += 1;
-        return query(...args);
-      };
-      try {
-        const seen: RecordedEvent[] = [];
-        let reports = 0;
-        const subscription = watched.subscribe(
-          { after: await store.headPosition(), filter: { eventTypes: ['Wanted'], tenantId: tenant } },
-          (events) => {
-            if (events.length === 0) reports += 1;
-            seen.push(...events);
-            return Promise.resolve();
-          },
-        );
-        await eventually(() => reads >= 1);
-        const before = { reads, reports };
+      const reads = await readsWhile('watched-concurrent', async () => {
         // Eight appends in flight at once commit in their own order, not their positions': most wake-ups
         // start past a commit not heard of yet, which the next ones fill in.
         for (let round = 0; round < 10; round += 1) {
@@ -212,16 +202,11 @@ describePostgres('PostgreSQL event store', (url) => {
           );
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
-        await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
-        await eventually(() => seen.length === 1);
-        await subscription.stop();
-        // 3 reads measured; taking only a commit that starts where it stands as read, it read 13 or 14 times.
-        expect(reads - before.reads - (reports - before.reports)).to.be.within(1, 6);
-      } finally {
-        await shared.release();
-        await watched.close();
-      }
+      });
+      // 3 reads measured; taking only a commit that starts where it stands as read, it read 13 or 14 times.
+      expect(reads).to.be.within(1, 6);
     });
+
     it('reads within its polling interval while wake-ups it takes as read keep coming behind a gap', async function () {
       this.timeout(20_000);
       const watched = await openPostgresEventStore(url, { pollMs: 300 });

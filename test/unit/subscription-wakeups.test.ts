@@ -16,6 +16,13 @@ const heapAfterGc = () => {
   return process.memoryUsage().heapUsed;
 };
 
+/** One commit as a wake-up tells of it: the positions after `firstPosition` up to `lastPosition`, and its types. */
+const commit = (firstPosition: number, lastPosition: number, ...types: string[]) => ({
+  types: new Set(types),
+  firstPosition,
+  lastPosition,
+});
+
 describe('wake-ups of idle subscribers', () => {
   it('keep nothing alive after the wake: the heap does not grow with their number', async () => {
     const { dir, remove } = tempDir({ inMemory: true });
@@ -60,11 +67,6 @@ describe('wake-ups of idle subscribers', () => {
 });
 
 describe("the journal of this process's commits", () => {
-  const commit = (firstPosition: number, lastPosition: number, ...types: string[]) => ({
-    types: new Set(types),
-    firstPosition,
-    lastPosition,
-  });
   const journalOf = (...commits: ReturnType<typeof commit>[]) => {
     const journal = new CommitJournal();
     for (const c of commits) journal.record(c);
@@ -132,11 +134,6 @@ describe("the journal of this process's commits", () => {
 });
 
 describe('the commits heard on PostgreSQL', () => {
-  const commit = (firstPosition: number, lastPosition: number, ...types: string[]) => ({
-    types: new Set(types),
-    firstPosition,
-    lastPosition,
-  });
   const heardOf = (...commits: ReturnType<typeof commit>[]) => {
     const heard = new HeardCommits();
     for (const c of commits) heard.record(c);
