@@ -103,9 +103,14 @@ export const openPostgresEventStore = async (
     if (expected === 'no_stream') return { version: NO_STREAM, hash: genesisHash };
     const known = knownHeads.get(streamName);
     if (known && known.version === expected) return known;
-    const { rows } = await query<{ version: number; hash: string }>(
-      'SELECT stream_version AS version, hash FROM events WHERE stream_name = $1 ORDER BY stream_version DESC LIMIT 1',
-      [streamName],
+    // Named, as the append: parsed and planned once per connection, not before every append (planning
+    // was most of its server time: 0.15–0.25 ms per create against 0.02 ms executing).
+    const { rows } = await orUnavailable(
+      pool.query<{ version: number; hash: string }>({
+        name: 'stream_head',
+        text: 'SELECT stream_version AS version, hash FROM events WHERE stream_name = $1 ORDER BY stream_version DESC LIMIT 1',
+        values: [streamName],
+      }),
     );
     return rows[0] ?? { version: NO_STREAM, hash: genesisHash };
   };
