@@ -107,22 +107,27 @@ export const catchUp = (
         if (readAhead) continue; // begun before the handler ran, so the same holds
         const idleMs = page.behind ? behindMs : source.pollMs;
         behindMs = page.behind ? Math.min(behindMaxMs, behindMs * 2) : behindFirstMs;
+        // Wake-ups taken as read do not put the next read off: it comes when the idle time is up, whatever
+        // was skipped meanwhile (a skip may stop short of a commit that was never heard of).
+        const idleUntil = Date.now() + idleMs;
         for (;;) {
-          const sinceReport = Date.now() - reportedAt;
+          const now = Date.now();
+          const sinceReport = now - reportedAt;
           const unreported = position > reported;
           if (unreported && sinceReport >= skipReportMs) {
             await hand([]);
             break; // and read again, as after any handler
           }
           const untilReport = unreported ? skipReportMs - sinceReport : Infinity;
-          const appended = await source.signal.next(Math.min(idleMs, untilReport), latch);
+          const untilIdle = Math.max(0, idleUntil - now);
+          const appended = await source.signal.next(Math.min(untilIdle, untilReport), latch);
           if (latch.stopped()) return;
-          // Commits of only other types right after the position move it without a read.
+          // Commits of only other types that follow on from the position move it without a read.
           const unread = source.skipUnread(appended, position, filter?.eventTypes);
           position = Math.max(position, unread.position);
           if (!unread.mustRead) continue;
           // A wake-up or the end of the idle time: read. The report falling due first: hand it over.
-          if (appended !== null || idleMs <= untilReport) break;
+          if (appended !== null || untilIdle <= untilReport) break;
         }
       }
     } finally {

@@ -142,20 +142,20 @@ export const openPostgresReadModels = async (
     return inTransaction(pool(), async (client) => {
       if (deferFlush) await client.query('SET LOCAL synchronous_commit = off');
       // The checkpoint row first: a swap locks it before the tables, so the two never wait on each other.
+      // Moved and locked in one statement, which also says the epoch it holds: one round trip less per
+      // batch than a locking read before the documents and the move after them. A swapped epoch throws,
+      // and the move is rolled back with the transaction.
       const { rows } = await client.query<{ epoch: string }>(
-        'SELECT epoch FROM readmodel_checkpoints WHERE projection = $1 FOR UPDATE',
-        [projection],
+        `INSERT INTO readmodel_checkpoints (projection, position) VALUES ($1, $2)
+         ON CONFLICT (projection) DO UPDATE
+           SET position = greatest(readmodel_checkpoints.position, excluded.position)
+         RETURNING epoch`,
+        [projection, checkpoint],
       );
       const epoch = Number(rows[0]?.epoch ?? 0);
       const subscribed = epochs.get(projection);
       if (subscribed !== undefined && subscribed !== epoch) throw new CollectionSwappedError(projection);
       for (const batch of batches) await client.query(batch.sql, batch.values);
-      await client.query(
-        `INSERT INTO readmodel_checkpoints (projection, position) VALUES ($1, $2)
-         ON CONFLICT (projection) DO UPDATE
-           SET position = greatest(readmodel_checkpoints.position, excluded.position)`,
-        [projection, checkpoint],
-      );
       return epoch;
     });
   };

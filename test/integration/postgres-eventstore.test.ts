@@ -137,9 +137,14 @@ describePostgres('PostgreSQL event store', (url) => {
     }
   });
   describe('wake-ups', () => {
-    it('takes the commits of only other types that follow its position as read, without reading them', async () => {
-      // A store of its own (its own pool), woken only by notifications; its reads are counted on that pool.
-      const watchedUrl = `${url}?application_name=watched`;
+    /**
+     * The reads of a subscriber to `Wanted` while `appendOthers` appends, then one `Wanted` is appended and
+     * read: a store of its own (its own pool), woken only by notifications, whose reads are counted on that
+     * pool. An empty batch reports how far it got; it reads again after each, as after any handler, since a
+     * wake-up that came while the handler ran is not kept: those reads are not counted.
+     */
+    const readsWhile = async (name: string, appendOthers: () => Promise<void>): Promise<number> => {
+      const watchedUrl = `${url}?application_name=${name}`;
       const watched = await openPostgresEventStore(watchedUrl, { pollMs: 60_000 });
       const shared = acquirePostgres(watchedUrl);
       const query = shared.pool.query.bind(shared.pool) as (...args: unknown[]) => unknown;
@@ -150,8 +155,6 @@ describePostgres('PostgreSQL event store', (url) => {
       };
       try {
         const seen: RecordedEvent[] = [];
-        // An empty batch reports how far it got (every 20 ms at most); it reads again after each, as after any
-        // handler, since a wake-up that came while the handler ran is not kept.
         let reports = 0;
         const subscription = watched.subscribe(
           { after: await store.headPosition(), filter: { eventTypes: ['Wanted'], tenantId: tenant } },
@@ -163,20 +166,124 @@ describePostgres('PostgreSQL event store', (url) => {
         );
         await eventually(() => reads >= 1);
         const before = { reads, reports };
+        await appendOthers();
+        await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await eventually(() => seen.length === 1);
+        await subscription.stop();
+        return reads - before.reads - (reports - before.reports);
+      } finally {
+        await shared.release();
+        await watched.close();
+      }
+    };
+
+    it('takes the commits of only other types that follow its position as read, without reading them', async () => {
+      const reads = await readsWhile('watched', async () => {
         for (let n = 0; n < 20; n += 1) {
           await store.appendToStream(stream(`u${n}`), [anEvent('Unwanted', {}, tenant)], 'no_stream');
           // On purpose: each commit comes to a subscriber asleep, so none are merged into one wake-up.
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
-        await store.appendToStream(stream('w'), [anEvent('Wanted', {}, tenant)], 'no_stream');
-        await eventually(() => seen.length === 1);
+      });
+      // A read or two for the commit it reads; woken by every commit, it read once more for each of the
+      // twenty others (29 reads for 9 reports, measured).
+      expect(reads).to.be.within(1, 5);
+    });
+
+    it('takes commits of other types that arrive out of position order as read, once the gaps fill', async () => {
+      const reads = await readsWhile('watched-concurrent', async () => {
+        // Eight appends in flight at once commit in their own order, not their positions': most wake-ups
+        // start past a commit not heard of yet, which the next ones fill in.
+        for (let round = 0; round < 10; round += 1) {
+          await Promise.all(
+            Array.from({ length: 8 }, (_, n) =>
+              store.appendToStream(stream(`u${round}_${n}`), [anEvent('Unwanted', {}, tenant)], 'no_stream'),
+            ),
+          );
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      });
+      // 3 reads measured; taking only a commit that starts where it stands as read, it read 13 or 14 times.
+      expect(reads).to.be.within(1, 6);
+    });
+
+    it('reads within its polling interval while wake-ups it takes as read keep coming behind a gap', async function () {
+      this.timeout(20_000);
+      const watched = await openPostgresEventStore(url, { pollMs: 300 });
+      try {
+        const twice = anEvent('Unwanted', {}, tenant);
+        const { lastPosition: beforeGap } = await store.appendToStream(stream('first'), [twice], 'no_stream');
+        let reached = 0;
+        const subscription = watched.subscribe(
+          { after: beforeGap, filter: { eventTypes: ['Wanted'], tenantId: tenant } },
+          (_events, lastPosition) => {
+            reached = lastPosition;
+            return Promise.resolve();
+          },
+        );
+        await new Promise((resolve) => setTimeout(resolve, 400)); // on purpose: listening, read, asleep
+        // An append refused for its event id takes the next position and leaves it empty: a commit never
+        // heard of, right after where the subscriber stands.
+        await rejectionOf(store.appendToStream(stream('again'), [twice], 'no_stream'));
+        // Commits of other types every 20 ms, each a wake-up, for 2.5 s: far more often than the polling
+        // interval, which must still bring a read that moves the subscriber past the gap.
+        const until = Date.now() + 2500;
+        for (let n = 0; Date.now() < until; n += 1) {
+          await store.appendToStream(stream(`u${n}`), [anEvent('Unwanted', {}, tenant)], 'no_stream');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        const reachedWhileWoken = reached;
         await subscription.stop();
-        // Beside the reads after its reports, a read or two for the commit it reads; woken by every commit,
-        // it read once more for each of the twenty others (29 reads for 9 reports, measured).
-        expect(reads - before.reads - (reports - before.reports)).to.be.within(1, 5);
+        expect(reachedWhileWoken).to.be.above(beforeGap);
       } finally {
-        await shared.release();
         await watched.close();
+      }
+    });
+  });
+
+  describe('notifications', () => {
+    it('are not sent while no other process listens, and one that starts listening hears of appends at once', async function () {
+      this.timeout(30_000);
+      const alone = await openPostgresEventStore(url, { pollMs: 60_000 });
+      // A session that LISTENs without announcing itself: it overhears what is sent, and counts for nothing.
+      const overhearing = new pg.Client(url);
+      await overhearing.connect();
+      const notified: string[] = [];
+      overhearing.on('notification', (message) => {
+        if (message.channel === 'events_appended') notified.push(message.payload ?? '');
+      });
+      await overhearing.query('LISTEN events_appended');
+      const later = await openPostgresEventStore(url, { pollMs: 60_000 });
+      try {
+        const own = alone.subscribe({ after: 0, filter: { eventTypes: ['Never'] } }, () => Promise.resolve());
+        // Unsure (so notifying) for 3.5 s after it starts listening, until any other could announce itself.
+        await new Promise((resolve) => setTimeout(resolve, 4000));
+        notified.length = 0;
+        await alone.appendToStream(stream('quiet'), [anEvent('Unwanted', {}, tenant)], 'no_stream');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(notified, 'notifications while alone').to.deep.equal([]);
+
+        // Another process starts listening, its polling interval a minute: only a wake-up brings it events.
+        const seen: RecordedEvent[] = [];
+        const watching = later.subscribe(
+          { after: await later.headPosition(), filter: { eventTypes: ['Wanted'], tenantId: tenant } },
+          (events) => {
+            seen.push(...events);
+            return Promise.resolve();
+          },
+        );
+        await alone.appendToStream(stream('w1'), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await eventually(() => seen.length === 1, 3000);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        await alone.appendToStream(stream('w2'), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await eventually(() => seen.length === 2, 1000);
+        expect(notified.length, 'notifications once another listens').to.be.above(0);
+        await watching.stop();
+        await own.stop();
+      } finally {
+        await overhearing.end();
+        await later.close();
+        await alone.close();
       }
     });
   });

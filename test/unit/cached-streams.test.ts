@@ -34,4 +34,29 @@ describe('cached views of small streams', () => {
       expect(Object.fromEntries(store.fromStart)).to.deep.equal({ a: 1, b: 2, c: 1 });
     });
   });
+
+  describe('when several calls come in one turn of the event loop', () => {
+    it('answers them with one read, and a call made after that read was sent with another', async () => {
+      let reads = 0;
+      let appended = false;
+      const counted = {
+        readStream: (streamName: string, options?: { fromVersion?: number }) => {
+          reads += 1;
+          // What the store holds when the read is sent: a call made before then must see it.
+          const holds = appended
+            ? [{ streamName, streamVersion: 0, type: 'Happened' } as unknown as RecordedEvent]
+            : [];
+          return Promise.resolve((options?.fromVersion ?? 0) === 0 ? holds : []);
+        },
+      };
+      const read = cachedViews(counted, { empty: 0, extend: (n, newer) => n + newer.length });
+      const first = read('a');
+      appended = true; // appended after the first call, before the read is sent: the read sees it
+      const together = await Promise.all([first, read('a'), read('a')]);
+      expect(together).to.deep.equal([1, 1, 1]);
+      expect(reads).to.equal(1);
+      expect(await read('a')).to.equal(1);
+      expect(reads).to.equal(2);
+    });
+  });
 });

@@ -4,6 +4,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { CommitJournal } from '../../src/eventstore/append-signal.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
+import { HeardCommits, OtherListeners, somethingAppended } from '../../src/eventstore/postgres-listener.js';
 import { tempDir } from '../support/adapters.js';
 import { anEvent, eventually } from '../support/events.js';
 
@@ -14,6 +15,13 @@ const heapAfterGc = () => {
   gc();
   return process.memoryUsage().heapUsed;
 };
+
+/** One commit as a wake-up tells of it: the positions after `firstPosition` up to `lastPosition`, and its types. */
+const commit = (firstPosition: number, lastPosition: number, ...types: string[]) => ({
+  types: new Set(types),
+  firstPosition,
+  lastPosition,
+});
 
 describe('wake-ups of idle subscribers', () => {
   it('keep nothing alive after the wake: the heap does not grow with their number', async () => {
@@ -59,11 +67,6 @@ describe('wake-ups of idle subscribers', () => {
 });
 
 describe("the journal of this process's commits", () => {
-  const commit = (firstPosition: number, lastPosition: number, ...types: string[]) => ({
-    types: new Set(types),
-    firstPosition,
-    lastPosition,
-  });
   const journalOf = (...commits: ReturnType<typeof commit>[]) => {
     const journal = new CommitJournal();
     for (const c of commits) journal.record(c);
@@ -127,5 +130,78 @@ describe("the journal of this process's commits", () => {
     await other.close();
     await store.close();
     remove();
+  });
+});
+
+describe('the commits heard on PostgreSQL', () => {
+  const heardOf = (...commits: ReturnType<typeof commit>[]) => {
+    const heard = new HeardCommits();
+    for (const c of commits) heard.record(c);
+    return heard;
+  };
+
+  it('moves a subscriber past commits of other types heard in any order, up to the first gap', () => {
+    const late = commit(0, 2, 'B');
+    const heard = heardOf(commit(4, 5, 'C'), commit(2, 4, 'B'), late);
+    expect(heard.skip(late, 0, ['A'])).to.deep.equal({ position: 5, mustRead: false });
+    // Position 6 is another commit's, not heard of yet (still running, or taken by an append that failed):
+    // no read, the wake-up that fills the gap or the polling interval comes for it.
+    heard.record(commit(6, 7, 'B'));
+    expect(heard.skip(commit(6, 7, 'B'), 5, ['A'])).to.deep.equal({ position: 5, mustRead: false });
+    heard.record(commit(5, 6, 'C'));
+    expect(heard.skip(commit(5, 6, 'C'), 5, ['A'])).to.deep.equal({ position: 7, mustRead: false });
+  });
+
+  it('says to read for a commit of one of its types not read yet, heard now or before', () => {
+    const wanted = commit(3, 4, 'A');
+    expect(heardOf(wanted).skip(wanted, 0, ['A'])).to.deep.equal({ position: 0, mustRead: true });
+    expect(heardOf(wanted).skip(wanted, 4, ['A'])).to.deep.equal({ position: 4, mustRead: false });
+    const heard = heardOf(commit(0, 3, 'B'), wanted, commit(4, 5, 'B'));
+    expect(heard.skip(commit(4, 5, 'B'), 0, ['A'])).to.deep.equal({ position: 3, mustRead: true });
+  });
+
+  it('says to read after a wake-up that says nothing, after none (the polling interval), and to a subscriber of every type', () => {
+    const heard = heardOf(commit(0, 3, 'B'));
+    expect(heard.skip(somethingAppended, 0, ['A'])).to.deep.equal({ position: 0, mustRead: true });
+    expect(heard.skip(null, 0, ['A'])).to.deep.equal({ position: 0, mustRead: true });
+    expect(heard.skip(commit(0, 3, 'B'), 0, undefined)).to.deep.equal({ position: 0, mustRead: true });
+  });
+
+  it('keeps the latest commits only', () => {
+    const heard = new HeardCommits(4);
+    for (let n = 0; n < 20; n += 1) heard.record(commit(n, n + 1, 'B'));
+    expect(heard.skip(commit(19, 20, 'B'), 16, ['A'])).to.deep.equal({ position: 20, mustRead: false });
+    expect(heard.skip(commit(19, 20, 'B'), 0, ['A'])).to.deep.equal({ position: 0, mustRead: false });
+  });
+});
+
+describe('the other processes listening on PostgreSQL', () => {
+  it('are taken to listen while this process does not, and for a while after it starts to', () => {
+    const others = new OtherListeners(3500);
+    expect(others.any(0)).to.equal(true);
+    others.listening(10, 1000);
+    expect(others.any(4000)).to.equal(true);
+    expect(others.any(4500)).to.equal(false);
+  });
+
+  it('are known by their announcements, a new one told as new once, and gone when not heard for a while', () => {
+    const others = new OtherListeners(3500);
+    others.listening(10, 0);
+    expect(others.announced(10, 5000), 'its own announcement').to.equal(false);
+    expect(others.any(5000)).to.equal(false);
+    expect(others.announced(20, 5000)).to.equal(true);
+    expect(others.any(5000)).to.equal(true);
+    expect(others.announced(20, 6000)).to.equal(false);
+    expect(others.any(9500)).to.equal(true);
+    expect(others.any(9600)).to.equal(false);
+    expect(others.announced(20, 9700), 'back after it was taken as gone').to.equal(true);
+  });
+
+  it('are taken to listen again while this process stopped listening', () => {
+    const others = new OtherListeners(3500);
+    others.listening(10, 0);
+    expect(others.any(5000)).to.equal(false);
+    others.stoppedListening();
+    expect(others.any(5000)).to.equal(true);
   });
 });
