@@ -26,16 +26,26 @@ export interface ChunkVerdict {
    * digits), its first line's previous hash (64 hex digits, or 64 spaces for ""), its first and last
    * versions and its name: `<hash><previous hash><first version>,<last version>,<name>\n`.
    */
-  links: ArrayBuffer[];
+  links: Transferred[];
   /** Every event's hash, in order, 64 hex digits each: the leaves of the log tree, when a digest is checked. */
   hashes: string;
 }
 
-/** A buffer's bytes in an ArrayBuffer of their own, which can be transferred. */
-export const ownArrayBuffer = (bytes: Buffer): ArrayBuffer =>
-  bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
-    ? (bytes.buffer as ArrayBuffer)
-    : (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
+/**
+ * Bytes that cross threads: the ArrayBuffer is transferred, not copied, so it must be one the sender made
+ * for them alone (Buffer.allocUnsafeSlow), holding them from its start.
+ */
+export interface Transferred {
+  buffer: ArrayBuffer;
+  length: number;
+}
+
+export const transferred = (bytes: Buffer): Transferred => {
+  if (bytes.byteOffset !== 0) throw new Error('only bytes at the start of their buffer are transferred');
+  return { buffer: bytes.buffer as ArrayBuffer, length: bytes.length };
+};
+
+export const received = ({ buffer, length }: Transferred): Buffer => Buffer.from(buffer, 0, length);
 
 /**
  * The shard of a stream's heads: FNV-1a of the end of its name (where a stream's id is), so that every
@@ -77,7 +87,7 @@ export function* linesOf(bytes: Buffer): Generator<string> {
  * The spans' links, by shard, written straight into a buffer per shard (about four times cheaper than
  * joining strings and encoding them).
  */
-const linksOf = (spans: Map<string, Span>, shards: number): ArrayBuffer[] => {
+const linksOf = (spans: Map<string, Span>, shards: number): Transferred[] => {
   const shardOfSpan = new Map<Span, number>();
   // The most bytes a record can take: two hashes, two versions of up to 16 digits, two commas, the name in
   // UTF-8 (at most 3 bytes per UTF-16 unit) and a line break.
@@ -100,7 +110,7 @@ const linksOf = (spans: Map<string, Span>, shards: number): ArrayBuffer[] => {
     buffer[at] = 10;
     lengths[shard] = at + 1;
   }
-  return buffers.map((buffer, shard) => ownArrayBuffer(buffer.subarray(0, lengths[shard])));
+  return buffers.map((buffer, shard) => transferred(buffer.subarray(0, lengths[shard])));
 };
 
 /** Verifies the lines of one chunk as verifyHistory does, but for what depends on the chunks before it. */

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { logRoot } from './audit-proofs.js';
-import { linesOf, ownArrayBuffer, type ChunkVerdict } from './verify-history-chunk.js';
+import { linesOf, transferred, type ChunkVerdict, type Transferred } from './verify-history-chunk.js';
 import type { LinksAnswer, WorkerRequest } from './verify-history-worker.js';
 import {
   HistoryFormatError,
@@ -112,27 +112,20 @@ const workerPool = (count: number) => {
     });
   return {
     /** Verifies a chunk in the worker with the fewest chunks in hand. */
-    verify: async (chunk: Buffer, withHashes: boolean): Promise<ChunkVerdict> => {
+    verify: async (bytes: Buffer, withHashes: boolean): Promise<ChunkVerdict> => {
       const least = workers.reduce((least, next) => (next.chunks < least.chunks ? next : least));
       least.chunks += 1;
-      const buffer = ownArrayBuffer(chunk);
-      const request = {
-        id: ++lastId,
-        kind: 'chunk' as const,
-        buffer,
-        length: chunk.length,
-        withHashes,
-        shards: count,
-      };
+      const chunk = transferred(bytes);
+      const request: WorkerRequest = { id: ++lastId, kind: 'chunk', chunk, withHashes, shards: count };
       try {
-        return await ask<ChunkVerdict>(least.worker, request, [buffer]);
+        return await ask<ChunkVerdict>(least.worker, request, [chunk.buffer]);
       } finally {
         least.chunks -= 1;
       }
     },
     /** Links one shard's streams across a chunk's start, in its keeper. */
-    link: (shard: number, links: ArrayBuffer): Promise<LinksAnswer> =>
-      ask<LinksAnswer>(workers[shard]!.worker, { id: ++lastId, kind: 'links', links }, [links]),
+    link: (shard: number, links: Transferred): Promise<LinksAnswer> =>
+      ask<LinksAnswer>(workers[shard]!.worker, { id: ++lastId, kind: 'links', links }, [links.buffer]),
     stop: () => Promise.all(workers.map(({ worker }) => worker.terminate())),
   };
 };
@@ -187,7 +180,8 @@ export const verifyInParallel = async (
   const pool = workerPool(workers);
   const { join, result } = chunkJoin(options);
   const withHashes = options.digest !== undefined;
-  // Two chunks in hand per worker at most: memory stays a few chunks whatever the file's size.
+  // Four chunks in hand per worker at most, so that none waits for the next while one lags: memory stays
+  // a few chunks whatever the file's size.
   const verdicts: Promise<ChunkVerdict>[] = [];
   const linked: Promise<LinksAnswer>[] = [];
   let streams = 0;
@@ -211,7 +205,7 @@ export const verifyInParallel = async (
   try {
     for await (const chunk of wholeLineChunks(path, chunkBytes)) {
       verdicts.push(pool.verify(chunk, withHashes));
-      if (verdicts.length > 2 * workers && !(await joinNext())) return null;
+      if (verdicts.length > 4 * workers && !(await joinNext())) return null;
     }
     while (verdicts.length > 0) if (!(await joinNext())) return null;
     for (const answer of await Promise.all(linked)) if (!answer.intact) return null;

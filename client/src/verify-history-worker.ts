@@ -1,5 +1,5 @@
 import { parentPort } from 'node:worker_threads';
-import { streamHeads, verifyChunk } from './verify-history-chunk.js';
+import { received, streamHeads, verifyChunk, type Transferred } from './verify-history-chunk.js';
 
 /*
  * A worker thread of verifyHistoryFile: it verifies the chunks it is sent, and keeps the heads of one
@@ -8,8 +8,8 @@ import { streamHeads, verifyChunk } from './verify-history-chunk.js';
  */
 
 export type WorkerRequest =
-  | { id: number; kind: 'chunk'; buffer: ArrayBuffer; length: number; withHashes: boolean; shards: number }
-  | { id: number; kind: 'links'; links: ArrayBuffer };
+  | { id: number; kind: 'chunk'; chunk: Transferred; withHashes: boolean; shards: number }
+  | { id: number; kind: 'links'; links: Transferred };
 
 export interface LinksAnswer {
   intact: boolean;
@@ -20,13 +20,13 @@ const heads = streamHeads();
 
 parentPort?.on('message', (request: WorkerRequest) => {
   if (request.kind === 'links') {
-    parentPort!.postMessage({
-      id: request.id,
-      answer: heads(Buffer.from(request.links)) satisfies LinksAnswer,
-    });
+    const answer: LinksAnswer = heads(received(request.links));
+    parentPort!.postMessage({ id: request.id, answer });
     return;
   }
-  const { buffer, length, withHashes, shards } = request;
-  const answer = verifyChunk(Buffer.from(buffer, 0, length), withHashes, shards);
-  parentPort!.postMessage({ id: request.id, answer }, answer.links);
+  const answer = verifyChunk(received(request.chunk), request.withHashes, request.shards);
+  parentPort!.postMessage(
+    { id: request.id, answer },
+    answer.links.map(({ buffer }) => buffer),
+  );
 });
