@@ -9,6 +9,7 @@ import { logRoot } from './audit-proofs.js';
 import { linesOf, transferred, type ChunkVerdict, type Transferred } from './verify-history-chunk.js';
 import type { LinksAnswer, WorkerRequest } from './verify-history-worker.js';
 import {
+  emptyReport,
   HistoryFormatError,
   shortOf,
   signatureProblemOf,
@@ -136,13 +137,7 @@ const workerPool = (count: number) => {
  */
 const chunkJoin = ({ digest }: VerifyHistoryOptions) => {
   const tree = logRoot();
-  const report: HistoryReport = {
-    ok: true,
-    events: 0,
-    streams: 0,
-    uncommitted: 0,
-    range: { fromPosition: null, toPosition: null },
-  };
+  const report = emptyReport();
   const join = (chunk: ChunkVerdict): boolean => {
     const last = report.range.toPosition;
     if (!chunk.intact || (last !== null && chunk.firstPosition !== null && chunk.firstPosition <= last))

@@ -188,6 +188,15 @@ export const breakOf = (
   return event.hash === exportedEventHash(event, previousHash) ? null : 'the event does not match its hash';
 };
 
+/** The report of a download with nothing in it yet, which a verifier fills as it reads. */
+export const emptyReport = (): HistoryReport => ({
+  ok: true,
+  events: 0,
+  streams: 0,
+  uncommitted: 0,
+  range: { fromPosition: null, toPosition: null },
+});
+
 /** Why the digest's signature does not verify against the keys, or null when it does. */
 export const signatureProblemOf = (
   digest: SignedDigest,
@@ -225,13 +234,7 @@ export const verifyHistory = async (
   { digest, jwks }: VerifyHistoryOptions = {},
 ): Promise<HistoryReport> => {
   const heads = new Map<string, { version: number; hash: string }>();
-  const report: HistoryReport = {
-    ok: true,
-    events: 0,
-    streams: 0,
-    uncommitted: 0,
-    range: { fromPosition: null, toPosition: null },
-  };
+  const report = emptyReport();
   const checked = (problem: DigestProblem | null, reason: string | null): HistoryReport =>
     withDigestCheck(report, digest!, problem, reason);
   // The signature first: a digest that does not verify proves nothing, whatever the lines say.

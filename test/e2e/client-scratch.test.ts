@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import * as prettier from 'prettier';
 import { historyFileLines } from '../../client/src/verify-history-file.js';
 import { verifyHistory } from '../../client/src/verify-history.js';
-import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
 import { tempDir } from '../support/adapters.js';
+import { exportedHistory } from '../support/exported-history.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 
 /**
@@ -312,29 +312,11 @@ describe('the client in a new project (README "Using the TypeScript client")', f
   it('verifies a large download with its command in worker threads, as the line-by-line pass would', async () => {
     // 20 MB: past the 16 MiB from which the installed command verifies in worker threads (its build's).
     const history = join(work.dir, 'history.ndjson');
-    const heads = new Map<string, string>();
-    const lines = Array.from({ length: 32_000 }, (_, index) => {
-      const streamName = `observation-t_1_o_${index % 4000}`;
-      const previousHash = heads.get(streamName) ?? genesisHash;
-      const event = {
-        id: `e_${index + 1}`,
-        type: 'ObservationNoted',
-        streamName,
-        streamVersion: Math.floor(index / 4000),
-        data: { notes: 'a fox by the pond '.repeat(20) },
-        metadata: {
-          actor: 'cli',
-          causationId: null,
-          correlationId: 'c_1',
-          occurredAt: '2026-05-01T09:30:00.000Z',
-          schemaVersion: 1,
-          tenantId: 't_1',
-        },
-      };
-      const hash = eventHash(previousHash, event);
-      heads.set(streamName, hash);
-      return JSON.stringify({ ...event, position: index + 1, hash, previousHash });
-    });
+    const lines = exportedHistory({
+      streams: 4000,
+      versions: 8,
+      notesOf: () => 'a fox by the pond '.repeat(20),
+    }).map((event) => JSON.stringify(event));
     const verify = async (text: string[]) => {
       writeFileSync(history, `${text.join('\n')}\n`);
       expect(statSync(history).size).to.be.above(16 * 1024 * 1024);

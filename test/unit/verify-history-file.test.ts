@@ -9,10 +9,11 @@ import {
   verifyHistoryFile,
   verifyInParallel,
 } from '../../client/src/verify-history-file.js';
-import { verifyHistory, type ExportedEvent } from '../../client/src/verify-history.js';
+import { verifyHistory } from '../../client/src/verify-history.js';
 import { signDigest } from '../../src/audit/digest-signature.js';
 import { keyringOf, readKeys, rotateKeys } from '../../src/auth/signing-keys.js';
 import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
+import { exportedHistory } from '../support/exported-history.js';
 
 /*
  * verifyHistoryFile verifies a large file in chunks in worker threads; whatever the file holds, its report
@@ -23,37 +24,8 @@ import { eventHash, genesisHash } from '../../src/eventstore/hash-chain.js';
 const tuning = { workers: 2, minParallelBytes: 0, chunkBytes: 4096 };
 
 /** 120 streams of 8 events, round-robin: each stream's next event 120 lines after the one before. */
-const history = (
-  nameOf = (index: number) => `observation-t_1_o_${String(index).padStart(4, '0')}`,
-): ExportedEvent[] => {
-  const heads = new Map<string, string>();
-  const events: ExportedEvent[] = [];
-  for (let version = 0, position = 1; version < 8; version += 1) {
-    for (let index = 0; index < 120; index += 1, position += 1) {
-      const streamName = nameOf(index);
-      const previousHash = heads.get(streamName) ?? genesisHash;
-      const event = {
-        id: `e_${position}`,
-        type: version === 0 ? 'ObservationRecorded' : 'ObservationUpdated',
-        streamName,
-        streamVersion: version,
-        data: { notes: `note ${version}`, observationId: `o_${index}` },
-        metadata: {
-          actor: 'apikey:k_1',
-          causationId: null,
-          correlationId: 'c_1',
-          occurredAt: '2026-05-01T09:30:00.000Z',
-          schemaVersion: 1,
-          tenantId: 't_1',
-        },
-      };
-      const hash = eventHash(previousHash, event);
-      heads.set(streamName, hash);
-      events.push({ ...event, position, hash, previousHash });
-    }
-  }
-  return events;
-};
+const history = (nameOf?: (stream: number) => string) =>
+  exportedHistory({ streams: 120, versions: 8, ...(nameOf ? { nameOf } : {}) });
 
 describe('verifyHistoryFile (the client package, worker threads)', function () {
   this.timeout(60_000);
