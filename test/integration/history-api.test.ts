@@ -4,7 +4,7 @@ import type { NewEvent, RecordedEvent } from '../../src/core/events.js';
 import type { EventStore, ReadAllOptions } from '../../src/eventstore/port.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 import { describePostgres, suiteDatabase } from '../support/postgres.js';
-import { sleep } from '../support/wait.js';
+import { eventually, sleep } from '../support/wait.js';
 
 type Response = Awaited<ReturnType<typeof request>>;
 
@@ -42,14 +42,21 @@ const countReads = (store: EventStore, tenantId: string, delayMs = 0) => {
 };
 
 /** Appends `count` events of about `size` bytes each to `streams` streams of the tenant, 1,000 per append. */
+/** Appends `count` probes; the position of the last. */
 const appendMany = async (store: EventStore, tenantId: string, count: number, size = 0) => {
   const pad = 'x'.repeat(size);
+  let last = 0;
   for (let i = 0; i < count; i += 1000) {
     const batch = Array.from({ length: Math.min(1000, count - i) }, (_, j) =>
       probe(tenantId, 'Probed', { i: i + j, ...(size ? { pad } : {}) }),
     );
-    await store.appendToStream(`probe-${tenantId}_b${i / 1000}`, batch, 'no_stream');
+    ({ lastPosition: last } = await store.appendToStream(
+      `probe-${tenantId}_b${i / 1000}`,
+      batch,
+      'no_stream',
+    ));
   }
+  return last;
 };
 
 const ndjson = (text: string) =>
@@ -464,7 +471,12 @@ const newestFirstSuite = (env: () => Record<string, string>) => {
     const tenant = await withTenant(server, 'newest');
     tenantId = tenant.tenantId;
     admin = { 'X-API-Key': tenant.adminKey };
-    await appendMany(server.stores.eventStore, tenantId, 7);
+    const last = await appendMany(server.stores.eventStore, tenantId, 7);
+    // Newest-first pages start at the store's safe head, which on PostgreSQL may stay below a commit for a
+    // few milliseconds while a transaction that began before it is still open (the projections' own).
+    await eventually(async () =>
+      (await server.stores.eventStore.headPosition()) >= last ? true : undefined,
+    );
   });
   after(async () => server.close());
 

@@ -74,7 +74,7 @@ describe('client types generated from the OpenAPI document', () => {
         (match) => match[1]!,
       );
       for (const specifier of specifiers) {
-        expect(specifier, `${file} imports ${specifier}`).to.match(/^(\.\/[\w.-]+\.js|node:\w+)$/);
+        expect(specifier, `${file} imports ${specifier}`).to.match(/^(\.\/[\w.-]+\.js|node:\w+(\/\w+)?)$/);
       }
     }
   });
