@@ -12,8 +12,8 @@ import { breakOf, exportedEventOf, HistoryFormatError } from './verify-history.j
 export interface ChunkVerdict {
   /**
    * False when a line failed a check inside the chunk, is not an exported event, or has what the links
-   * cannot carry (a hash that is not 64 hex digits, a line break in a stream's name): the line-by-line pass
-   * takes those.
+   * cannot carry (a hash or previous hash that is not 64 bytes, a line break in a stream's name; with a
+   * digest, a hash that is not 64 hex digits): the line-by-line pass takes those.
    */
   intact: boolean;
   events: number;
@@ -22,9 +22,9 @@ export interface ChunkVerdict {
   lastPosition: number | null;
   /**
    * The links of the chunk's streams across its start, by shard (shardOf), as UTF-8 bytes (one transferable
-   * buffer crosses threads at no cost): per stream its last line's hash (the head after the chunk, 64 hex
-   * digits), its first line's previous hash (64 hex digits, or 64 spaces for ""), its first and last
-   * versions and its name: `<hash><previous hash><first version>,<last version>,<name>\n`.
+   * buffer crosses threads at no cost): per stream its last line's hash (the head after the chunk, 64
+   * bytes), its first line's previous hash (64 bytes, or 64 spaces for ""), its first and last versions and
+   * its name: `<hash><previous hash><first version>,<last version>,<name>\n`.
    */
   links: Transferred[];
   /** Every event's hash, in order, 64 hex digits each: the leaves of the log tree, when a digest is checked. */
