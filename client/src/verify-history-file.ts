@@ -5,16 +5,14 @@ import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { logRoot } from './audit-proofs.js';
 import { linesOf, transferred, type ChunkVerdict, type Transferred } from './verify-history-chunk.js';
 import type { LinksAnswer, WorkerRequest } from './verify-history-worker.js';
 import {
+  digestLeaves,
   emptyReport,
   HistoryFormatError,
-  shortOf,
   signatureProblemOf,
   verifyHistory,
-  withDigestCheck,
   type HistoryReport,
   type VerifyHistoryOptions,
 } from './verify-history.js';
@@ -136,7 +134,7 @@ const workerPool = (count: number) => {
  * the counts, and the log tree's leaves; null from `join` at the first thing that does not hold.
  */
 const chunkJoin = ({ digest }: VerifyHistoryOptions) => {
-  const tree = logRoot();
+  const leaves = digestLeaves(digest);
   const report = emptyReport();
   const join = (chunk: ChunkVerdict): boolean => {
     const last = report.range.toPosition;
@@ -146,19 +144,11 @@ const chunkJoin = ({ digest }: VerifyHistoryOptions) => {
     report.uncommitted += chunk.uncommitted;
     report.range.fromPosition ??= chunk.firstPosition;
     report.range.toPosition = chunk.lastPosition ?? last;
-    for (let at = 0; digest && tree.size < digest.size && at < chunk.hashes.length; at += 64) {
-      tree.add(chunk.hashes.slice(at, at + 64));
-      if (tree.size === digest.size && tree.root() !== digest.logRoot) return false;
-    }
+    for (let at = 0; at < chunk.hashes.length; at += 64)
+      if (!leaves.add(chunk.hashes.slice(at, at + 64))) return false;
     return true;
   };
-  const result = (streams: number): HistoryReport => {
-    const joined = { ...report, streams };
-    if (!digest) return joined;
-    return tree.size < digest.size
-      ? withDigestCheck(joined, digest, 'short', shortOf(tree.size, digest))
-      : withDigestCheck(joined, digest, null, null);
-  };
+  const result = (streams: number): HistoryReport => leaves.outcome({ ...report, streams });
   return { join, result };
 };
 

@@ -218,9 +218,27 @@ export const withDigestCheck = (
   digest: { ok: problem === null, problem, reason, position: digest.position, size: digest.size },
 });
 
-/** Why a download of `events` events is too short for the digest. */
-export const shortOf = (events: number, digest: SignedDigest): string =>
-  `the download ends after ${events} events; the digest commits to the first ${digest.size}`;
+/**
+ * The download's first `size` event hashes, the leaves of the digest's log tree, as both verifiers take them
+ * in file order: `add` answers false once they are all in and do not hash to its root; `outcome` gives the
+ * report the digest's verdict at the end of the download (too short when leaves are missing).
+ */
+export const digestLeaves = (digest: SignedDigest | undefined) => {
+  const tree = logRoot();
+  return {
+    add: (eventHash: string): boolean => {
+      if (!digest || tree.size >= digest.size) return true;
+      tree.add(eventHash);
+      return tree.size < digest.size || tree.root() === digest.logRoot;
+    },
+    outcome: (report: HistoryReport): HistoryReport => {
+      if (!digest) return report;
+      if (tree.size >= digest.size) return withDigestCheck(report, digest, null, null);
+      const short = `the download ends after ${tree.size} events; the digest commits to the first ${digest.size}`;
+      return withDigestCheck(report, digest, 'short', short);
+    },
+  };
+};
 
 /**
  * Verifies an NDJSON history download, line by line (strings, or events already parsed), and names the
@@ -240,7 +258,7 @@ export const verifyHistory = async (
   // The signature first: a digest that does not verify proves nothing, whatever the lines say.
   const unsigned = digest ? signatureProblemOf(digest, jwks) : null;
   if (unsigned !== null) return checked('signature', unsigned);
-  const tree = logRoot();
+  const leaves = digestLeaves(digest);
   let number = 0;
   for await (const line of lines) {
     number += 1;
@@ -258,16 +276,12 @@ export const verifyHistory = async (
     report.range.fromPosition ??= event.position;
     report.range.toPosition = event.position;
     heads.set(event.streamName, { version: event.streamVersion, hash: event.hash! });
-    if (digest && tree.size < digest.size) {
-      tree.add(event.hash!);
-      if (tree.size === digest.size && tree.root() !== digest.logRoot)
-        return checked(
-          'log-root',
-          `the first ${digest.size} events (to position ${event.position}) do not hash to the digest's log root: ` +
-            'one of them was changed, added, removed or moved, or the download does not start at the beginning',
-        );
-    }
+    if (!leaves.add(event.hash!))
+      return checked(
+        'log-root',
+        `the first ${digest!.size} events (to position ${event.position}) do not hash to the digest's log root: ` +
+          'one of them was changed, added, removed or moved, or the download does not start at the beginning',
+      );
   }
-  if (!digest) return report;
-  return tree.size < digest.size ? checked('short', shortOf(tree.size, digest)) : checked(null, null);
+  return leaves.outcome(report);
 };
