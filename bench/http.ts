@@ -72,14 +72,6 @@ export const figures = (result: Result, cpuMs: number | null = null): HttpFigure
   cpuMsPerRequest: cpuMs === null || !result.requests.total ? null : cpuMs / result.requests.total,
 });
 
-/** A run of the load with the CPU a server process spent meanwhile (ms; null without /proc). */
-export const withCpu = async (pid: number | undefined, run: () => Promise<Result>) => {
-  const before = pid === undefined ? null : cpuMsOf(pid);
-  const result = await run();
-  const after = pid === undefined ? null : cpuMsOf(pid);
-  return { result, cpuMs: before === null || after === null ? null : after - before };
-};
-
 export const observationBody = JSON.stringify({
   observedAt: '2025-05-01T19:42:00.000Z',
   position: { lat: 51.7532, lon: -1.2589 },
@@ -104,16 +96,25 @@ export const tenantCaller =
     return JSON.parse(text) as Record<string, unknown>;
   };
 
-/** A warm-up (JIT, SQLite caches) that is not measured, then the measured run. */
-export const measure = async (options: Options, warmupS: number, durationS: number): Promise<Result> => {
-  if (warmupS > 0) await cannon({ ...options, duration: warmupS });
-  return cannon({ ...options, duration: durationS });
+/**
+ * A warm-up (JIT, SQLite caches) that is not measured, then the measured run, with the CPU the server
+ * process `pid` spent on the measured run (ms; null without a pid or /proc).
+ */
+const warmedRun = async (options: Options, warmupS: number, durationS: number, pid?: number) => {
+  const warmup = warmupS > 0 ? await cannon({ ...options, duration: warmupS }) : null;
+  const before = pid === undefined ? null : cpuMsOf(pid);
+  const result = await cannon({ ...options, duration: durationS });
+  const after = pid === undefined ? null : cpuMsOf(pid);
+  return { warmup, result, cpuMs: before === null || after === null ? null : after - before };
 };
 
-/** measure(), with the figures and the CPU the server process `pid` spent on the measured run. */
+/** A warm-up (JIT, SQLite caches) that is not measured, then the measured run. */
+export const measure = async (options: Options, warmupS: number, durationS: number): Promise<Result> =>
+  (await warmedRun(options, warmupS, durationS)).result;
+
+/** measure()'s figures, with the CPU per request of the server process `pid`. */
 const measuredFigures = async (options: Options, warmupS: number, durationS: number, pid?: number) => {
-  if (warmupS > 0) await cannon({ ...options, duration: warmupS });
-  const { result, cpuMs } = await withCpu(pid, () => cannon({ ...options, duration: durationS }));
+  const { result, cpuMs } = await warmedRun(options, warmupS, durationS, pid);
   return figures(result, cpuMs);
 };
 
@@ -156,10 +157,9 @@ export const waitProjected = async (url: string, headers: Record<string, string>
  * that the list that follows pages through a store of some size. Returns the measured run and the count.
  */
 const createLoad = async (createOptions: Options, warmupS: number, durationS: number, pid?: number) => {
-  const warmup = warmupS > 0 ? await cannon({ ...createOptions, duration: warmupS }) : null;
-  const measured = await withCpu(pid, () => cannon({ ...createOptions, duration: durationS }));
-  const create = figures(measured.result, measured.cpuMs);
-  let observations = (warmup?.['2xx'] ?? 0) + measured.result['2xx'];
+  const { warmup, result, cpuMs } = await warmedRun(createOptions, warmupS, durationS, pid);
+  const create = figures(result, cpuMs);
+  let observations = (warmup?.['2xx'] ?? 0) + result['2xx'];
   if (observations < 5000)
     observations += (await cannon({ ...createOptions, amount: Math.max(connections, 5000 - observations) }))[
       '2xx'
