@@ -1,13 +1,13 @@
 // Sign-in with an API key, or with a user's e-mail and password (POST /v1/auth/token). Either is checked
 // with the service before the console opens: a refused one stays here, saying why.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { session, SignInRefused } from './session.js';
 import { ProblemBox, useAction } from './ui.js';
 
-/** Why the sign-in was refused; it takes the focus, so that a screen reader says it at once. */
+/** Why the sign-in was refused; it takes the focus before it is painted, so that a screen reader says it at once. */
 const Refusal = ({ error }: { error: unknown }) => {
   const box = useRef<HTMLDivElement>(null);
-  useEffect(() => box.current?.focus(), [error]);
+  useLayoutEffect(() => box.current?.focus(), [error]);
   if (!error) return null;
   if (!(error instanceof SignInRefused)) return <ProblemBox error={error} />;
   return (

@@ -113,7 +113,10 @@ describe('the console’s stored credential', function () {
     const shownRefusal = async () => {
       const alert = page.getByRole('alert');
       await alert.waitFor();
-      expect(await page.evaluate("document.activeElement?.getAttribute('role')")).to.equal('alert');
+      // The focus follows the render; waiting for it (not sampling it once) keeps a busy machine from failing this.
+      await page.waitForFunction("document.activeElement?.getAttribute('role') === 'alert'", undefined, {
+        timeout: 5_000,
+      });
       await page.getByRole('heading', { name: 'Sign in to the observation console' }).waitFor();
       expect(await page.getByRole('button', { name: 'Sign out' }).count()).to.equal(0);
       expect(await page.evaluate('sessionStorage.length')).to.equal(0);
