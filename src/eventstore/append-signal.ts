@@ -23,6 +23,12 @@ export const defaultPollMs = 1000;
 export class AppendSignal {
   private readonly waiters = new Set<Waiter>();
   private closed = false;
+  private notifications = 0;
+
+  /** How many wake-ups were sent so far: a sleeper cut short tells from it whether one came meanwhile. */
+  get notified(): number {
+    return this.notifications;
+  }
 
   get isClosed(): boolean {
     return this.closed;
@@ -35,6 +41,7 @@ export class AppendSignal {
 
   /** Wakes every waiter; `appended` is null when what changed is unknown (another process wrote). */
   notify(appended: Appended | null = null): void {
+    this.notifications += 1;
     const waiters = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiters) wake(appended);

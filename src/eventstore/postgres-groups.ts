@@ -5,7 +5,7 @@ import { inTransaction, orUnavailable } from '../postgres/client.js';
 import type { EventFilter, EventStore, ParkedEvent } from './port.js';
 import type { AppendSignal, StopLatch } from './append-signal.js';
 import { consumerLatches, type GroupConsumer } from './consumer-latches.js';
-import { allOrFirstFailure, settleDelivery, settleReplay } from './handler-outcomes.js';
+import { settleDelivery, settleReplay } from './handler-outcomes.js';
 import { yieldToEventLoop } from './catch-up-pacing.js';
 import { appendedChannel, somethingAppended } from './postgres-listener.js';
 import { eventColumns, orderedPage, horizonCtes, type EventRow } from './postgres-schema.js';
@@ -221,36 +221,79 @@ export const consumerGroups = ({
       if (outcome.kind === 'acknowledged') acknowledged.push(event.position);
     };
 
+    // The events in hand: each settles on its own, and the window is refilled once half of it is free, so
+    // that one slow handler holds one place, not the whole batch it came in (a batch waited for its slowest).
+    const inHand = new Set<Promise<void>>();
+    let failure: { error: unknown } | null = null;
+    const take = (claimed: Claimed) => {
+      const settling: Promise<void> = settle(claimed)
+        .catch((error: unknown) => {
+          failure ??= { error };
+        })
+        .finally(() => inHand.delete(settling));
+      inHand.add(settling);
+    };
+    const refillAt = Math.floor(concurrency / 2);
+    /**
+     * Sleeps as `idle` does, but wakes when an event in hand settles too, so that its ack goes at once. True
+     * when there may be new events to claim: the sleep ended by itself (a wake-up, a poke, the time), or a
+     * wake-up came before it was cut; a sleep cut only by a settled event does not look, which would cost a
+     * claim and a feed per event settled.
+     */
+    const idleOrSettled = async (waitMs: number): Promise<boolean> => {
+      const heard = signal.notified;
+      let cut = false;
+      const sleeping = idle(waitMs, latch, settings.filter.eventTypes).then(
+        () => !cut || signal.notified !== heard,
+      );
+      if (inHand.size === 0) return sleeping;
+      await Promise.race([sleeping, ...inHand]);
+      cut = true;
+      latch.poke();
+      return sleeping;
+    };
+
     try {
       // Look again soon, not in a polling interval, when events wait behind the horizon or another consumer
       // is feeding the group right now: neither sends a wake-up.
       let soon = false;
-      while (!stopped() && !signal.isClosed) {
-        // Only what goes to the handler now: the rest stays for the other consumers of the group.
-        const want = concurrency;
-        let claimed = await claim(group, consumer, want);
-        if (claimed.length < want) {
-          const fed = await feed(group, settings.filter);
-          soon = fed === null || fed.behind;
-          if (fed && fed.queued > 0) {
-            claimed = [...claimed, ...(await claim(group, consumer, want - claimed.length))];
+      let look = true;
+      while (!stopped() && !signal.isClosed && failure === null) {
+        let claimed: Claimed[] = [];
+        if (look && inHand.size <= refillAt) {
+          // Only what goes to the handler now: the rest stays for the other consumers of the group.
+          const want = concurrency - inHand.size;
+          claimed = await claim(group, consumer, want);
+          if (claimed.length < want) {
+            const fed = await feed(group, settings.filter);
+            soon = fed === null || fed.behind;
+            if (fed && fed.queued > 0) {
+              claimed = [...claimed, ...(await claim(group, consumer, want - claimed.length))];
+            }
           }
+          claimed.forEach(take);
         }
-        if (claimed.length === 0) {
-          await idle(soon ? lookAgainMs : pollMs, latch, settings.filter.eventTypes);
-          continue;
-        }
-        await allOrFirstFailure(claimed.map(settle));
         await flushAcknowledged();
-        await yieldToEventLoop();
+        if (claimed.length > 0) {
+          look = true;
+          await yieldToEventLoop();
+        } else if (inHand.size > refillAt) {
+          // Full: whatever is queued waits for room, and is claimed once there is.
+          look = true;
+          await Promise.race(inHand);
+        } else look = await idleOrSettled(soon ? lookAgainMs : pollMs);
       }
     } finally {
+      // A failure fails the consumer only once every event in hand has settled, so that none is still at
+      // work when the consumer starts again and delivers its event anew.
+      while (inHand.size > 0) await Promise.all(inHand);
       clearInterval(renewal);
       // What this consumer acknowledged is settled, and what it still holds goes back to the group at once
       // (a failed consumer's supervisor starts another, which must not wait for the claims to run out).
       await flushAcknowledged().catch(() => undefined);
       await sql.release(group, consumer).catch(() => undefined);
     }
+    if (failure !== null) throw (failure as { error: unknown }).error;
   };
 
   const consumers = consumerLatches(consume);

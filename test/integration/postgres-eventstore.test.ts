@@ -332,6 +332,55 @@ describePostgres('PostgreSQL event store', (url) => {
     });
   });
 
+  describe('consumer groups with several events in hand', () => {
+    it('lets a slow event hold one place while the others pass it, each acknowledged as it settles', async () => {
+      const group = `window-${tenant}`;
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'start',
+        maxRetryCount: 1,
+        filter: { tenantId: tenant },
+      });
+      await store.appendToStream(stream('slow'), [anEvent('Slow', {}, tenant)], 'no_stream');
+      for (let n = 0; n < 6; n += 1) {
+        await store.appendToStream(stream(`fast${n}`), [anEvent('Fast', {}, tenant)], 'no_stream');
+      }
+      /** The rows of the group still queued: an acknowledged event's row is gone. */
+      const queued = async () =>
+        Number(
+          (
+            await side.query<{ n: string }>(
+              'SELECT count(*) AS n FROM consumer_group_events WHERE group_name = $1',
+              [group],
+            )
+          ).rows[0]?.n,
+        );
+      let fast = 0;
+      let slowDone = false;
+      let queuedWhileSlow: number | null = null;
+      const consumer = store.subscribePersistent(
+        group,
+        async ({ event }) => {
+          if (event.type === 'Fast') {
+            fast += 1;
+            return { kind: 'ack' };
+          }
+          // Four events in hand: in batches, the three fast ones beside this one would wait for it, and the
+          // other three would never come while it waits for them.
+          await eventually(() => fast === 6, 10_000);
+          await eventually(async () => (queuedWhileSlow = await queued()) === 1, 10_000);
+          slowDone = true;
+          return { kind: 'ack' };
+        },
+        { concurrency: 4 },
+      );
+      await eventually(() => slowDone, 15_000);
+      await eventually(async () => (await queued()) === 0);
+      await consumer.stop();
+      expect(fast).to.equal(6);
+      expect(queuedWhileSlow, 'queued rows while the slow event was in hand').to.equal(1);
+    });
+  });
+
   describe('consumer groups across processes', () => {
     const settings = (maxRetryCount = 2) => ({
       startFrom: 'start' as const,
