@@ -20,14 +20,41 @@ type Waiter = (appended: Appended | null) => void;
 /** How long an idle subscriber sleeps at most before it looks at the head again. */
 export const defaultPollMs = 1000;
 
+/** Wake-ups a signal remembers for `wokeSince`: a subscriber that missed more reads again to be sure. */
+const recentKept = 64;
+
 export class AppendSignal {
   private readonly waiters = new Set<Waiter>();
   private closed = false;
   private notifications = 0;
+  /** What the latest wake-ups said, the newest last: the last `recentKept` of them. */
+  private readonly recent: (Appended | null)[] = [];
 
-  /** How many wake-ups were sent so far: a sleeper cut short tells from it whether one came meanwhile. */
+  /**
+   * How many wake-ups were sent so far. A subscriber notes it before it reads, and asks `wokeSince` before
+   * it sleeps: a wake-up sent while it was not waiting (its read in flight) reached nobody, and a commit it
+   * announced after the read's snapshot would otherwise wait for the polling interval.
+   */
   get notified(): number {
     return this.notifications;
+  }
+
+  /**
+   * Whether a wake-up since the `since`-th may concern a reader of `eventTypes` (every type when undefined):
+   * one of those types, one that says nothing of what was appended, or more than are kept.
+   */
+  wokeSince(since: number, eventTypes: readonly string[] | undefined): boolean {
+    const missed = this.notifications - since;
+    if (missed <= 0) return false;
+    if (missed > this.recent.length || eventTypes === undefined) return true;
+    return this.recent
+      .slice(-missed)
+      .some(
+        (appended) =>
+          appended === null ||
+          appended.types.size === 0 ||
+          eventTypes.some((type) => appended.types.has(type)),
+      );
   }
 
   get isClosed(): boolean {
@@ -42,6 +69,8 @@ export class AppendSignal {
   /** Wakes every waiter; `appended` is null when what changed is unknown (another process wrote). */
   notify(appended: Appended | null = null): void {
     this.notifications += 1;
+    this.recent.push(appended);
+    if (this.recent.length > recentKept) this.recent.shift();
     const waiters = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiters) wake(appended);

@@ -87,8 +87,14 @@ export const catchUp = (
       reported = position;
       reportedAt = Date.now();
     };
-    const read = (from: number) =>
-      settledLater(source.readPage({ after: from, maxCount: batchSize, ...(filter ? { filter } : {}) }));
+    /** The wake-ups sent before the last read began: one sent while it was in flight reached no sleeper. */
+    let seen = source.signal.notified;
+    const read = (from: number) => {
+      seen = source.signal.notified;
+      return settledLater(
+        source.readPage({ after: from, maxCount: batchSize, ...(filter ? { filter } : {}) }),
+      );
+    };
     let ahead: Promise<() => SourcePage> | null = null;
     try {
       while (!latch.stopped() && !source.signal.isClosed) {
@@ -105,6 +111,8 @@ export const catchUp = (
           continue; // read again before sleeping: appends made while the handler ran must not be missed
         }
         if (readAhead) continue; // begun before the handler ran, so the same holds
+        // A commit announced while the read was in flight may lie past its snapshot: read again, not sleep.
+        if (source.signal.wokeSince(seen, filter?.eventTypes)) continue;
         const idleMs = page.behind ? behindMs : source.pollMs;
         behindMs = page.behind ? Math.min(behindMaxMs, behindMs * 2) : behindFirstMs;
         // Wake-ups taken as read do not put the next read off: it comes when the idle time is up, whatever

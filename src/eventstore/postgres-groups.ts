@@ -234,18 +234,15 @@ export const consumerGroups = ({
       inHand.add(settling);
     };
     const refillAt = Math.floor(concurrency / 2);
+    const types = settings.filter.eventTypes;
     /**
-     * Sleeps as `idle` does, but wakes when an event in hand settles too, so that its ack goes at once. True
-     * when there may be new events to claim: the sleep ended by itself (a wake-up, a poke, the time), or a
-     * wake-up came before it was cut; a sleep cut only by a settled event does not look, which would cost a
-     * claim and a feed per event settled.
+     * Sleeps as `idle` does, but ends when an event in hand settles too, so that its ack goes at once; true
+     * when it ended so. A sleep cut only by a settled event does not look again unless a wake-up came: that
+     * would cost a claim and a feed per event settled.
      */
     const idleOrSettled = async (waitMs: number): Promise<boolean> => {
-      const heard = signal.notified;
       let cut = false;
-      const sleeping = idle(waitMs, latch, settings.filter.eventTypes).then(
-        () => !cut || signal.notified !== heard,
-      );
+      const sleeping = idle(waitMs, latch, types).then(() => cut);
       if (inHand.size === 0) return sleeping;
       await Promise.race([sleeping, ...inHand]);
       cut = true;
@@ -258,9 +255,12 @@ export const consumerGroups = ({
       // is feeding the group right now: neither sends a wake-up.
       let soon = false;
       let look = true;
+      /** The wake-ups sent before the last look: one sent during it reached no sleeper. */
+      let seen = signal.notified;
       while (!stopped() && !signal.isClosed && failure === null) {
         let claimed: Claimed[] = [];
         if (look && inHand.size <= refillAt) {
+          seen = signal.notified;
           // Only what goes to the handler now: the rest stays for the other consumers of the group.
           const want = concurrency - inHand.size;
           claimed = await claim(group, consumer, want);
@@ -281,7 +281,13 @@ export const consumerGroups = ({
           // Full: whatever is queued waits for room, and is claimed once there is.
           look = true;
           await Promise.race(inHand);
-        } else look = await idleOrSettled(soon ? lookAgainMs : pollMs);
+        } else if (signal.wokeSince(seen, types)) {
+          // Woken while it looked, with no sleeper to hear it: a commit the feed's snapshot may not have seen.
+          look = true;
+        } else {
+          const cut = await idleOrSettled(soon ? lookAgainMs : pollMs);
+          look = !cut || signal.wokeSince(seen, types);
+        }
       }
     } finally {
       // A failure fails the consumer only once every event in hand has settled, so that none is still at

@@ -332,6 +332,69 @@ describePostgres('PostgreSQL event store', (url) => {
     });
   });
 
+  describe('a listening process frozen (SIGSTOP) past the time its announcements are missed', () => {
+    it('is woken when it comes back, for what was committed without a notification meanwhile', async function () {
+      this.timeout(60_000);
+      const group = `frozen-${tenant}`;
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'end',
+        maxRetryCount: 1,
+        filter: { tenantId: tenant },
+      });
+      // A consumer in another process that polls once in ten minutes: only a wake-up brings it an event soon.
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--input-type=module',
+          '-e',
+          `import { openPostgresEventStore } from '${srcDir}eventstore/postgres.ts';
+           const store = await openPostgresEventStore(process.env.URL, { pollMs: 600000 });
+           store.subscribePersistent(process.env.GROUP, ({ event }) => {
+             process.stdout.write(event.type + '\\n');
+             return Promise.resolve({ kind: 'ack' });
+           });
+           process.stdout.write('ready\\n');`,
+        ],
+        { env: { ...process.env, URL: url, GROUP: group }, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const lines: string[] = [];
+      child.stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n')));
+      const arrives = async (line: string, within: number) => {
+        const since = Date.now();
+        await eventually(() => lines.includes(line), within);
+        return Date.now() - since;
+      };
+      const append = (type: string) =>
+        store.appendToStream(stream(type), [anEvent(type, {}, tenant)], 'no_stream');
+      try {
+        await arrives('ready', 20_000);
+        // Long enough for this process to hear the other announce itself (every second).
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+        await append('Before');
+        await arrives('Before', 5000);
+        // Asleep, not frozen in the middle of a feed's transaction, which the server would end (a case of
+        // its own: postgres-stall.test.ts).
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        child.kill('SIGSTOP');
+        // Past the 3.5 s after which a listener not heard is taken to be gone: this commit notifies nobody.
+        await new Promise((resolve) => setTimeout(resolve, 5000));
+        await append('During');
+        child.kill('SIGCONT');
+        // Its announcement is heard as a new listener's, and answered with a wake-up: not the ten minutes.
+        const during = await arrives('During', 10_000);
+        await append('After');
+        const after = await arrives('After', 5000);
+        expect(during, 'ms from SIGCONT to the event committed while frozen').to.be.below(10_000);
+        expect(after, 'ms from the next commit to its delivery').to.be.below(5000);
+      } finally {
+        child.kill('SIGCONT');
+        child.kill('SIGKILL');
+      }
+    });
+  });
+
   describe('consumer groups with several events in hand', () => {
     it('lets a slow event hold one place while the others pass it, each acknowledged as it settles', async () => {
       const group = `window-${tenant}`;
@@ -378,6 +441,65 @@ describePostgres('PostgreSQL event store', (url) => {
       await consumer.stop();
       expect(fast).to.equal(6);
       expect(queuedWhileSlow, 'queued rows while the slow event was in hand').to.equal(1);
+    });
+  });
+
+  describe('a wake-up that comes while a subscriber reads', () => {
+    /**
+     * Pairs of commits by another process close together: the first wakes the subscriber, the second is
+     * often announced while its read is in flight, with its snapshot taken before that commit and no sleeper
+     * to hear the wake-up. Each pair's second event must come with no polling (the interval is a minute).
+     */
+    const closePairs = async (seen: () => number) => {
+      for (let pair = 0; pair < 80; pair += 1) {
+        await store.appendToStream(stream(`p${pair}a`), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await new Promise((resolve) => setTimeout(resolve, pair % 4));
+        await store.appendToStream(stream(`p${pair}b`), [anEvent('Wanted', {}, tenant)], 'no_stream');
+        await eventually(() => seen() === 2 * (pair + 1), 5000);
+      }
+    };
+
+    it('reads again rather than sleeping, in a catch-up subscription', async function () {
+      this.timeout(120_000);
+      const reader = await openPostgresEventStore(url, { pollMs: 60_000 });
+      let seen = 0;
+      const subscription = reader.subscribe(
+        { after: await reader.headPosition(), filter: { tenantId: tenant, eventTypes: ['Wanted'] } },
+        (events) => {
+          seen += events.length;
+          return Promise.resolve();
+        },
+      );
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 500)); // on purpose: asleep after its first read
+        await closePairs(() => seen);
+      } finally {
+        await subscription.stop();
+        await reader.close();
+      }
+    });
+
+    it('claims again rather than sleeping, in a consumer group', async function () {
+      this.timeout(120_000);
+      const reader = await openPostgresEventStore(url, { pollMs: 60_000 });
+      const group = `pairs-${tenant}`;
+      await reader.ensurePersistentSubscription(group, {
+        startFrom: 'end',
+        maxRetryCount: 1,
+        filter: { tenantId: tenant, eventTypes: ['Wanted'] },
+      });
+      let seen = 0;
+      const consumer = reader.subscribePersistent(group, () => {
+        seen += 1;
+        return Promise.resolve({ kind: 'ack' });
+      });
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 500)); // on purpose: asleep after its first look
+        await closePairs(() => seen);
+      } finally {
+        await consumer.stop();
+        await reader.close();
+      }
     });
   });
 

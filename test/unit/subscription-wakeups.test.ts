@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { CommitJournal } from '../../src/eventstore/append-signal.js';
+import { AppendSignal, CommitJournal } from '../../src/eventstore/append-signal.js';
 import { openSqliteEventStore } from '../../src/eventstore/sqlite.js';
 import { HeardCommits, OtherListeners, somethingAppended } from '../../src/eventstore/postgres-listener.js';
 import { tempDir } from '../support/adapters.js';
@@ -63,6 +63,34 @@ describe('wake-ups of idle subscribers', () => {
     expect(grown, `heap grew by ${(grown / 1024).toFixed(0)} KiB over 6,000 wake-ups`).to.be.below(
       1024 * 1024,
     );
+  });
+});
+
+describe('wake-ups sent while a subscriber was not waiting', () => {
+  it('are told to one that noted the count before its read, by whether they may concern its types', () => {
+    const signal = new AppendSignal();
+    const before = signal.notified;
+    expect(signal.wokeSince(before, ['A'])).to.equal(false);
+    signal.notify(commit(0, 1, 'B'));
+    expect(signal.wokeSince(before, ['A']), 'another type only').to.equal(false);
+    expect(signal.wokeSince(before, undefined), 'a reader of every type').to.equal(true);
+    signal.notify(commit(1, 2, 'B', 'A'));
+    expect(signal.wokeSince(before, ['A'])).to.equal(true);
+    const later = signal.notified;
+    expect(signal.wokeSince(later, ['A']), 'none since').to.equal(false);
+    signal.notify(somethingAppended);
+    expect(signal.wokeSince(later, ['A']), 'one that says nothing of what was appended').to.equal(true);
+    const last = signal.notified;
+    signal.notify(null);
+    expect(signal.wokeSince(last, ['A']), 'another process wrote').to.equal(true);
+  });
+
+  it('are taken to concern it when more came than are kept', () => {
+    const signal = new AppendSignal();
+    const before = signal.notified;
+    for (let n = 0; n < 100; n += 1) signal.notify(commit(n, n + 1, 'B'));
+    expect(signal.wokeSince(before, ['A'])).to.equal(true);
+    expect(signal.wokeSince(before + 50, ['A'])).to.equal(false);
   });
 });
 
