@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { RecordedEvent } from '../core/events.js';
-import { inTransaction, orUnavailable } from '../postgres/client.js';
+import { inOneRoundTrip, orUnavailable } from '../postgres/client.js';
 import type { EventFilter, EventStore, ParkedEvent } from './port.js';
 import type { AppendSignal, StopLatch } from './append-signal.js';
 import { consumerLatches, type GroupConsumer } from './consumer-latches.js';
@@ -85,51 +85,9 @@ export const consumerGroups = ({
   const query = <R extends pg.QueryResultRow>(text: string, params: unknown[]) =>
     orUnavailable(pool.query<R>(text, params));
 
-  /**
-   * Queues the group's next events, and says whether committed events wait behind the horizon; null when
-   * another consumer is feeding the group right now.
-   */
-  const feed = (group: string, filter: EventFilter): Promise<{ queued: number; behind: boolean } | null> =>
-    inTransaction(pool, async (client) => {
-      const lock = await client.query<{ ok: boolean }>(
-        'SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS ok',
-        [feedLockSpace, group],
-      );
-      if (!lock.rows[0]?.ok) return null;
-      // A statement of its own, after the lock: its snapshot sees what the previous feeder committed.
-      const page = orderedPage(
-        {
-          columns: 'e.position',
-          from: ', g, horizon',
-          where: 'e.position > g.fed AND e.transaction_id < horizon.xmin',
-          limit: '$2',
-        },
-        filter,
-        3,
-      );
-      const { rows } = await client.query<{ queued: string; behind: boolean }>(
-        `WITH ${horizonCtes},
-         g AS (SELECT fed FROM consumer_groups WHERE name = $1),
-         page AS MATERIALIZED (${page.sql}),
-         queued AS (
-           INSERT INTO consumer_group_events (group_name, position) SELECT $1, position FROM page
-           ON CONFLICT DO NOTHING RETURNING 1
-         ),
-         moved AS (
-           UPDATE consumer_groups c
-           SET fed = CASE WHEN (SELECT count(*) FROM page) >= $2 THEN (SELECT max(position) FROM page)
-                          ELSE greatest(c.fed, heads.safe) END
-           FROM heads WHERE c.name = $1 RETURNING 1
-         )
-         SELECT (SELECT count(*) FROM queued) AS queued, heads.visible > heads.safe AS behind FROM heads`,
-        [group, feedPage, ...page.params],
-      );
-      return { queued: Number(rows[0]?.queued ?? 0), behind: rows[0]?.behind ?? false };
-    });
-
-  const claim = async (group: string, consumer: string, count: number): Promise<Claimed[]> => {
-    const { rows } = await query<EventRow & { retry_count: number; replay: boolean }>(
-      `WITH picked AS (
+  /** Takes the oldest unclaimed events of the group: `$1` the group, `$2` the consumer, `$3` how many. */
+  const claimStatement = (group: string, consumer: string, count: number) => ({
+    text: `WITH picked AS (
          SELECT position FROM consumer_group_events
          WHERE group_name = $1 AND (parked_at IS NULL OR replay)
            AND (claimed_until IS NULL OR claimed_until < now())
@@ -142,13 +100,68 @@ export const consumerGroups = ({
        )
        SELECT ${eventColumns}, claimed.retry_count, claimed.replay
        FROM claimed JOIN events e ON e.position = claimed.position ORDER BY e.position`,
-      [group, consumer, count, claimTtlMs],
+    values: [group, consumer, count, claimTtlMs],
+  });
+
+  const claimedOf = (rows: (EventRow & { retry_count: number; replay: boolean })[]): Claimed[] =>
+    rows.map((row) => ({ event: toRecordedEvent(row), retryCount: row.retry_count, replay: row.replay }));
+
+  const claim = async (group: string, consumer: string, count: number): Promise<Claimed[]> => {
+    const { text, values } = claimStatement(group, consumer, count);
+    const { rows } = await query<EventRow & { retry_count: number; replay: boolean }>(text, [...values]);
+    return claimedOf(rows);
+  };
+
+  /**
+   * Queues the group's next events, unless another consumer is feeding it right now (a try-lock per group),
+   * then claims up to `count`: in one round trip, three statements of one transaction. The feed is a
+   * statement of its own after the lock, so that its snapshot sees what the previous feeder committed; it
+   * finds in a transaction-local setting whether the lock was taken. Says what it queued (null when another
+   * consumer was feeding) and whether committed events wait behind the horizon.
+   */
+  const feedAndClaim = async (group: string, filter: EventFilter, consumer: string, count: number) => {
+    const page = orderedPage(
+      {
+        columns: 'e.position',
+        from: ', g, horizon',
+        where: 'e.position > g.fed AND e.transaction_id < horizon.xmin',
+        limit: '$2',
+      },
+      filter,
+      3,
     );
-    return rows.map((row) => ({
-      event: toRecordedEvent(row),
-      retryCount: row.retry_count,
-      replay: row.replay,
-    }));
+    const feeding = "current_setting('obs.feeding') = 'true'";
+    const [, fed, claimed] = await inOneRoundTrip(pool, [
+      {
+        text: "SELECT set_config('obs.feeding', pg_try_advisory_xact_lock($1, hashtext($2))::text, true)",
+        values: [feedLockSpace, group],
+      },
+      {
+        text: `WITH ${horizonCtes},
+         g AS (SELECT fed FROM consumer_groups WHERE name = $1 AND ${feeding}),
+         page AS MATERIALIZED (${page.sql}),
+         queued AS (
+           INSERT INTO consumer_group_events (group_name, position) SELECT $1, position FROM page
+           ON CONFLICT DO NOTHING RETURNING 1
+         ),
+         moved AS (
+           UPDATE consumer_groups c
+           SET fed = CASE WHEN (SELECT count(*) FROM page) >= $2 THEN (SELECT max(position) FROM page)
+                          ELSE greatest(c.fed, heads.safe) END
+           FROM heads WHERE c.name = $1 AND ${feeding} RETURNING 1
+         )
+         SELECT ${feeding} AS feeding, (SELECT count(*) FROM queued) AS queued,
+                heads.visible > heads.safe AS behind
+         FROM heads`,
+        values: [group, feedPage, ...page.params],
+      },
+      claimStatement(group, consumer, count),
+    ]);
+    const row = fed?.rows[0] as { feeding: boolean; queued: string; behind: boolean } | undefined;
+    return {
+      fed: row?.feeding ? { queued: Number(row.queued), behind: row.behind } : null,
+      claimed: claimedOf((claimed?.rows ?? []) as (EventRow & { retry_count: number; replay: boolean })[]),
+    };
   };
 
   // An outcome lands only on the claim of the consumer that decided it: a consumer that stalled past its
@@ -255,6 +268,12 @@ export const consumerGroups = ({
       // is feeding the group right now: neither sends a wake-up.
       let soon = false;
       let look = true;
+      /**
+       * Whether the queue may hold events for a claim on its own. When the last feed queued no more than it
+       * claimed, the next look feeds first: a claim of an empty queue would be a round trip for nothing. The
+       * feed's own claim still takes whatever is queued (retries, replays, claims that ran out).
+       */
+      let queueMayHold = true;
       /** The wake-ups sent before the last look: one sent during it reached no sleeper. */
       let seen = signal.notified;
       while (!stopped() && !signal.isClosed && failure === null) {
@@ -263,13 +282,13 @@ export const consumerGroups = ({
           seen = signal.notified;
           // Only what goes to the handler now: the rest stays for the other consumers of the group.
           const want = concurrency - inHand.size;
-          claimed = await claim(group, consumer, want);
+          claimed = queueMayHold ? await claim(group, consumer, want) : [];
           if (claimed.length < want) {
-            const fed = await feed(group, settings.filter);
-            soon = fed === null || fed.behind;
-            if (fed && fed.queued > 0) {
-              claimed = [...claimed, ...(await claim(group, consumer, want - claimed.length))];
-            }
+            const next = await feedAndClaim(group, settings.filter, consumer, want - claimed.length);
+            soon = next.fed === null || next.fed.behind;
+            // What was queued and not taken waits in the queue: the next look claims before it feeds.
+            queueMayHold = next.fed === null || next.fed.queued > next.claimed.length;
+            claimed = [...claimed, ...next.claimed];
           }
           claimed.forEach(take);
         }

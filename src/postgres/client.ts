@@ -145,6 +145,32 @@ export const acquirePostgres = (
 };
 
 /** Lifts the statement time-out for the rest of the transaction: a migration step, a table made, a swap. */
+/** A parameter written into a statement as a literal: a finite number, a text, or an array of texts. */
+const literal = (value: unknown): string => {
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (Array.isArray(value)) return `ARRAY[${value.map(literal).join(', ')}]::text[]`;
+  throw new TypeError(`no literal for a parameter of type ${typeof value}`);
+};
+
+/**
+ * Statements sent as one string in one round trip (the simple protocol), which the server runs in order as
+ * one transaction, each with a snapshot of its own, rolled back whole when one fails. That protocol carries
+ * no parameters, so each statement's `$n` are written into it as literals first.
+ */
+export const inOneRoundTrip = async (
+  pool: pg.Pool,
+  statements: readonly { text: string; values: readonly unknown[] }[],
+): Promise<pg.QueryResult[]> => {
+  const text = statements
+    .map((statement) =>
+      statement.text.replace(/\$(\d+)/g, (_, n: string) => literal(statement.values[Number(n) - 1])),
+    )
+    .join(';\n');
+  const results = await orUnavailable(pool.query(text));
+  return statements.length === 1 ? [results] : (results as unknown as pg.QueryResult[]);
+};
+
 export const unboundedStatements = 'SET LOCAL statement_timeout = 0';
 
 export interface TransactionOptions {
