@@ -1,5 +1,5 @@
-import { handleCommand, type CommandResult } from '../core/command-handler.js';
-import type { RecordedEvent } from '../core/events.js';
+import { handleCommandOn, type CommandResult } from '../core/command-handler.js';
+import { NO_STREAM, type RecordedEvent } from '../core/events.js';
 import type { Clock } from '../core/ids.js';
 import { streamName } from '../core/streams.js';
 import { lostRace, systemContextOf } from '../core/system-context.js';
@@ -43,10 +43,14 @@ export const webhookProjector = ({ eventStore, clock, deliverer, subscriptions }
   ): Promise<CommandResult<DeliveryState, DeliveryEvent> | null> => {
     const deliveryId = deliveryIdFor(webhookId, external.id);
     try {
-      const result = await handleCommand(
+      // The delivery's id is derived from the subscription and the event, so its stream is new unless the
+      // event was delivered before: decided on the empty stream without reading it (a round trip per
+      // delivery), the append expecting no stream. One scheduled before refuses it, a race lost as below.
+      const result = await handleCommandOn(
         eventStore,
         deliveryDecider,
         streamName('delivery', tenantId, deliveryId),
+        { state: deliveryDecider.initialState(), version: NO_STREAM },
         {
           type: 'Schedule',
           identity: { deliveryId, webhookId, eventId: external.id, eventType: external.type },
