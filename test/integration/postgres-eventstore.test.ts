@@ -444,6 +444,31 @@ describePostgres('PostgreSQL event store', (url) => {
     });
   });
 
+  describe('a consumer group whose filter holds quotes and backslashes', () => {
+    it('feeds and claims its events, written into the statements as literals, and no others', async () => {
+      const odd = `${tenant}'; DROP TABLE events; --\\`;
+      const group = `quoted-${tenant}`;
+      await store.ensurePersistentSubscription(group, {
+        startFrom: 'start',
+        maxRetryCount: 1,
+        filter: { tenantId: odd, eventTypes: ["It's", 'Other\\'], streamPrefixes: [`thing-${odd}`] },
+      });
+      await store.appendToStream(`thing-${odd}_a`, [anEvent("It's", {}, odd)], 'no_stream');
+      await store.appendToStream(`thing-${odd}_b`, [anEvent('Other\\', {}, odd)], 'no_stream');
+      await store.appendToStream(`thing-${odd}_c`, [anEvent('Unwanted', {}, odd)], 'no_stream');
+      await store.appendToStream(stream('d'), [anEvent("It's", {}, tenant)], 'no_stream');
+      const seen: string[] = [];
+      const consumer = store.subscribePersistent(group, ({ event }) => {
+        seen.push(`${event.metadata.tenantId} ${event.type}`);
+        return Promise.resolve({ kind: 'ack' });
+      });
+      await eventually(() => seen.length === 2);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // on purpose: nothing more comes
+      await consumer.stop();
+      expect(seen.sort()).to.deep.equal([`${odd} It's`, `${odd} Other\\`]);
+    });
+  });
+
   describe('a wake-up that comes while a subscriber reads', () => {
     /**
      * Pairs of commits by another process close together: the first wakes the subscriber, the second is
