@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { VersionConflictError } from './errors.js';
 
 /**
@@ -14,5 +15,8 @@ export const retryOnConflict = async <T>(run: () => Promise<T>, attempts = 5): P
     } catch (error) {
       if (!(error instanceof VersionConflictError) || attempt >= attempts) throw error;
     }
+    // Requests that read the same version at once would meet again: a random pause of up to a few
+    // milliseconds, longer with each attempt, lets one through at a time.
+    await sleep(Math.random() * 2 * attempt);
   }
 };

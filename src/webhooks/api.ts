@@ -5,6 +5,7 @@ import type { Context } from 'koa';
 import { webhooksProjection } from '../../projections/webhooks.js';
 import { requireScope } from '../http/guard.js';
 import { handleCommand } from '../core/command-handler.js';
+import { retryOnConflict } from '../core/conflicts.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { decodedJsonBody } from '../http/body.js';
 import { decodeOrThrow } from '../http/codec.js';
@@ -68,6 +69,9 @@ const subscriptionOf = (subscription: WebhookSubscription | undefined): WebhookS
   return subscription;
 };
 
+/** Tries of a command on a tenant's subscriptions: each round of requests racing at once lets one through. */
+const subscriptionCommandAttempts = 20;
+
 /** Webhook subscriptions and their delivery log; every route needs `webhooks:manage`. */
 export const webhooksApi = (deps: WebhooksApiDeps): Router => {
   const router = new Router({ prefix: '/v1/tenants/:tenantId/webhooks' });
@@ -75,14 +79,22 @@ export const webhooksApi = (deps: WebhooksApiDeps): Router => {
   const tenantOf = (ctx: Context) => pathParam(ctx, 'tenantId');
   const stored = async (ctx: Context) =>
     foldRecorded(await deps.eventStore.readStream(webhooksStream(tenantOf(ctx))));
-  /** A command on the tenant's subscriptions, on behalf of the request. */
+  /**
+   * A command on the tenant's subscriptions, on behalf of the request. Every subscription of a tenant is in
+   * one stream, which other requests and the worker (disabling one) append to as well, and no route takes
+   * If-Match: a race lost is no conflict the caller could see, so it is decided again on the newer state.
+   */
   const onSubscriptions = (ctx: Context, command: WebhookCommand) =>
-    handleCommand(
-      deps.eventStore,
-      webhooksDecider,
-      webhooksStream(tenantOf(ctx)),
-      command,
-      commandContext(ctx, deps),
+    retryOnConflict(
+      () =>
+        handleCommand(
+          deps.eventStore,
+          webhooksDecider,
+          webhooksStream(tenantOf(ctx)),
+          command,
+          commandContext(ctx, deps),
+        ),
+      subscriptionCommandAttempts,
     );
   /** The body of a route whose body is optional: `{}` without one. */
   const optionalBody = async <A>(ctx: Context, codec: t.Type<A, A, unknown>): Promise<Partial<A>> =>

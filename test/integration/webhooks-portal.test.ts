@@ -65,6 +65,19 @@ const suite = (storeEnv: () => Record<string, string>) =>
     const notesOf = (receiver: Receiver) =>
       receiver.received.map((received) => (received.body as { data: { notes: string } }).data.notes);
 
+    describe("a tenant's subscriptions changed by several requests at once", () => {
+      it('takes every change, none refused as a race lost: they share one stream, and none sent If-Match', async () => {
+        const hooks = await receiver();
+        const ids = await Promise.all(Array.from({ length: 8 }, () => subscribe(hooks.url)));
+        expect(new Set(ids).size).to.equal(8);
+        const paused = await Promise.all(ids.map((id) => api(`/webhooks/${id}/pause`, { method: 'POST' })));
+        expect(paused.map((answer) => answer.status)).to.deep.equal(ids.map(() => 200));
+        // Each read from its stream: the list is a projection, which may not have caught up yet.
+        const shown = await Promise.all(ids.map((id) => api(`/webhooks/${id}`)));
+        expect(shown.map((answer) => answer.body.status)).to.deep.equal(ids.map(() => 'paused'));
+      });
+    });
+
     describe('pause and resume', () => {
       it('sends nothing while paused, then everything held back on resume', async () => {
         const hooks = await receiver();
