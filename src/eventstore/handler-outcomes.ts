@@ -21,17 +21,6 @@ export const handlerOutcome = async (
   }
 };
 
-/**
- * The outcomes of handlers run side by side. A store failure in one fails the consumer, but only once all
- * have returned, so that none is still at work when the consumer starts again and delivers its event anew.
- */
-export const allOrFirstFailure = async <T>(running: Promise<T>[]): Promise<T[]> => {
-  const settled = await Promise.allSettled(running);
-  const failure = settled.find((result) => result.status === 'rejected');
-  if (failure) throw failure.reason;
-  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
-};
-
 /** Where an adapter records what became of a delivery that did not simply succeed. */
 export interface OutcomeRecorder {
   /** The event goes to the handler again with this count, recorded first so that a restart resumes it. */
@@ -88,3 +77,42 @@ export const settleReplay = (
     { handler, event, retryCount: 0, maxRetryCount: 0, stopping: () => false },
     { retry: () => Promise.reject(new Error('a replay is never retried')), park },
   );
+
+/**
+ * Runs `run` over `count` items in order, at most `concurrency` at once, each started as soon as a place is
+ * free rather than in chunks that wait for their slowest, while `mayStart` holds. Outcomes are taken in
+ * order (`next`), as a checkpoint moves, and no item starts more than `ahead` past the next one taken.
+ */
+export const orderedWindow = <T>(
+  count: number,
+  concurrency: number,
+  run: (index: number) => Promise<T>,
+  { mayStart = () => true, ahead = concurrency * 4 }: { mayStart?: () => boolean; ahead?: number } = {},
+) => {
+  const started: Promise<T>[] = [];
+  let running = 0;
+  let taken = 0;
+  const fill = (): void => {
+    while (mayStart() && running < concurrency && started.length < Math.min(count, taken + ahead)) {
+      running += 1;
+      const outcome = run(started.length);
+      started.push(outcome);
+      const done = () => {
+        running -= 1;
+        fill();
+      };
+      outcome.then(done, done);
+    }
+  };
+  return {
+    /** Whether the next item to take was started: once `mayStart` fails, the rest never are. */
+    nextStarted: (): boolean => {
+      fill();
+      return taken < started.length;
+    },
+    /** The next item's outcome, in order; call only when `nextStarted`. */
+    next: (): Promise<T> => started[taken++]!,
+    /** Every outcome started, settled: nothing is still at work once it resolves. */
+    allSettled: () => Promise.allSettled(started),
+  };
+};

@@ -4,7 +4,7 @@ import { consumerLatches, type GroupConsumer } from './consumer-latches.js';
 import { yieldToEventLoop } from './catch-up-pacing.js';
 import { skipUnread, type LocalSource } from './sqlite-catch-up.js';
 import { toRecordedEvent, type EventRow } from './event-rows.js';
-import { allOrFirstFailure, handlerOutcome, settleDelivery, settleReplay } from './handler-outcomes.js';
+import { handlerOutcome, orderedWindow, settleDelivery, settleReplay } from './handler-outcomes.js';
 import { whenFree } from '../core/sqlite-busy.js';
 
 /**
@@ -160,18 +160,25 @@ export const persistentSubscriptions = (
         acknowledged = 0;
         if (upTo > 0) await whenFree(() => moveCheckpoint.immediate(group, upTo));
       };
-      // Up to `concurrency` events go to the handler at once; their outcomes are then settled in order, each
-      // retried on its own, so the checkpoint never passes an event that is not settled.
-      for (let start = 0; start < page.events.length; start += concurrency) {
-        const chunk = page.events.slice(start, start + concurrency);
-        const stored = storedRetryCounts(
-          group,
-          chunk.map((event) => event.position),
-        );
-        const firstOutcomes = await allOrFirstFailure(
-          chunk.map((event, index) => handlerOutcome(handler, event, stored[index]!)),
-        );
-        for (const [index, event] of chunk.entries()) {
+      // Up to `concurrency` events in the handler at once, each started as soon as a place is free, so that a
+      // slow one holds one place and not a chunk; their outcomes are settled in order, each retried on its
+      // own, so the checkpoint never passes an event that is not settled. Stopping starts no further event.
+      const stored =
+        page.events.length > 0
+          ? storedRetryCounts(
+              group,
+              page.events.map((e) => e.position),
+            )
+          : [];
+      const handling = orderedWindow(
+        page.events.length,
+        concurrency,
+        (index) => handlerOutcome(handler, page.events[index]!, stored[index]!),
+        { mayStart: () => !stopping() },
+      );
+      try {
+        for (const [index, event] of page.events.entries()) {
+          if (!handling.nextStarted()) break;
           const { position } = event;
           // Each write saves the plain acknowledgements before it, so the checkpoint moves in order.
           const settle = async (parked: { reason: string; retryCount: number } | null) => {
@@ -187,21 +194,21 @@ export const persistentSubscriptions = (
               },
               park: (reason, retryCount) => settle({ reason, retryCount }),
             },
-            firstOutcomes[index],
+            await handling.next(),
           );
-          if (outcome.kind === 'left') {
-            await saveAcknowledged();
-            return;
-          }
+          if (outcome.kind === 'left') break;
           // An event retried before has its count to clear with the checkpoint's move.
           if (outcome.kind === 'acknowledged' && outcome.retryCount > 0) await settle(null);
           else if (outcome.kind === 'acknowledged') acknowledged = position;
         }
-        // The chunk's outcomes are all in hand and settled: stopping delivers no further chunk.
-        if (stopping()) {
-          await saveAcknowledged();
-          return;
-        }
+      } finally {
+        // A store failure fails the consumer only once every handler started has returned, so that none is
+        // still at work when the consumer starts again and delivers its event anew.
+        await handling.allSettled();
+      }
+      if (stopping()) {
+        await saveAcknowledged();
+        return;
       }
       await saveAcknowledged();
       if (page.events.length === 0) {
