@@ -151,25 +151,44 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
     return outcome;
   };
 
-  /** Claims the delivery, then attempts it; a lost claim means another instance is on it. */
-  const claimAndAttempt = async (tenantId: string, deliveryId: string, release: () => void) => {
-    let claimed;
+  /**
+   * Claims the delivery for this instance; null when another instance was first (or it is no longer due).
+   * Claims issued in one turn of the event loop share the event store's commit (its group commit).
+   */
+  const claim = async (tenantId: string, deliveryId: string): Promise<Claimed | null> => {
     try {
-      claimed = await handleCommand(
+      const claimed = await handleCommand(
         eventStore,
         deliveryDecider,
         streamName('delivery', tenantId, deliveryId),
         { type: 'Claim', now: deps.clock(), claimTimeoutMs: settings.claimTimeoutMs, ...newClaim() },
         systemContext(tenantId, deps.clock(), deliveryId),
       );
+      return isClaimed(claimed) ? claimed : null;
     } catch (error) {
-      if (lostRace(error)) return;
+      if (lostRace(error)) return null;
       throw error;
     }
-    if (isClaimed(claimed)) await attemptClaimed(tenantId, claimed, release);
   };
 
-  return { attemptClaimed, claimAndAttempt };
+  /** Claims the delivery, then attempts it; a lost claim means another instance is on it. */
+  const claimAndAttempt = async (tenantId: string, deliveryId: string, release: () => void) => {
+    const claimed = await claim(tenantId, deliveryId);
+    if (claimed) await attemptClaimed(tenantId, claimed, release);
+  };
+
+  /**
+   * Gives back a claim no attempt was made on (claimed ahead, then the stop began or it waited too long):
+   * due again at once, without counting; false when the claim was no longer current.
+   */
+  const releaseUnattempted = async (tenantId: string, claimed: Claimed, reason: string) =>
+    (await settle(tenantId, claimed, {
+      type: 'Release',
+      claimId: claimed.state.delivery.claimId,
+      reason,
+    })) !== null;
+
+  return { attemptClaimed, claim, claimAndAttempt, releaseUnattempted };
 };
 
 export type DeliveryAttempts = ReturnType<typeof deliveryAttempts>;
