@@ -8,6 +8,7 @@ import type { DelivererDeps, DelivererState, DisableReason } from './deliverer-t
 import { isClaimed, systemContext, type Claimed, type DeliveryClaims } from './delivery-claims.js';
 import { deliveryDecider, type Delivery, type DeliveryEvent, type Outcome } from './delivery.decider.js';
 import type { SecretCache } from './secret-cache.js';
+import { outcomeBatch, outcomeDelayMs, outcomeGate } from './outcome-gate.js';
 import { AttemptAbortedError, fixedHeaders } from './sender.js';
 import { signatureHeaders } from './signing.js';
 import { entryOf, webhooksStream } from './subscription.decider.js';
@@ -29,6 +30,7 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
   const { state, credentials, disable, kickWhenDue } = parts;
   const { newClaim, onClaimed, settle } = parts.claims;
   const { secretOf, previousSecretOf } = parts.secrets;
+  const outcomes = outcomeGate(outcomeBatch, outcomeDelayMs);
 
   /** Every failed attempt is a warn line with stable fields (docs/operations.md#logs); all are counted. */
   const reportAttempt = (
@@ -129,9 +131,13 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
       );
       return null;
     }
-    // A success gives its slot back now. A failure keeps it until recorded (and the subscription disabled
-    // if that was the last retry), so that a failing receiver's next delivery never slips in before that.
-    if (outcome.ok) release();
+    // A success gives its slot back now, and its outcome waits a moment for others to share its commit. A
+    // failure keeps its slot until recorded (and the subscription disabled if that was the last retry), so
+    // that a failing receiver's next delivery never slips in before that.
+    if (outcome.ok) {
+      release();
+      await outcomes.pass();
+    }
     const recorded = await settle(tenantId, claimed, {
       type: 'RecordOutcome',
       claimId: claimed.state.delivery.claimId,

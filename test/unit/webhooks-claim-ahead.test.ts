@@ -8,6 +8,7 @@ import {
   paceOf,
   slotQueueToFill,
 } from '../../src/webhooks/claim-ahead.js';
+import { outcomeGate } from '../../src/webhooks/outcome-gate.js';
 
 const laneWith = (waiting: number, held: { claiming?: number; stocked?: number } = {}) => {
   const lane = newLane('t_1', 1);
@@ -79,6 +80,19 @@ describe('claiming webhook deliveries ahead of their slots', () => {
       expect(slotQueueToFill(lane, 4)).to.equal(4);
       lane.inSlotQueue = 3;
       expect(slotQueueToFill(lane, 4)).to.equal(1);
+    });
+  });
+
+  describe('the gate the outcomes of successes pass', () => {
+    it('lets them through together, when enough wait or after the delay', async () => {
+      const gate = outcomeGate(3, 20);
+      const passed: number[] = [];
+      const first = [1, 2, 3].map((n) => gate.pass().then(() => passed.push(n)));
+      await Promise.all(first);
+      expect(passed).to.deep.equal([1, 2, 3]);
+      const started = Date.now();
+      await gate.pass();
+      expect(Date.now() - started).to.be.at.least(15);
     });
   });
 });
