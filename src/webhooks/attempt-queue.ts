@@ -31,12 +31,15 @@ export const attemptQueue = (
     state: DelivererState;
     limiter: ReturnType<typeof keyedLimiter>;
     traced: AttemptTracer;
-    attempts: Pick<DeliveryAttempts, 'attemptClaimed' | 'claim' | 'claimAndAttempt' | 'releaseUnattempted'>;
+    attempts: Pick<
+      DeliveryAttempts,
+      'attemptClaimed' | 'claim' | 'claimAndAttempt' | 'releaseUnattempted' | 'recordOutcomesNow'
+    >;
   },
 ) => {
   const { logger, settings } = deps;
   const { state, limiter, traced } = parts;
-  const { attemptClaimed, claim, claimAndAttempt, releaseUnattempted } = parts.attempts;
+  const { attemptClaimed, claim, claimAndAttempt, releaseUnattempted, recordOutcomesNow } = parts.attempts;
   const { queued, inFlight } = state;
   const lanes = new Map<string, Lane>();
   /**
@@ -178,6 +181,8 @@ export const attemptQueue = (
         if ((await attempt.catch(() => 'done')) === 'again') kick(lane.tenantId, deliveryId, webhookId);
       });
     }
+    // The successes' outcomes waiting for company join this batch of claims: one commit for both.
+    if (limit > 0 && count > 0) recordOutcomesNow();
     if (pendingIn(lane) === 0 && lane.inSlot.size === 0 && lanes.get(webhookId) === lane) {
       lanes.delete(webhookId);
       if (lane.attemptMs !== null) paces.set(webhookId, lane.attemptMs);

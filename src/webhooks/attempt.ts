@@ -194,7 +194,14 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
       reason,
     })) !== null;
 
-  return { attemptClaimed, claim, claimAndAttempt, releaseUnattempted };
+  return {
+    attemptClaimed,
+    claim,
+    claimAndAttempt,
+    releaseUnattempted,
+    /** Lets the waiting outcomes go now, into the commit of the claims appended in this turn. */
+    recordOutcomesNow: outcomes.open,
+  };
 };
 
 export type DeliveryAttempts = ReturnType<typeof deliveryAttempts>;

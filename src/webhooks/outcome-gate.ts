@@ -3,7 +3,8 @@
  * The outcomes of successful attempts pass it before they are appended, so that the outcomes of answers
  * that arrive a moment apart (each in a turn of the event loop of its own) share the event store's group
  * commit instead of paying one each. A success has given its slot back already, so the wait delays only
- * the record, never the next attempt.
+ * the record, never the next attempt. The deliverer also opens it whenever it appends a batch of claims,
+ * so that a backlog's outcomes go into the claims' commits.
  */
 export const outcomeGate = (most: number, delayMs: number) => {
   let waiting: (() => void)[] = [];
@@ -25,11 +26,11 @@ export const outcomeGate = (most: number, delayMs: number) => {
       else timer ??= setTimeout(open, delayMs);
     });
 
-  return { pass };
+  return { pass, open };
 };
 
 export type OutcomeGate = ReturnType<typeof outcomeGate>;
 
 /** How long a success's outcome may wait for others to share its commit, and how many may share it. */
-export const outcomeDelayMs = 5;
+export const outcomeDelayMs = 20;
 export const outcomeBatch = 64;

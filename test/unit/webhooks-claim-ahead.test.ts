@@ -94,5 +94,12 @@ describe('claiming webhook deliveries ahead of their slots', () => {
       await gate.pass();
       expect(Date.now() - started).to.be.at.least(15);
     });
+
+    it('lets them through at once when opened, as a batch of claims is appended', async () => {
+      const gate = outcomeGate(64, 60_000);
+      const waiting = Promise.all([gate.pass(), gate.pass()]);
+      gate.open();
+      await waiting;
+    });
   });
 });
