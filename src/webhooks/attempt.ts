@@ -8,6 +8,7 @@ import type { DelivererDeps, DelivererState, DisableReason } from './deliverer-t
 import { isClaimed, systemContext, type Claimed, type DeliveryClaims } from './delivery-claims.js';
 import { deliveryDecider, type Delivery, type DeliveryEvent, type Outcome } from './delivery.decider.js';
 import type { SecretCache } from './secret-cache.js';
+import { outcomeBatch, outcomeDelayMs, outcomeGate } from './outcome-gate.js';
 import { AttemptAbortedError, fixedHeaders } from './sender.js';
 import { signatureHeaders } from './signing.js';
 import { entryOf, webhooksStream } from './subscription.decider.js';
@@ -29,6 +30,7 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
   const { state, credentials, disable, kickWhenDue } = parts;
   const { newClaim, onClaimed, settle } = parts.claims;
   const { secretOf, previousSecretOf } = parts.secrets;
+  const outcomes = outcomeGate(outcomeBatch, outcomeDelayMs);
 
   /** Every failed attempt is a warn line with stable fields (docs/operations.md#logs); all are counted. */
   const reportAttempt = (
@@ -129,9 +131,13 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
       );
       return null;
     }
-    // A success gives its slot back now. A failure keeps it until recorded (and the subscription disabled
-    // if that was the last retry), so that a failing receiver's next delivery never slips in before that.
-    if (outcome.ok) release();
+    // A success gives its slot back now, and its outcome waits a moment for others to share its commit. A
+    // failure keeps its slot until recorded (and the subscription disabled if that was the last retry), so
+    // that a failing receiver's next delivery never slips in before that.
+    if (outcome.ok) {
+      release();
+      await outcomes.pass();
+    }
     const recorded = await settle(tenantId, claimed, {
       type: 'RecordOutcome',
       claimId: claimed.state.delivery.claimId,
@@ -151,25 +157,51 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
     return outcome;
   };
 
-  /** Claims the delivery, then attempts it; a lost claim means another instance is on it. */
-  const claimAndAttempt = async (tenantId: string, deliveryId: string, release: () => void) => {
-    let claimed;
+  /**
+   * Claims the delivery for this instance; null when another instance was first (or it is no longer due).
+   * Claims issued in one turn of the event loop share the event store's commit (its group commit).
+   */
+  const claim = async (tenantId: string, deliveryId: string): Promise<Claimed | null> => {
     try {
-      claimed = await handleCommand(
+      const claimed = await handleCommand(
         eventStore,
         deliveryDecider,
         streamName('delivery', tenantId, deliveryId),
         { type: 'Claim', now: deps.clock(), claimTimeoutMs: settings.claimTimeoutMs, ...newClaim() },
         systemContext(tenantId, deps.clock(), deliveryId),
       );
+      return isClaimed(claimed) ? claimed : null;
     } catch (error) {
-      if (lostRace(error)) return;
+      if (lostRace(error)) return null;
       throw error;
     }
-    if (isClaimed(claimed)) await attemptClaimed(tenantId, claimed, release);
   };
 
-  return { attemptClaimed, claimAndAttempt };
+  /** Claims the delivery, then attempts it; a lost claim means another instance is on it. */
+  const claimAndAttempt = async (tenantId: string, deliveryId: string, release: () => void) => {
+    const claimed = await claim(tenantId, deliveryId);
+    if (claimed) await attemptClaimed(tenantId, claimed, release);
+  };
+
+  /**
+   * Gives back a claim no attempt was made on (claimed ahead, then the stop began or it waited too long):
+   * due again at once, without counting; false when the claim was no longer current.
+   */
+  const releaseUnattempted = async (tenantId: string, claimed: Claimed, reason: string) =>
+    (await settle(tenantId, claimed, {
+      type: 'Release',
+      claimId: claimed.state.delivery.claimId,
+      reason,
+    })) !== null;
+
+  return {
+    attemptClaimed,
+    claim,
+    claimAndAttempt,
+    releaseUnattempted,
+    /** Lets the waiting outcomes go now, into the commit of the claims appended in this turn. */
+    recordOutcomesNow: outcomes.open,
+  };
 };
 
 export type DeliveryAttempts = ReturnType<typeof deliveryAttempts>;

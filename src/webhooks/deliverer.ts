@@ -31,6 +31,8 @@ export const tenantShare = ({ concurrency, perSubscription }: WebhookSettings): 
 /**
  * Attempts deliveries: each claims its delivery, POSTs it signed and records the outcome, with bounded
  * concurrency overall and per subscription, so one slow receiver cannot stall the others.
+ * - A subscription with a backlog has its queued deliveries claimed ahead of its slots, in batches that
+ *   share a commit (claim-ahead.ts, attempt-queue.ts): a freed slot POSTs an already-claimed one at once.
  * - The slot is given back as soon as the receiver has answered with success. The outcome is written after
  *   that, so the next attempt's claim and this one's outcome go into one commit; the delivery stays queued
  *   in this instance until its outcome is recorded.
@@ -56,7 +58,7 @@ export const deliverer = (deps: DelivererDeps) => {
   const claims = deliveryClaims(deps, instance);
   const { newClaim } = claims;
   const traced = attemptTracer(eventStore);
-  const { attemptClaimed, claimAndAttempt } = deliveryAttempts(deps, {
+  const attempts = deliveryAttempts(deps, {
     state,
     claims,
     secrets: secretCache(deps),
@@ -64,7 +66,8 @@ export const deliverer = (deps: DelivererDeps) => {
     disable: subscriptionDisabler(deps),
     kickWhenDue: (delivery) => kickWhenDue(delivery),
   });
-  const { track, kick } = attemptQueue(deps, { state, limiter, traced, claimAndAttempt });
+  const { attemptClaimed } = attempts;
+  const { track, kick, waiting, dropWaiting } = attemptQueue(deps, { state, limiter, traced, attempts });
   const kickWhenDue = dueKicker(deps, state, kick);
   const test = testSender(deps, { state, limiter, credentials, newClaim, traced, attemptClaimed });
   const resume = deliveryResumer(deps, kick);
@@ -74,7 +77,7 @@ export const deliverer = (deps: DelivererDeps) => {
    * waits: the scheduling append then claims the first attempt too, and the attempt starts without another.
    */
   const reserve = (tenantId: string, webhookId: string): Reservation | null => {
-    if (state.stopping.signal.aborted) return null;
+    if (state.stopping.signal.aborted || waiting(webhookId)) return null;
     const release = limiter.tryAcquire(webhookId, tenantId);
     if (!release) return null;
     return {
@@ -87,7 +90,7 @@ export const deliverer = (deps: DelivererDeps) => {
         const attempt = traced(tenantId, deliveryId, webhookId, () =>
           attemptClaimed(tenantId, claimed, release),
         ).finally(release);
-        track(deliveryId, webhookId, attempt);
+        void track(deliveryId, webhookId, attempt);
       },
     };
   };
@@ -111,6 +114,7 @@ export const deliverer = (deps: DelivererDeps) => {
      */
     stop: async ({ deadlineMs }: { deadlineMs?: number }, drain: () => Promise<void>) => {
       state.stopping.abort();
+      dropWaiting();
       const cut = deadlineMs === undefined ? null : setTimeout(() => state.interrupting.abort(), deadlineMs);
       // A sweep in flight could still kick attempts: wait for it.
       await sweeper.stop();

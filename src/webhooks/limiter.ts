@@ -1,5 +1,5 @@
 /** A first-in, first-out queue whose take is O(1) however long it grows (Array.shift copies the rest). */
-class Queue<T> {
+export class Queue<T> {
   private items: T[] = [];
   private head = 0;
 

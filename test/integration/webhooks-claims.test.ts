@@ -1,6 +1,4 @@
 import { expect } from 'chai';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { handleCommand } from '../../src/core/command-handler.js';
 import { streamName } from '../../src/core/streams.js';
 import { systemContextOf } from '../../src/core/system-context.js';
@@ -18,28 +16,10 @@ import { webhookSender } from '../../src/webhooks/sender.js';
 import { subscriptionsView } from '../../src/webhooks/subscription.decider.js';
 import { testClock } from '../support/clock.js';
 import { captureLogs } from '../support/logs.js';
+import { holdingReceiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 import { describePostgres, suiteDatabase } from '../support/postgres.js';
 import { eventually } from '../support/wait.js';
-
-/** A receiver on loopback that holds every request until the test answers it. */
-const holdingReceiver = async () => {
-  const held: { respond: (status: number) => void }[] = [];
-  const server: Server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => held.push({ respond: (status) => res.writeHead(status).end() }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  /** The n-th request (1-based), once it has arrived. */
-  const request = (n: number) =>
-    eventually(() => Promise.resolve(held[n - 1]), 15_000, `request ${n} at the receiver`);
-  const close = async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  };
-  return { url: `http://127.0.0.1:${port}/hooks`, held, request, close };
-};
 
 /**
  * Issue 23, finding 2: instance A's attempt outlives its claim, instance B takes the delivery over, and A's

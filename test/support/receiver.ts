@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { eventually } from './wait.js';
 
 /** One request a receiver got, whatever it answered. */
 export interface Received {
@@ -124,3 +125,22 @@ export const startReceiver = async (
 };
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/** A receiver on loopback that holds every request until the test answers it. */
+export const holdingReceiver = async () => {
+  const held: { respond: (status: number) => void }[] = [];
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => held.push({ respond: (status) => res.writeHead(status).end() }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  /** The n-th request (1-based), once it has arrived. */
+  const request = (n: number) =>
+    eventually(() => Promise.resolve(held[n - 1]), 15_000, `request ${n} at the receiver`);
+  const close = async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  return { url: `http://127.0.0.1:${port}/hooks`, held, request, close };
+};
