@@ -34,6 +34,22 @@ describePostgres('PostgreSQL event store', (url) => {
     await store.close();
   });
 
+  /** A consumer of `group` in another process: `body` runs once `store` is open with `options`. */
+  const consumerProcess = (group: string, options: string, body: string) =>
+    spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `import { openPostgresEventStore } from '${srcDir}eventstore/postgres.ts';
+         const store = await openPostgresEventStore(process.env.URL, ${options});
+         ${body}`,
+      ],
+      { env: { ...process.env, URL: url, GROUP: group }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+
   /** Starts an append in a transaction of `side` that stays open until the returned commit. */
   const openAppend = async (id: string) => {
     const event = anEvent('Held', {}, tenant);
@@ -342,22 +358,14 @@ describePostgres('PostgreSQL event store', (url) => {
         filter: { tenantId: tenant },
       });
       // A consumer in another process that polls once in ten minutes: only a wake-up brings it an event soon.
-      const child = spawn(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          '--input-type=module',
-          '-e',
-          `import { openPostgresEventStore } from '${srcDir}eventstore/postgres.ts';
-           const store = await openPostgresEventStore(process.env.URL, { pollMs: 600000 });
-           store.subscribePersistent(process.env.GROUP, ({ event }) => {
+      const child = consumerProcess(
+        group,
+        '{ pollMs: 600000 }',
+        `store.subscribePersistent(process.env.GROUP, ({ event }) => {
              process.stdout.write(event.type + '\\n');
              return Promise.resolve({ kind: 'ack' });
            });
            process.stdout.write('ready\\n');`,
-        ],
-        { env: { ...process.env, URL: url, GROUP: group }, stdio: ['ignore', 'pipe', 'inherit'] },
       );
       const lines: string[] = [];
       child.stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n')));
@@ -592,21 +600,13 @@ describePostgres('PostgreSQL event store', (url) => {
         'no_stream',
       );
       // A consumer in another process whose handler never returns: it claims and holds.
-      const child = spawn(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          '--input-type=module',
-          '-e',
-          `import { openPostgresEventStore } from '${srcDir}eventstore/postgres.ts';
-           const store = await openPostgresEventStore(process.env.URL, { claimTtlMs: 1000 });
-           store.subscribePersistent(process.env.GROUP, () => {
+      const child = consumerProcess(
+        group,
+        '{ claimTtlMs: 1000 }',
+        `store.subscribePersistent(process.env.GROUP, () => {
              process.stdout.write('claimed\\n');
              return new Promise(() => undefined);
            });`,
-        ],
-        { env: { ...process.env, URL: url, GROUP: group }, stdio: ['ignore', 'pipe', 'inherit'] },
       );
       try {
         await new Promise<void>((resolve, reject) => {
