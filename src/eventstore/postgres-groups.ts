@@ -85,7 +85,7 @@ export const consumerGroups = ({
   const query = <R extends pg.QueryResultRow>(text: string, params: unknown[]) =>
     orUnavailable(pool.query<R>(text, params));
 
-  /** Takes the oldest unclaimed events of the group: `$1` the group, `$2` the consumer, `$3` how many. */
+  /** Takes the oldest unclaimed events of the group for `claimTtlMs`: as many as `count`, for `consumer`. */
   const claimStatement = (group: string, consumer: string, count: number) => ({
     text: `WITH picked AS (
          SELECT position FROM consumer_group_events
