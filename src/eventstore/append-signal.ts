@@ -40,20 +40,23 @@ export class AppendSignal {
   }
 
   /**
-   * Whether a wake-up since the `since`-th may concern a reader of `eventTypes` (every type when undefined):
-   * one of those types, one that says nothing of what was appended, or more than are kept.
+   * Whether a wake-up since the `since`-th may concern a reader of `eventTypes` (every type when undefined)
+   * that has read up to `readTo`: a commit past it holding one of those types, one that says nothing of what
+   * was appended, or more than are kept. A commit the read already covered (its wake-up came late, as on
+   * PostgreSQL, where it is sent after the commit on a connection of its own) asks for no read again.
    */
-  wokeSince(since: number, eventTypes: readonly string[] | undefined): boolean {
+  wokeSince(since: number, eventTypes: readonly string[] | undefined, readTo = -Infinity): boolean {
     const missed = this.notifications - since;
     if (missed <= 0) return false;
-    if (missed > this.recent.length || eventTypes === undefined) return true;
+    if (missed > this.recent.length) return true;
     return this.recent
       .slice(-missed)
       .some(
         (appended) =>
           appended === null ||
           appended.types.size === 0 ||
-          eventTypes.some((type) => appended.types.has(type)),
+          (appended.lastPosition > readTo &&
+            (eventTypes === undefined || eventTypes.some((type) => appended.types.has(type)))),
       );
   }
 

@@ -112,7 +112,7 @@ export const catchUp = (
         }
         if (readAhead) continue; // begun before the handler ran, so the same holds
         // A commit announced while the read was in flight may lie past its snapshot: read again, not sleep.
-        if (source.signal.wokeSince(seen, filter?.eventTypes)) continue;
+        if (source.signal.wokeSince(seen, filter?.eventTypes, position)) continue;
         const idleMs = page.behind ? behindMs : source.pollMs;
         behindMs = page.behind ? Math.min(behindMaxMs, behindMs * 2) : behindFirstMs;
         // Wake-ups taken as read do not put the next read off: it comes when the idle time is up, whatever

@@ -305,7 +305,9 @@ export const consumerGroups = ({
           look = true;
         } else {
           const cut = await idleOrSettled(soon ? lookAgainMs : pollMs);
-          look = !cut || signal.wokeSince(seen, types);
+          // Cut by a settled event, it claims again only where there may be something: queued events it did
+          // not take, or a wake-up since it last looked.
+          look = !cut || queueMayHold || signal.wokeSince(seen, types);
         }
       }
     } finally {

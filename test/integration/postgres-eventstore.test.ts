@@ -452,6 +452,39 @@ describePostgres('PostgreSQL event store', (url) => {
     });
   });
 
+  describe('a consumer group with a backlog larger than its window', () => {
+    it('claims the rest as places free, without waiting for the polling interval', async function () {
+      this.timeout(30_000);
+      const reader = await openPostgresEventStore(url, { pollMs: 60_000 });
+      const group = `backlog-${tenant}`;
+      await reader.ensurePersistentSubscription(group, {
+        startFrom: 'start',
+        maxRetryCount: 1,
+        filter: { tenantId: tenant },
+      });
+      for (let n = 0; n < 60; n += 1) {
+        await store.appendToStream(stream(`b${n}`), [anEvent('Queued', {}, tenant)], 'no_stream');
+      }
+      let handled = 0;
+      const consumer = reader.subscribePersistent(
+        group,
+        async () => {
+          // Settling at different moments, as real handlers do.
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 10));
+          handled += 1;
+          return { kind: 'ack' };
+        },
+        { concurrency: 8 },
+      );
+      try {
+        await eventually(() => handled === 60, 15_000);
+      } finally {
+        await consumer.stop();
+        await reader.close();
+      }
+    });
+  });
+
   describe('a consumer group whose filter holds quotes and backslashes', () => {
     it('feeds and claims its events, written into the statements as literals, and no others', async () => {
       const odd = `${tenant}'; DROP TABLE events; --\\`;

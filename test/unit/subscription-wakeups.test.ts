@@ -85,6 +85,15 @@ describe('wake-ups sent while a subscriber was not waiting', () => {
     expect(signal.wokeSince(last, ['A']), 'another process wrote').to.equal(true);
   });
 
+  it('leave out commits its read covered already, their wake-ups come late', () => {
+    const signal = new AppendSignal();
+    const before = signal.notified;
+    signal.notify(commit(4, 6, 'A'));
+    expect(signal.wokeSince(before, ['A'], 6), 'read up to 6').to.equal(false);
+    expect(signal.wokeSince(before, ['A'], 5), 'read up to 5').to.equal(true);
+    expect(signal.wokeSince(before, undefined, 6), 'every type, read up to 6').to.equal(false);
+  });
+
   it('are taken to concern it when more came than are kept', () => {
     const signal = new AppendSignal();
     const before = signal.notified;
