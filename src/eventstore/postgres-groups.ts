@@ -278,7 +278,8 @@ export const consumerGroups = ({
       let seen = signal.notified;
       while (!stopped() && !signal.isClosed && failure === null) {
         let claimed: Claimed[] = [];
-        if (look && inHand.size <= refillAt) {
+        const looking = look && inHand.size <= refillAt;
+        if (looking) {
           seen = signal.notified;
           // Only what goes to the handler now: the rest stays for the other consumers of the group.
           const want = concurrency - inHand.size;
@@ -300,6 +301,8 @@ export const consumerGroups = ({
           // Full: whatever is queued waits for room, and is claimed once there is.
           look = true;
           await Promise.race(inHand);
+        } else if (look && !looking) {
+          // The window was full when this round began, and its events settled since: look before any sleep.
         } else if (signal.wokeSince(seen, types)) {
           // Woken while it looked, with no sleeper to hear it: a commit the feed's snapshot may not have seen.
           look = true;

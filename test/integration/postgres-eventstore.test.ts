@@ -466,11 +466,23 @@ describePostgres('PostgreSQL event store', (url) => {
         await store.appendToStream(stream(`b${n}`), [anEvent('Queued', {}, tenant)], 'no_stream');
       }
       let handled = 0;
+      let started = 0;
+      // The handlers settle on a common tick, as a batch of appends sharing a commit does: the window empties
+      // while the consumer is busy acknowledging, not only while it sleeps.
+      let release = () => {};
+      let tick = new Promise<void>((resolve) => (release = resolve));
+      const ticking = setInterval(() => {
+        release();
+        tick = new Promise<void>((resolve) => (release = resolve));
+      }, 15);
       const consumer = reader.subscribePersistent(
         group,
         async () => {
-          // Settling at different moments, as real handlers do.
-          await new Promise((resolve) => setTimeout(resolve, Math.random() * 10));
+          const mine = started;
+          started += 1;
+          await tick;
+          // One settles on the tick, the others a moment later, while the consumer acknowledges the first.
+          if (mine % 8 !== 0) await new Promise((resolve) => setTimeout(resolve, 3));
           handled += 1;
           return { kind: 'ack' };
         },
@@ -479,6 +491,7 @@ describePostgres('PostgreSQL event store', (url) => {
       try {
         await eventually(() => handled === 60, 15_000);
       } finally {
+        clearInterval(ticking);
         await consumer.stop();
         await reader.close();
       }
