@@ -5,8 +5,9 @@ import { VersionConflictError } from './errors.js';
  * Runs a command again when another request appended to its stream between the read and the append.
  * Only for commands whose decision is right to retake on the newer state: the token endpoints, where a
  * lost race is not the caller's mistake (an audit record) or must be judged again (a refresh token that
- * the other request has just used). With the embedded store a request never interleaves another between
- * read and append; with EventStoreDB, concurrent requests of one client or session do.
+ * the other request has just used); a tenant's webhook subscriptions, one stream that takes no If-Match;
+ * the worker's disabling and its e-mail. Requests do interleave between read and append on every store:
+ * the embedded one commits appends in groups, PostgreSQL and EventStoreDB serve requests side by side.
  */
 export const retryOnConflict = async <T>(run: () => Promise<T>, attempts = 5): Promise<T> => {
   for (let attempt = 1; ; attempt += 1) {
