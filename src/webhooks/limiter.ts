@@ -79,7 +79,7 @@ export const keyedLimiter = (overall: number, perKey: number, perGroup = overall
     };
   };
 
-  const pump = () => {
+  const startWaiting = () => {
     for (const [key, queued] of waiting) {
       if (running >= overall) break;
       while (queued.urgent.length + queued.normal.length > 0 && hasSlot(key, queued.group))
@@ -90,6 +90,30 @@ export const keyedLimiter = (overall: number, perKey: number, perGroup = overall
       const waiters = idleWaiters;
       idleWaiters = [];
       for (const resolve of waiters) resolve();
+    }
+  };
+
+  /**
+   * Starts what waits and has a slot. Never re-entered: a task started here may give its slot back and
+   * queue more of its key before it returns (an attempt claimed ahead that waited too long), and a nested
+   * pass would empty and delete the key's queue, then the outer pass delete the new one made meanwhile,
+   * whose tasks would then wait for ever. A call during a pass asks for one more pass instead.
+   */
+  let pumping = false;
+  let again = false;
+  const pump = () => {
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = true;
+    try {
+      do {
+        again = false;
+        startWaiting();
+      } while (again);
+    } finally {
+      pumping = false;
     }
   };
 

@@ -203,4 +203,42 @@ describe('the keyed limiter', () => {
     await h.releaseAll();
     expect(h.started).to.deep.equal(['delivery1', 'test', 'delivery2', 'delivery3']);
   });
+
+  it('starts every task, also when tasks give their slot back and queue more of their key as they start', async () => {
+    // As the attempt queue does: an attempt claimed ahead that waited too long gives its slot back and
+    // queues the next ones in the same turn. A pass started inside another once emptied and deleted the
+    // key's queue, then the outer pass deleted the queue made meanwhile, and its tasks waited for ever.
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (const perKey of [1, 2, 3, 4]) {
+      for (let trial = 0; trial < 10; trial += 1) {
+        const limiter = keyedLimiter(32, perKey);
+        let queued = 0;
+        let finished = 0;
+        const runs: Promise<void>[] = [];
+        const queue = (): void => {
+          queued += 1;
+          runs.push(
+            limiter.run('a', async (release) => {
+              if (random() < 0.5) release();
+              const more = Math.floor(random() * 3);
+              for (let n = 0; n < more && queued < 40; n += 1) queue();
+              await tick();
+              finished += 1;
+            }),
+          );
+        };
+        for (let n = 0; n < perKey * 2; n += 1) queue();
+        // Every run settles within a few turns; one left waiting never does.
+        const allSettled = async () => {
+          for (let awaited = 0; awaited < runs.length;) {
+            awaited = runs.length;
+            await Promise.all(runs.slice(0, awaited));
+          }
+        };
+        await Promise.race([allSettled(), new Promise((resolve) => setTimeout(resolve, 500))]);
+        expect(finished, `${perKey} per key, trial ${trial}`).to.equal(queued);
+      }
+    }
+  });
 });
