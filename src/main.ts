@@ -18,6 +18,9 @@ import { configurationForLog, settingWarnings } from './settings-startup.js';
 /** How long an exit waits for buffered log lines to reach a stdout that nobody reads. */
 const logDrainMs = 2000;
 
+/** How long past SHUTDOWN_TIMEOUT a shutdown may take to stop the consumers and close the stores. */
+const shutdownGraceMs = 5000;
+
 /**
  * Exits once the log lines still buffered are written, or after `ms` without them. `end()` waits for the
  * write in flight, writes the rest and closes: pino 10's `flush(cb)` on an asynchronous destination calls
@@ -140,6 +143,12 @@ const main = async (): Promise<void> => {
     const deadline = started + config.shutdownTimeoutMs;
     logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down: draining');
     draining = true;
+    // What stops the process if stopping itself hangs: nothing acknowledged depends on a clean stop (a kill -9
+    // loses nothing either), so a part that never finishes must not keep the process from exiting.
+    setTimeout(() => {
+      logger.error({ ms: Date.now() - started }, 'shutdown did not finish in time; exiting');
+      exitAfterLogs(logger, output, 1);
+    }, config.shutdownTimeoutMs + shutdownGraceMs).unref();
     service.beginDrain({ deadlineMs: config.shutdownTimeoutMs });
     await drainHttp(deadline);
     logger.info({ ms: Date.now() - started }, 'requests drained; stopping the consumers');

@@ -5,6 +5,7 @@ import type { DeliveryAttempts } from './attempt.js';
 import {
   aheadBudgetMs,
   aheadLimit,
+  claimAgeMs,
   claimsToTake,
   newLane,
   noteSlot,
@@ -72,7 +73,7 @@ export const attemptQueue = (
   const notToAttempt = (claimed: Claimed): { reason: string; again: boolean } | null => {
     if (state.stopping.signal.aborted)
       return { reason: 'the service stopped before the attempt', again: false };
-    const waitedMs = deps.clock().getTime() - Date.parse(claimed.state.delivery.claimedAt ?? '');
+    const waitedMs = claimAgeMs(claimed.state.delivery.claimedAt, deps.clock());
     if (waitedMs <= budgetMs) return null;
     const { deliveryId, webhookId } = claimed.state.delivery;
     logger.warn(

@@ -5,6 +5,7 @@ import type { cachedStreams } from '../eventstore/cached-streams.js';
 import { canonicalJson } from '../eventstore/hash-chain.js';
 import { ownerLacksScope } from './creator.js';
 import type { DelivererDeps, DelivererState, DisableReason } from './deliverer-types.js';
+import { aheadBudgetMs, claimAgeMs } from './claim-ahead.js';
 import { isClaimed, systemContext, type Claimed, type DeliveryClaims } from './delivery-claims.js';
 import { deliveryDecider, type Delivery, type DeliveryEvent, type Outcome } from './delivery.decider.js';
 import type { SecretCache } from './secret-cache.js';
@@ -31,6 +32,7 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
   const { newClaim, onClaimed, settle } = parts.claims;
   const { secretOf, previousSecretOf } = parts.secrets;
   const outcomes = outcomeGate(outcomeBatch, outcomeDelayMs);
+  const budgetMs = aheadBudgetMs(settings);
 
   /** Every failed attempt is a warn line with stable fields (docs/operations.md#logs); all are counted. */
   const reportAttempt = (
@@ -106,6 +108,19 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
       deps.clock(),
       previousSecretOf(entry),
     );
+    // The last look before the POST: the reads above may have waited (a process frozen, a store that
+    // stalled, a claim whose append answered only after a freeze) until another instance may take the
+    // delivery over. A claim older than the budget is given back unattempted: POSTed, it could arrive twice.
+    const ageMs = claimAgeMs(delivery.claimedAt, deps.clock());
+    if (ageMs > budgetMs) {
+      release();
+      logger.warn(
+        { subscriptionId: delivery.webhookId, deliveryId: delivery.deliveryId, ageMs, budgetMs },
+        'webhook claim too old to POST on; released unattempted',
+      );
+      await releaseUnattempted(tenantId, claimed, `claimed ${ageMs} ms before its POST`);
+      return null;
+    }
     let outcome: Outcome;
     try {
       outcome = await deps.sender.send(
@@ -167,7 +182,7 @@ export const deliveryAttempts = (deps: DelivererDeps, parts: AttemptParts) => {
         eventStore,
         deliveryDecider,
         streamName('delivery', tenantId, deliveryId),
-        { type: 'Claim', now: deps.clock(), claimTimeoutMs: settings.claimTimeoutMs, ...newClaim() },
+        { type: 'Claim', now: deps.clock(), ...newClaim() },
         systemContext(tenantId, deps.clock(), deliveryId),
       );
       return isClaimed(claimed) ? claimed : null;

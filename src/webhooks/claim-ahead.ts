@@ -23,6 +23,10 @@ export const aheadBudgetMs = ({
 }: Pick<WebhookSettings, 'claimTimeoutMs' | 'timeoutMs'>): number =>
   Math.max(0, (claimTimeoutMs - timeoutMs) / 2);
 
+/** How long ago, at `now`, the claim was taken (ms). */
+export const claimAgeMs = (claimedAt: string | null, now: Date): number =>
+  now.getTime() - Date.parse(claimedAt ?? '');
+
 /**
  * How many claims a subscription may hold ahead of its slots, from how long its slots stay taken
  * (`attemptMs`: the smoothed time of its attempts, or longer while one in flight has taken longer): as many

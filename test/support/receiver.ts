@@ -18,8 +18,12 @@ export interface Received {
   status: number | null;
 }
 
-/** What the receiver does with a correctly signed request: a status, one with headers and a body, or hang. */
-export type Answer = number | { status: number; headers?: Record<string, string>; body?: string } | 'hang';
+/**
+ * What the receiver does with a correctly signed request: a status, one with headers and a body (after
+ * `afterMs`, a receiver that takes its time), or hang.
+ */
+export type Answer =
+  number | { status: number; headers?: Record<string, string>; body?: string; afterMs?: number } | 'hang';
 
 const equal = (a: string, b: string) =>
   a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -82,9 +86,16 @@ export const startReceiver = async (
       if (wanted === 'hang') {
         hanging.add(res);
       } else {
-        const { status, headers = {}, body = '' } = typeof wanted === 'number' ? { status: wanted } : wanted;
+        const {
+          status,
+          headers = {},
+          body = '',
+          afterMs = 0,
+        } = typeof wanted === 'number' ? { status: wanted } : wanted;
         record.status = status;
-        res.writeHead(status, headers).end(body);
+        const send = () => res.writeHead(status, headers).end(body);
+        if (afterMs > 0) setTimeout(send, afterMs);
+        else send();
       }
       const ready = waiters;
       waiters = [];
