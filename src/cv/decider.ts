@@ -48,7 +48,12 @@ export interface CvJob {
   version: number;
 }
 
-export type CvJobState = { status: 'absent' } | { status: 'present'; job: CvJob };
+/**
+ * `staleAfterMs` is the running attempt's, as its worker recorded it (null, or absent, when no attempt is
+ * running or its start recorded none): kept beside the job, which is what the API shows.
+ */
+export type CvJobState =
+  { status: 'absent' } | { status: 'present'; job: CvJob; staleAfterMs?: number | null };
 
 interface Target {
   jobId: string;
@@ -61,7 +66,14 @@ export type CvJobRequested = DomainEvent<
   'CvJobRequested',
   Target & { mediaId: string; sha256: string; parameters?: DetectionParameters }
 >;
-export type CvJobStarted = DomainEvent<'CvJobStarted', { jobId: string; attempt: number; startedBy: string }>;
+/**
+ * `staleAfterMs`: how long the starting worker may run it before another may presume it dead (its own
+ * CV_JOB_TIMEOUT and a margin), so that a worker set otherwise respects it; absent on starts recorded before.
+ */
+export type CvJobStarted = DomainEvent<
+  'CvJobStarted',
+  { jobId: string; attempt: number; startedBy: string; staleAfterMs?: number }
+>;
 export type CvJobCompleted = DomainEvent<'CvJobCompleted', Target & { attempt: number; result: ModelResult }>;
 export type CvJobFailed = DomainEvent<'CvJobFailed', Target & { attempt: number; error: CvJobError }>;
 
@@ -87,7 +99,10 @@ export type CvJobCommand =
   | {
       type: 'StartJob';
       now: Date;
-      /** A running job whose start is older than this was abandoned by its worker. */
+      /**
+       * How long this worker may run the job before another may presume it dead; a running job whose start
+       * recorded none was abandoned once its start is older than this.
+       */
       staleAfterMs: number;
       /** Starts after which an abandoned job fails with `worker_lost` instead of starting again. */
       maxAttempts: number;
@@ -131,7 +146,9 @@ const decide = (command: CvJobCommand, state: CvJobState): CvJobEvent[] => {
     case 'StartJob': {
       const job = jobOf(state);
       if (job.status === 'completed' || job.status === 'failed') return [];
-      if (job.status === 'running' && !isStale(job, command.now, command.staleAfterMs)) {
+      // The running attempt's own time-out, where its start recorded one.
+      const staleAfterMs = (state.status === 'present' ? state.staleAfterMs : null) ?? command.staleAfterMs;
+      if (job.status === 'running' && !isStale(job, command.now, staleAfterMs)) {
         throw new ConflictError(`CV job ${job.id} is running`);
       }
       if (job.status === 'running' && job.attempts >= command.maxAttempts) {
@@ -152,7 +169,12 @@ const decide = (command: CvJobCommand, state: CvJobState): CvJobEvent[] => {
       return [
         {
           type: 'CvJobStarted',
-          data: { jobId: job.id, attempt: job.attempts + 1, startedBy: command.startedBy },
+          data: {
+            jobId: job.id,
+            attempt: job.attempts + 1,
+            startedBy: command.startedBy,
+            staleAfterMs: command.staleAfterMs,
+          },
         },
       ];
     }
@@ -203,6 +225,7 @@ const evolve: Decider<CvJobState, CvJobCommand, CvJobEvent>['evolve'] = (state, 
       return {
         status: 'present',
         job: { ...job, status: 'running', attempts: event.data.attempt, startedAt: at },
+        staleAfterMs: event.data.staleAfterMs ?? null,
       };
     case 'CvJobCompleted':
       return {

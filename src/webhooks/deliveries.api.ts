@@ -91,7 +91,7 @@ export const deliveriesRoutes = (
     const recorded = await deps.eventStore.readStream(
       streamName('delivery', tenantOf(ctx), delivery.deliveryId),
     );
-    const { claimId: _claimId, ...shown } = delivery;
+    const { claimId: _claimId, claimTimeoutMs: _claimTimeoutMs, ...shown } = delivery;
     ctx.body = {
       ...shown,
       attemptLog: recorded.filter((event) => event.type === 'DeliveryAttempted').map(attemptDetails),
@@ -104,8 +104,13 @@ export const deliveriesRoutes = (
     const { delivery } = await deliveryOf(ctx);
     const result = await replays(deps, tenantOf(ctx)).redeliver(ctx, delivery.webhookId, delivery.deliveryId);
     if (result.state.status === 'absent') throw new NotFoundError('No such delivery');
-    // The claim id is the deliverer's fence (delivery.decider.ts), not part of the API's delivery.
-    const { payload: _payload, claimId: _claimId, ...shown } = result.state.delivery;
+    // The claim's id and time-out are the deliverer's (delivery.decider.ts), not part of the API's delivery.
+    const {
+      payload: _payload,
+      claimId: _claimId,
+      claimTimeoutMs: _claimTimeoutMs,
+      ...shown
+    } = result.state.delivery;
     ctx.status = 202;
     ctx.body = shown;
   });

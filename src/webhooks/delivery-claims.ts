@@ -30,7 +30,11 @@ export const deliveryClaims = (deps: DelivererDeps, instance: string) => {
   const { eventStore, logger } = deps;
 
   /** A new claim of this instance: its id is what the attempt's outcome or release names. */
-  const newClaim = (): Claimant => ({ claimedBy: instance, claimId: randomUUID() });
+  const newClaim = (): Claimant => ({
+    claimedBy: instance,
+    claimId: randomUUID(),
+    claimTimeoutMs: deps.settings.claimTimeoutMs,
+  });
 
   /**
    * The command that follows one's own claim, on the state it left. If the stream moved since, it is

@@ -37,11 +37,14 @@ type Identity = { deliveryId: string; webhookId: string; eventId: string; eventT
 /**
  * Who holds an attempt: the instance, and the id of this one claim of it. Outcomes and releases name the
  * claim id, so that an attempt which outlived its claim (another instance took the delivery over) can
- * never settle the claim that replaced it.
+ * never settle the claim that replaced it. `claimTimeoutMs` is how long the claimant may stay silent
+ * before another instance may take the delivery over: the claimant's own setting (its receivers' time-out
+ * and a margin), recorded with the claim so that an instance configured otherwise respects it.
  */
 export interface Claimant {
   claimedBy: string;
   claimId: string;
+  claimTimeoutMs: number;
 }
 
 /**
@@ -62,10 +65,19 @@ export class StaleClaimError extends ConflictError {
 
 export type DeliveryEvent =
   | DomainEvent<'DeliveryScheduled', Identity & { payload: ExternalEvent; dueAt: string; test?: true }>
-  /** `claimId` is null on claims recorded before claims had ids (upcasters.ts): no outcome matches them. */
+  /**
+   * `claimId` is null on claims recorded before claims had ids (upcasters.ts): no outcome matches them.
+   * `claimTimeoutMs` is absent on claims recorded before it was: the instance that looks takes its own.
+   */
   | DomainEvent<
       'DeliveryAttemptClaimed',
-      { deliveryId: string; attempt: number; claimedBy: string; claimId: string | null }
+      {
+        deliveryId: string;
+        attempt: number;
+        claimedBy: string;
+        claimId: string | null;
+        claimTimeoutMs?: number;
+      }
     >
   /** `request` and `test` are absent on attempts recorded before they were kept (and `test` on real ones). */
   | DomainEvent<
@@ -103,6 +115,8 @@ export interface Delivery extends Identity {
   claimedAt: string | null;
   /** The current claim's id while claimed; null otherwise (and for a claim recorded before ids). */
   claimId: string | null;
+  /** The current claim's time-out, as its claimant recorded it; null otherwise (and on older claims). */
+  claimTimeoutMs: number | null;
   /**
    * A redelivery is one manual attempt: its failure neither retries nor disables the subscription. A test
    * delivery (`POST …/test`) is manual from the start.
@@ -127,7 +141,7 @@ export type DeliveryCommand =
       /** A test delivery: one attempt, made whatever the subscription's state. */
       test?: true;
     }
-  | ({ type: 'Claim'; now: Date; claimTimeoutMs: number } & Claimant)
+  | ({ type: 'Claim'; now: Date } & Claimant)
   | {
       type: 'RecordOutcome';
       claimId: string;
@@ -157,10 +171,14 @@ const currentClaim = (delivery: Delivery, claimId: string): Delivery => {
   return delivery;
 };
 
-/** Due now: scheduled and due, or claimed by an instance that has been silent past the claim time-out. */
+/**
+ * Due now: scheduled and due, or claimed by an instance that has been silent past its claim's time-out
+ * (`claimTimeoutMs`, the looking instance's own, for a claim that recorded none).
+ */
 export const isDue = (delivery: Delivery, now: Date, claimTimeoutMs: number): boolean =>
   (delivery.status === 'scheduled' && Date.parse(delivery.dueAt ?? '') <= now.getTime()) ||
-  (delivery.status === 'claimed' && Date.parse(delivery.claimedAt ?? '') + claimTimeoutMs <= now.getTime());
+  (delivery.status === 'claimed' &&
+    Date.parse(delivery.claimedAt ?? '') + (delivery.claimTimeoutMs ?? claimTimeoutMs) <= now.getTime());
 
 const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[] => {
   switch (command.type) {
@@ -195,6 +213,7 @@ const decide = (command: DeliveryCommand, state: DeliveryState): DeliveryEvent[]
             attempt: delivery.attempts + 1,
             claimedBy: command.claimedBy,
             claimId: command.claimId,
+            claimTimeoutMs: command.claimTimeoutMs,
           },
         },
       ];
@@ -284,6 +303,7 @@ const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] =
         dueAt,
         claimedAt: null,
         claimId: null,
+        claimTimeoutMs: null,
         manual: test === true,
         test: test === true,
         payload,
@@ -293,12 +313,19 @@ const evolve: Decider<DeliveryState, DeliveryCommand, DeliveryEvent>['evolve'] =
   }
   if (state.status === 'absent') return state;
   // Every event but a claim ends the claim there was: its id settles nothing from then on.
-  const delivery = { ...state.delivery, updatedAt: at, claimId: null };
+  const delivery = { ...state.delivery, updatedAt: at, claimId: null, claimTimeoutMs: null };
   switch (event.type) {
     case 'DeliveryAttemptClaimed':
       return {
         status: 'present',
-        delivery: { ...delivery, status: 'claimed', claimedAt: at, dueAt: null, claimId: event.data.claimId },
+        delivery: {
+          ...delivery,
+          status: 'claimed',
+          claimedAt: at,
+          dueAt: null,
+          claimId: event.data.claimId,
+          claimTimeoutMs: event.data.claimTimeoutMs ?? null,
+        },
       };
     case 'DeliveryAttempted':
       return {

@@ -13,9 +13,10 @@ const requested: CvJobEvent = {
   type: 'CvJobRequested',
   data: { ...target, mediaId: 'm_1', sha256: 'ab'.repeat(32), parameters: { minConfidence: 0.5 } },
 };
-const started = (attempt: number): CvJobEvent => ({
+/** A start by instance a, which may run the job 10 s (or `staleAfterMs`) before it counts as abandoned. */
+const started = (attempt: number, staleAfterMs = 10_000): CvJobEvent => ({
   type: 'CvJobStarted',
-  data: { jobId: 'j_1', attempt, startedBy: 'instance:a' },
+  data: { jobId: 'j_1', attempt, startedBy: 'instance:a', staleAfterMs },
 });
 const result: ModelResult = {
   detections: [{ label: 'dark-object', confidence: 0.8, bbox: { x: 0.1, y: 0.2, width: 0.3, height: 0.4 } }],
@@ -30,10 +31,10 @@ const failed = (attempt: number): CvJobEvent => ({
   data: { ...target, attempt, error: { code: 'timeout', message: 'too slow' } },
 });
 /** 10 s after its start a run is stale; three starts at most. */
-const start = (seconds: number): CvJobCommand => ({
+const start = (seconds: number, staleAfterMs = 10_000): CvJobCommand => ({
   type: 'StartJob',
   now: at(seconds),
-  staleAfterMs: 10_000,
+  staleAfterMs,
   maxAttempts: 3,
   startedBy: 'instance:b',
 });
@@ -88,7 +89,12 @@ describe('the CV job decider', () => {
   it('starts a queued job as attempt 1', () => {
     given([requested])
       .when(start(1))
-      .then([{ type: 'CvJobStarted', data: { jobId: 'j_1', attempt: 1, startedBy: 'instance:b' } }]);
+      .then([
+        {
+          type: 'CvJobStarted',
+          data: { jobId: 'j_1', attempt: 1, startedBy: 'instance:b', staleAfterMs: 10_000 },
+        },
+      ]);
   });
 
   it('refuses to start a job that is running and not stale: another worker has it', () => {
@@ -101,7 +107,37 @@ describe('the CV job decider', () => {
     // Started at second 1; stale from second 11.
     given([requested, started(1)])
       .when(start(11))
-      .then([{ type: 'CvJobStarted', data: { jobId: 'j_1', attempt: 2, startedBy: 'instance:b' } }]);
+      .then([
+        {
+          type: 'CvJobStarted',
+          data: { jobId: 'j_1', attempt: 2, startedBy: 'instance:b', staleAfterMs: 10_000 },
+        },
+      ]);
+  });
+
+  it("leaves a run alone for its own worker's time-out, whatever the time-out of the worker that looks", () => {
+    // Instance a may run it 70 s: at second 30 it is still a's, also for a worker set to 10 s.
+    given([requested, started(1, 70_000)])
+      .when(start(30, 10_000))
+      .thenThrows(ConflictError, /running/);
+    given([requested, started(1, 70_000)])
+      .when(start(71, 10_000))
+      .then([
+        {
+          type: 'CvJobStarted',
+          data: { jobId: 'j_1', attempt: 2, startedBy: 'instance:b', staleAfterMs: 10_000 },
+        },
+      ]);
+    // A start recorded without its time-out (before it was recorded): the looking worker's own.
+    const older: CvJobEvent = { type: 'CvJobStarted', data: { jobId: 'j_1', attempt: 1, startedBy: 'x' } };
+    given([requested, older])
+      .when(start(5, 3_000))
+      .then([
+        {
+          type: 'CvJobStarted',
+          data: { jobId: 'j_1', attempt: 2, startedBy: 'instance:b', staleAfterMs: 3_000 },
+        },
+      ]);
   });
 
   it('fails a stale job with worker_lost once it was started the most times allowed', () => {

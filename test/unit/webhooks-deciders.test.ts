@@ -44,10 +44,10 @@ const scheduled: DeliveryEvent = {
   type: 'DeliveryScheduled',
   data: { ...identity, payload, dueAt: at(0).toISOString() },
 };
-/** A claim of instance a (every attempt of a, in these tests, under the id `claim-a`). */
-const claimed = (attempt: number, by = 'a'): DeliveryEvent => ({
+/** A claim of instance a (every attempt of a, in these tests, under the id `claim-a`), with a 10 s time-out. */
+const claimed = (attempt: number, by = 'a', claimTimeoutMs = 10_000): DeliveryEvent => ({
   type: 'DeliveryAttemptClaimed',
-  data: { deliveryId: 'd_1', attempt, claimedBy: `instance:${by}`, claimId: `claim-${by}` },
+  data: { deliveryId: 'd_1', attempt, claimedBy: `instance:${by}`, claimId: `claim-${by}`, claimTimeoutMs },
 });
 const failure: Outcome = { ok: false, statusCode: 500, durationMs: 12, error: 'HTTP 500' };
 const success: Outcome = { ok: true, statusCode: 204, durationMs: 8, error: null };
@@ -55,11 +55,11 @@ const attempted = (attempt: number, outcome: Outcome, nextAttemptAt: string | nu
   type: 'DeliveryAttempted',
   data: { ...identity, ...outcome, attempt, nextAttemptAt },
 });
-const claim = (seconds: number, by = 'b') =>
+const claim = (seconds: number, by = 'b', claimTimeoutMs = 10_000) =>
   ({
     type: 'Claim',
     now: at(seconds),
-    claimTimeoutMs: 10_000,
+    claimTimeoutMs,
     claimedBy: `instance:${by}`,
     claimId: `claim-${by}`,
   }) as const;
@@ -86,7 +86,7 @@ describe('the delivery decider', () => {
         identity,
         payload,
         now: at(0),
-        claim: { claimedBy: 'instance:a', claimId: 'claim-a' },
+        claim: { claimedBy: 'instance:a', claimId: 'claim-a', claimTimeoutMs: 10_000 },
       })
       .then([scheduled, claimed(1)]);
     // A redelivered domain event: neither scheduled nor claimed again.
@@ -96,7 +96,7 @@ describe('the delivery decider', () => {
         identity,
         payload,
         now: at(5),
-        claim: { claimedBy: 'instance:b', claimId: 'claim-b' },
+        claim: { claimedBy: 'instance:b', claimId: 'claim-b', claimTimeoutMs: 10_000 },
       })
       .then([]);
   });
@@ -143,6 +143,20 @@ describe('the delivery decider', () => {
     given([scheduled, claimed(1)])
       .when(claim(11))
       .then([claimed(1, 'b')]);
+  });
+
+  it("keeps a claim for its claimant's time-out, whatever the time-out of the instance that looks", () => {
+    // A's receivers may take 60 s: its claim at second 1 is A's until second 71, also for a B set to 10 s.
+    given([scheduled, claimed(1, 'a', 70_000)])
+      .when(claim(30, 'b', 10_000))
+      .thenThrows(ConflictError, /not due/);
+    given([scheduled, claimed(1, 'a', 70_000)])
+      .when(claim(71, 'b', 10_000))
+      .then([claimed(1, 'b', 10_000)]);
+    // And a claim with a short time-out is taken over after it, by an instance set to wait longer.
+    given([scheduled, claimed(1, 'a', 5_000)])
+      .when(claim(6, 'b', 70_000))
+      .then([claimed(1, 'b', 70_000)]);
   });
 
   it('refuses to claim a settled delivery, and an unknown one', () => {
@@ -281,6 +295,10 @@ describe('the delivery decider', () => {
       data: { deliveryId: 'd_1', attempt: 1, claimedBy: 'instance:old', claimId: null },
     };
     given([scheduled, legacy]).when(record(success)).thenThrows(StaleClaimError);
+    // Recorded without its time-out: the instance that looks takes its own.
+    given([scheduled, legacy])
+      .when(claim(10))
+      .thenThrows(ConflictError, /not due/);
     given([scheduled, legacy])
       .when(claim(11))
       .then([claimed(1, 'b')]);
@@ -319,7 +337,7 @@ describe('the delivery decider', () => {
         identity,
         payload,
         now: at(0),
-        claim: { claimedBy: 'instance:a', claimId: 'claim-a' },
+        claim: { claimedBy: 'instance:a', claimId: 'claim-a', claimTimeoutMs: 10_000 },
         test: true,
       })
       .then([test, claimed(1)]);
