@@ -11,6 +11,7 @@ import { digestKeysOf } from '../audit/digest-signature.js';
 import { keyringOf, loadKeyring, readKeys } from '../auth/signing-keys.js';
 import { history, parseUntil, stateAt } from '../audit/replay.js';
 import { verifyTenant } from '../audit/verify.js';
+import { committedForm } from '../eventstore/hash-chain.js';
 import { withoutSecrets } from '../history/redaction.js';
 import { flags, requireTenant } from './args.js';
 import { ExitError, UsageError, type Commands, type Context, type Output } from './command.js';
@@ -126,7 +127,9 @@ export const auditCommands: Commands = {
           ],
         );
         for await (const { text, row } of lines) {
-          if (row) print(text, row);
+          // Each event as the export shows it, without the salts of its secret fields (hash-chain.ts): they
+          // belong to the chain's commitments, and the fields themselves are redacted from every JSON output.
+          if (row) print(text, committedForm(row));
           else if (!json) print(text, null);
         }
       });

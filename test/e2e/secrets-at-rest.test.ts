@@ -77,6 +77,7 @@ describe('secrets at rest and in operator output', function () {
         expect(output.code, output.stderr).to.equal(0);
         for (const hash of hashes) expect(output.stdout).not.to.include(hash);
         expect(output.stdout).not.to.match(/"(passwordHash|secretHash|sealedSecret)": "(?!\[redacted\])/);
+        expect(output.stdout).not.to.include('"salts"');
       }
       expect(outputs.map((output) => output.stdout).join('\n')).to.include('[redacted]');
     });
