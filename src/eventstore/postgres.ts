@@ -100,7 +100,9 @@ export const openPostgresEventStore = async (
     streamName: string,
     expected: ExpectedVersion,
   ): Promise<{ version: number; hash: string }> => {
-    if (expected === 'no_stream') return { version: NO_STREAM, hash: genesisHash };
+    // A stream expected not to exist (by name, or as version -1: a create decided without a read) starts
+    // the chain: append_events refuses it if it does exist.
+    if (expected === 'no_stream' || expected === NO_STREAM) return { version: NO_STREAM, hash: genesisHash };
     const known = knownHeads.get(streamName);
     if (known && known.version === expected) return known;
     // Named, as the append: parsed and planned once per connection, not before every append (planning

@@ -117,6 +117,19 @@ export const eventStoreContract = (
       expect(stale).to.be.instanceOf(VersionConflictError);
     });
 
+    it('refuses version -1 (a create decided without a read) for an existing stream, and writes nothing', async () => {
+      await store.appendToStream(stream('thing', 'h'), [anEvent('A', {}, tenant)], -1);
+      const error = await store
+        .appendToStream(stream('thing', 'h'), [anEvent('B', {}, tenant), anEvent('C', {}, tenant)], -1)
+        .catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(VersionConflictError);
+      expect((error as VersionConflictError).actual).to.equal(0);
+      const stored = await store.readStream(stream('thing', 'h'));
+      expect(stored.map((e) => e.type)).to.deep.equal(['A']);
+      // Started at -1, the chain starts as one started with no_stream does.
+      expect(stored[0]!.hash).to.equal(eventHash(genesisHash, stored[0]!));
+    });
+
     it('lets exactly one of two racing appends with the same expected version win', async () => {
       await store.appendToStream(stream('thing', 'g'), [anEvent('A', {}, tenant)], 'no_stream');
       const outcomes = await Promise.allSettled([
