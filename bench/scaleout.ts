@@ -9,6 +9,8 @@ import {
   type HttpFigures,
 } from './http.js';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { rotateKeys } from '../src/auth/signing-keys.js';
 import { removeTempDir, stopChild, tempDir, type Child } from './processes.js';
 import { analyzeDatabase } from './postgres-db.js';
 import { benchService, provision } from './provision.js';
@@ -144,14 +146,20 @@ const checkReadYourWrites = async (
   };
 };
 
-/** What the processes of a PostgreSQL scale-out share: the database and the secrets, not a DATA_DIR. */
-const postgresEnv = (databaseUrl: string): Record<string, string> => {
+/**
+ * What the processes of a PostgreSQL scale-out share: the database, the secrets and the signing keyring
+ * (a process whose differ exits 2 at start: docs/operations.md#shared-secrets), not a DATA_DIR.
+ */
+const postgresEnv = (databaseUrl: string, dataDir: string): Record<string, string> => {
   const secret = () => randomBytes(32).toString('base64url');
+  const keyring = join(dataDir, 'shared-signing-keys.json');
+  rotateKeys(keyring);
   return {
     DATABASE_URL: databaseUrl,
     CURSOR_SECRET: secret(),
     WEBHOOK_SECRET_KEY: secret(),
     IDEMPOTENCY_SECRET_KEY: secret(),
+    SIGNING_KEYS_FILE: keyring,
   };
 };
 
@@ -167,7 +175,7 @@ export const runScaleout = async ({
   databaseUrl?: string;
 }): Promise<ScaleoutResults> => {
   const { dataDir, adminKey, env } = benchService('scaleout');
-  const shared = databaseUrl ? { ...env, ...postgresEnv(databaseUrl) } : env;
+  const shared = databaseUrl ? { ...env, ...postgresEnv(databaseUrl, dataDir) } : env;
   const dirs = [dataDir];
   const started: { child: Child; base: string }[] = [];
   try {
