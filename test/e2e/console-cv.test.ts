@@ -2,7 +2,12 @@ import { mkdirSync } from 'node:fs';
 import { expect } from 'chai';
 import sharp from 'sharp';
 import type { Browser, Page } from 'playwright-core';
-import { accessibilityViolations, launchChromium, skipWithoutChromium } from '../support/browser.js';
+import {
+  accessibilityViolations,
+  launchChromium,
+  pageWaitMs,
+  skipWithoutChromium,
+} from '../support/browser.js';
 import { cvTenant } from '../support/cv.js';
 import { testImage } from '../support/images.js';
 import { inferReply, startInferenceServer, type InferenceServer } from '../support/inference-server.js';
@@ -113,7 +118,7 @@ describe('the console says what CV jobs saw', function () {
         window.cspViolations.push(event.violatedDirective + ' ' + event.blockedURI));
     `);
     page = await context.newPage();
-    page.setDefaultTimeout(15_000);
+    page.setDefaultTimeout(pageWaitMs);
     page.on('pageerror', (error) => pageErrors.push(error.message));
     await page.goto(`${server.url}/console`);
     await page.getByLabel('API key', { exact: true }).fill(adminKey);

@@ -3,7 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { accessibilityViolations, launchChromium, skipWithoutChromium } from '../support/browser.js';
+import {
+  accessibilityViolations,
+  launchChromium,
+  pageWaitMs,
+  skipWithoutChromium,
+} from '../support/browser.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 import { boundsOf, pixelOf, zoomOf, type Bounds } from '../support/map.js';
 import { eventually } from '../support/wait.js';
@@ -84,7 +89,7 @@ describe('the console map in a browser', function () {
         console.error('CSP: ' + event.violatedDirective + ' ' + event.blockedURI));
     `);
     const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
+    page.setDefaultTimeout(pageWaitMs);
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
       if (message.type() === 'error') problems.push(`console: ${message.text()}`);

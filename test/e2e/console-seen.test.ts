@@ -1,7 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { accessibilityViolations, launchChromium, skipWithoutChromium } from '../support/browser.js';
+import {
+  accessibilityViolations,
+  launchChromium,
+  pageWaitMs,
+  skipWithoutChromium,
+} from '../support/browser.js';
 import { cvTenant } from '../support/cv.js';
 import { testImage } from '../support/images.js';
 import { fixturePhoto } from '../support/photos.js';
@@ -149,7 +154,7 @@ describe('the console says what was seen, and where', function () {
       before(async () => {
         context = await browser.newContext({ viewport });
         page = await context.newPage();
-        page.setDefaultTimeout(20_000);
+        page.setDefaultTimeout(pageWaitMs);
         page.on('pageerror', (error) => pageErrors.push(error.message));
         page.on('console', (message) => {
           if (message.type() === 'error') pageErrors.push(message.text());

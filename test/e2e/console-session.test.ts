@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { launchChromium, skipWithoutChromium } from '../support/browser.js';
+import { launchChromium, pageWaitMs, skipWithoutChromium } from '../support/browser.js';
 import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { createUser, password } from '../support/auth.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
@@ -41,7 +41,7 @@ describe('the console’s stored credential', function () {
 
     const context = await browser.newContext();
     const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
+    page.setDefaultTimeout(pageWaitMs);
     let held!: (route: Route) => void;
     const refreshHeld = new Promise<Route>((resolve) => (held = resolve));
     await page.route('**/v1/auth/refresh', (route) => held(route));
@@ -74,7 +74,7 @@ describe('the console’s stored credential', function () {
   it('drops a stored entry that is no credential, and shows the sign-in page instead of failing to load', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
+    page.setDefaultTimeout(pageWaitMs);
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(error.message));
     await page.goto(`${server.url}/console`);
@@ -99,7 +99,7 @@ describe('the console’s stored credential', function () {
     beforeEach(async () => {
       context = await browser.newContext();
       page = await context.newPage();
-      page.setDefaultTimeout(15_000);
+      page.setDefaultTimeout(pageWaitMs);
       await page.goto(`${server.url}/console`);
     });
     afterEach(() => context.close());

@@ -3,7 +3,12 @@ import { mkdirSync } from 'node:fs';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
-import { accessibilityViolations, launchChromium, skipWithoutChromium } from '../support/browser.js';
+import {
+  accessibilityViolations,
+  launchChromium,
+  pageWaitMs,
+  skipWithoutChromium,
+} from '../support/browser.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { request, startTestServer, withTenant, type TestServer } from '../support/server.js';
 import { eventually } from '../support/wait.js';
@@ -42,7 +47,7 @@ describe('the console webhook pages, with a failing receiver', function () {
   ): Promise<{ page: Page; context: BrowserContext }> => {
     const context = await browser.newContext({ viewport: { width, height } });
     const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
+    page.setDefaultTimeout(pageWaitMs);
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
       if (message.type() === 'error') problems.push(`console: ${message.text()}`);

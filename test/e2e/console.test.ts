@@ -1,7 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { accessibilityViolations, launchChromium, skipWithoutChromium } from '../support/browser.js';
+import {
+  accessibilityViolations,
+  launchChromium,
+  pageWaitMs,
+  skipWithoutChromium,
+} from '../support/browser.js';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createUser, password } from '../support/auth.js';
 import { testImage } from '../support/images.js';
@@ -72,7 +77,7 @@ describe('the console in a browser', function () {
 
   const openConsole = async (context: BrowserContext) => {
     const page = await context.newPage();
-    page.setDefaultTimeout(15_000);
+    page.setDefaultTimeout(pageWaitMs);
     page.on('pageerror', (error) => pageErrors.push(error.message));
     const answer = await page.goto(`${server.url}/console`);
     expect(answer?.status()).to.equal(200);
@@ -629,21 +634,23 @@ describe('the console in a browser', function () {
       await page.goto(`${server.url}/console#/observations`);
       await page.getByRole('heading', { name: 'Observations', level: 1 }).waitFor();
       const menu = page.getByRole('button', { name: 'Menu' });
+      // The menu's state as a screen reader hears it; waited for, as a render may follow the action.
+      const menuIs = (expanded: boolean) => page.getByRole('button', { name: 'Menu', expanded }).waitFor();
       const nav = page.getByRole('navigation', { name: 'Screens' });
-      expect(await menu.getAttribute('aria-expanded')).to.equal('false');
+      await menuIs(false);
       expect(await nav.isVisible()).to.equal(false);
       await page.getByRole('button', { name: 'Sign out' }).waitFor();
       await menu.click();
-      expect(await menu.getAttribute('aria-expanded')).to.equal('true');
+      await menuIs(true);
       await nav.getByRole('link', { name: 'Observations' }).waitFor();
       await check('phone', 'menu');
       await page.keyboard.press('Escape');
-      expect(await menu.getAttribute('aria-expanded')).to.equal('false');
+      await menuIs(false);
       await menu.click();
       await nav.getByRole('link', { name: 'Locations and visits' }).click();
       await page.getByRole('heading', { name: 'Locations and visits', level: 1 }).waitFor();
-      expect(await menu.getAttribute('aria-expanded')).to.equal('false');
-      expect(await nav.isVisible()).to.equal(false);
+      await menuIs(false);
+      await nav.waitFor({ state: 'hidden' });
       // At a desktop's size the screens are in the header itself, with no menu button.
       expect(await pages.desktop.getByRole('button', { name: 'Menu' }).isVisible()).to.equal(false);
       expect(

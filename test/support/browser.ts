@@ -5,6 +5,13 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 /** Debian's chromium (`apt-get install -y chromium`, which .ci/run does when it is missing). */
 const executablePath = '/usr/bin/chromium';
 
+/**
+ * How long a page's waits may take (`page.setDefaultTimeout`): what a user sees in well under a second can
+ * take over 15 s when `npm test` runs with both cores busy (chromium, the service and PostgreSQL starved by
+ * other work), and a wait that never ends still fails.
+ */
+export const pageWaitMs = 45_000;
+
 /** In a suite's `before`: skips the suite, saying so, on a machine without Debian's chromium. */
 export const skipWithoutChromium = (context: Mocha.Context): void => {
   if (existsSync(executablePath)) return;
