@@ -18,6 +18,9 @@ const useHash = () => {
   useEffect(() => {
     const update = () => setHash(location.hash);
     addEventListener('hashchange', update);
+    // The hash may have moved between the first render and this effect (a link followed at once, as the
+    // sign-in mounts the console): without this the screen stayed on the old one until the next change.
+    update();
     return () => removeEventListener('hashchange', update);
   }, []);
   return hash.replace(/^#\/?/, '');
