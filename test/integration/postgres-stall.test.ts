@@ -95,6 +95,18 @@ const logLines = (service: ServiceProcess, from = 0) =>
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as { msg: string; err?: { message?: string } });
 
+/** A new tenant on the API process, subscribed to observation.created at the receiver. */
+const subscribedTenant = async (apiUrl: string, name: string, receiverUrl: string) => {
+  const { tenantId, headers } = await createTenant(apiUrl, name);
+  const webhook = await request(`${apiUrl}/v1/tenants/${tenantId}/webhooks`, {
+    method: 'POST',
+    headers,
+    body: { url: receiverUrl, events: ['observation.created'], secret: webhookSecret },
+  });
+  expect(webhook.status, JSON.stringify(webhook.body)).to.equal(201);
+  return { tenantId, headers, webhookId: webhook.body.id as string };
+};
+
 describePostgres('PostgreSQL: one worker frozen by SIGSTOP', () => {
   it('lets the other worker deliver and project within the bound, and the frozen one recovers on SIGCONT', async function () {
     this.timeout(90_000);
@@ -109,13 +121,7 @@ describePostgres('PostgreSQL: one worker frozen by SIGSTOP', () => {
       // One at a time: each start has its own 20 s to get ready, also on a loaded machine.
       const stalled = await start('worker', 'stall-frozen');
       await start('worker', 'stall-other');
-      const { tenantId, headers } = await createTenant(api.url, 'stall');
-      const webhook = await request(`${api.url}/v1/tenants/${tenantId}/webhooks`, {
-        method: 'POST',
-        headers,
-        body: { url: receiver.url, events: ['observation.created'], secret: webhookSecret },
-      });
-      expect(webhook.status, JSON.stringify(webhook.body)).to.equal(201);
+      const { tenantId, headers } = await subscribedTenant(api.url, 'stall', receiver.url);
       const observe = async (notes: string) => {
         const created = await request(`${api.url}/v1/tenants/${tenantId}/observations`, {
           method: 'POST',
@@ -246,13 +252,7 @@ describePostgres('PostgreSQL: one worker frozen by SIGSTOP', () => {
       const api = await start('api', 'claims-api');
       const frozen = await start('worker', 'claims-frozen');
       await start('worker', 'claims-other');
-      const { tenantId, headers } = await createTenant(api.url, 'claims');
-      const webhook = await request(`${api.url}/v1/tenants/${tenantId}/webhooks`, {
-        method: 'POST',
-        headers,
-        body: { url: receiver.url, events: ['observation.created'], secret: webhookSecret },
-      });
-      expect(webhook.status, JSON.stringify(webhook.body)).to.equal(201);
+      const { tenantId, headers, webhookId } = await subscribedTenant(api.url, 'claims', receiver.url);
       const ids: string[] = [];
       for (let sent = 0; sent < backlog; sent += 20) {
         const created = await Promise.all(
@@ -308,7 +308,7 @@ describePostgres('PostgreSQL: one worker frozen by SIGSTOP', () => {
       }
       const twice = [...perObservation.values()].filter((count) => count > 1).length;
       const failed = await request(
-        `${api.url}/v1/tenants/${tenantId}/webhooks/${webhook.body.id}/deliveries?status=failed`,
+        `${api.url}/v1/tenants/${tenantId}/webhooks/${webhookId}/deliveries?status=failed`,
         { headers },
       );
       console.log(
