@@ -29,7 +29,10 @@ export interface AppDeps extends RouteContext {
   /** The rate limit's counts (src/stores.ts); in memory when absent. */
   requestWindows?: RequestWindows;
   /** Idempotency TTL, rate limit, CORS origins (src/config.ts), and whether PUBLIC_URL is https. */
-  http: Pick<HttpSettings, 'idempotencyTtlMs' | 'rateLimit' | 'corsOrigins' | 'trustProxy'> & {
+  http: Pick<
+    HttpSettings,
+    'idempotencyTtlMs' | 'idempotencyLeaseMs' | 'rateLimit' | 'corsOrigins' | 'trustProxy'
+  > & {
     https: boolean;
   };
   /** IDEMPOTENCY_SECRET_KEY: seals the kept Idempotency-Key answers (src/http/idempotency-seal.ts). */
@@ -79,6 +82,7 @@ export const createApp = (deps: AppDeps): Koa => {
     clock: deps.clock,
     logger: deps.logger,
     ttlMs: deps.http.idempotencyTtlMs,
+    leaseMs: deps.http.idempotencyLeaseMs,
     maxBodyBytes: Math.max(deps.bodyLimit, deps.mediaMaxBytes),
     secretKey: deps.idempotencySecretKey,
     renderErrors: problemMiddleware(deps.logger, { onStoreFailure }),

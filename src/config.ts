@@ -143,6 +143,8 @@ const remoteModels = (env: Environment): RemoteModelSetting[] => {
 export interface HttpSettings {
   /** How long a response to a request with an Idempotency-Key is replayed (IDEMPOTENCY_TTL). */
   idempotencyTtlMs: number;
+  /** How long a request with an Idempotency-Key holds its key while it runs (IDEMPOTENCY_LEASE). */
+  idempotencyLeaseMs: number;
   /** Requests per credential per window (RATE_LIMIT); null when `off`. */
   rateLimit: RateLimitPolicy | null;
   /** Origins allowed cross-origin requests (CORS_ORIGINS); null: no CORS headers at all. */
@@ -168,6 +170,7 @@ const httpSettings = (env: Environment): HttpSettings => {
   }
   return {
     idempotencyTtlMs: readSetting(env, S.IDEMPOTENCY_TTL),
+    idempotencyLeaseMs: readSetting(env, S.IDEMPOTENCY_LEASE),
     rateLimit: readSetting(env, S.RATE_LIMIT),
     corsOrigins: readOptionalSetting(env, S.CORS_ORIGINS),
     headersTimeoutMs,

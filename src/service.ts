@@ -289,6 +289,7 @@ export const startService = async (
     consistencyTimeoutMs: config.consistencyTimeoutMs,
     http: {
       idempotencyTtlMs: config.http.idempotencyTtlMs,
+      idempotencyLeaseMs: config.http.idempotencyLeaseMs,
       rateLimit: config.http.rateLimit,
       corsOrigins: config.http.corsOrigins,
       trustProxy: config.http.trustProxy,

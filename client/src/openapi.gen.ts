@@ -1375,7 +1375,7 @@ export interface components {
     Problem: {
       /**
        * Format: uri-reference
-       * @description What went wrong, relative to the service: `/problems/validation-error`, `unauthorized`, `forbidden`, `not-found`, `method-not-allowed`, `conflict`, `version-conflict`, `precondition-failed`, `payload-too-large`, `unsupported-media-type`, `unprocessable`, `invalid-idempotency-key`, `idempotency-key-in-flight`, `idempotency-key-reused`, `too-many-requests`, `bad-request`, `http-error`, `internal-error`, `not-implemented`, `unavailable`, `store-unavailable`, `store-busy`
+       * @description What went wrong, relative to the service: `/problems/validation-error`, `unauthorized`, `forbidden`, `not-found`, `method-not-allowed`, `conflict`, `version-conflict`, `precondition-failed`, `payload-too-large`, `unsupported-media-type`, `unprocessable`, `invalid-idempotency-key`, `idempotency-key-in-flight`, `idempotency-key-reused`, `idempotency-key-lapsed`, `too-many-requests`, `bad-request`, `http-error`, `internal-error`, `not-implemented`, `unavailable`, `store-unavailable`, `store-busy`
        */
       type: string;
       title: string;
@@ -2937,7 +2937,7 @@ export interface components {
         'application/problem+json': components['schemas']['Problem'];
       };
     };
-    /** @description A store does not answer or refuses writes (its disk is full or it is read-only), or a list could not catch up with `minPosition` in time */
+    /** @description A store does not answer or refuses writes (its disk is full or it is read-only), a list could not catch up with `minPosition` in time, or a request outlived its hold on its Idempotency-Key and wrote nothing */
     Unavailable: {
       headers: {
         'Retry-After': components['headers']['Retry-After'];

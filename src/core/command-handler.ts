@@ -14,6 +14,11 @@ export interface CommandContext {
   causationId: string | null;
   now: Date;
   newEventId: () => string;
+  /**
+   * Called right before the command's events are appended; throws when the request may no longer write
+   * (a request whose hold on its Idempotency-Key ran out while it stalled, src/http/idempotency.ts).
+   */
+  beforeWrite?: () => void;
 }
 
 export interface CommandResult<State, Event extends DomainEvent> {
@@ -168,6 +173,7 @@ const decideAndAppend = async <State, Command, Event extends DomainEvent>(
     data: event.data,
     metadata: eventMetadata(context),
   }));
+  context.beforeWrite?.();
   try {
     const result = await eventStore.appendToStream(streamName, toAppend, version);
     const written = toAppend.map(

@@ -5,7 +5,8 @@ import { pathParam } from './resource.js';
 
 /**
  * Every event a request writes carries the tenant, the authenticated actor, and the request as cause.
- * The tenant is the one in the path unless the command creates it.
+ * The tenant is the one in the path unless the command creates it. A request that holds an Idempotency-Key
+ * checks that it still may write before its first append (src/http/idempotency.ts).
  */
 export const commandContext = (
   ctx: Context,
@@ -19,4 +20,5 @@ export const commandContext = (
   causationId: ctx.state.requestId,
   now: deps.clock(),
   newEventId: () => crypto.randomUUID(),
+  ...(ctx.state.beforeWrite ? { beforeWrite: ctx.state.beforeWrite } : {}),
 });

@@ -12,6 +12,8 @@ declare module 'koa' {
   interface DefaultState {
     /** The body as read, kept for the idempotency fingerprint (see readBody in body.ts). */
     rawBody?: Buffer;
+    /** Throws when the request may no longer write: see writeGuard. */
+    beforeWrite?: () => void;
   }
 }
 
@@ -33,6 +35,20 @@ export class IdempotencyKeyInFlightError extends problemType(
   }
 }
 
+/**
+ * The request ran so long (a stalled process, a paused machine) that its hold on the key was about to end
+ * or had ended, when another request with the key may run: it wrote nothing, so the write happens once.
+ */
+export class IdempotencyKeyLapsedError extends problemType(
+  503,
+  'idempotency-key-lapsed',
+  'The request outlived its hold on the Idempotency-Key',
+) {
+  override get headers(): Record<string, string> {
+    return { 'Retry-After': '1' };
+  }
+}
+
 /** The key was used before for another request: another route, body or scope set. */
 export class IdempotencyKeyReusedError extends problemType(
   422,
@@ -46,7 +62,10 @@ export interface IdempotencyOptions {
   logger: Logger;
   /** How long a completed response is replayed (IDEMPOTENCY_TTL, 24 h by default). */
   ttlMs: number;
-  /** How long a claim blocks its key when its process dies before finishing (5 minutes by default). */
+  /**
+   * How long a claim holds its key (IDEMPOTENCY_LEASE, 5 minutes by default): a process that dies holding
+   * it blocks the key no longer, and a request may start writing only in its first three quarters.
+   */
   leaseMs?: number;
   /** The largest body any route accepts: the bodies of requests with a key are buffered up to this size. */
   maxBodyBytes: number;
@@ -215,6 +234,7 @@ const idempotentRoute = (
     }
 
     const { token } = claim;
+    ctx.state.beforeWrite = writeGuard(clock, now + (leaseMs * 3) / 4);
     let body: Buffer;
     try {
       body = await readBody(ctx);
@@ -249,6 +269,25 @@ const idempotentRoute = (
       log(ctx).warn({ err: error }, 'idempotent response not kept');
       await release(ctx, id, token);
     }
+  };
+};
+
+/**
+ * The check a request holding a key makes before its first append. Past `writableUntil` (three quarters of
+ * the lease) it writes nothing: the last quarter is for the append it starts to commit, before the lease
+ * ends and another request with the key may claim it and run. Once a first append has started, the
+ * request's later appends (a tenant's admin key after the tenant) go ahead, so that none is left half done.
+ */
+const writeGuard = (clock: Clock, writableUntil: number) => {
+  let writing = false;
+  return (): void => {
+    if (writing) return;
+    if (clock().getTime() > writableUntil) {
+      throw new IdempotencyKeyLapsedError(
+        'This request took so long that another request with its Idempotency-Key may run; it wrote nothing. Retry with the same key: you get the answer of the request that ran, or it runs now',
+      );
+    }
+    writing = true;
   };
 };
 

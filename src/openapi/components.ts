@@ -65,7 +65,7 @@ const problem = object(
         'What went wrong, relative to the service: `/problems/validation-error`, `unauthorized`, `forbidden`, ' +
         '`not-found`, `method-not-allowed`, `conflict`, `version-conflict`, `precondition-failed`, ' +
         '`payload-too-large`, `unsupported-media-type`, `unprocessable`, `invalid-idempotency-key`, ' +
-        '`idempotency-key-in-flight`, `idempotency-key-reused`, `too-many-requests`, `bad-request`, ' +
+        '`idempotency-key-in-flight`, `idempotency-key-reused`, `idempotency-key-lapsed`, `too-many-requests`, `bad-request`, ' +
         '`http-error`, `internal-error`, `not-implemented`, `unavailable`, `store-unavailable`, `store-busy`',
     }),
     title: string(),
@@ -230,7 +230,7 @@ export const problemResponses = {
   '422': 'The request names something that does not exist, or reuses an Idempotency-Key for another request',
   '429': 'Too many requests, or too many failed logins; `Retry-After` says when to retry',
   '503':
-    'A store does not answer or refuses writes (its disk is full or it is read-only), or a list could not catch up with `minPosition` in time',
+    'A store does not answer or refuses writes (its disk is full or it is read-only), a list could not catch up with `minPosition` in time, or a request outlived its hold on its Idempotency-Key and wrote nothing',
 } as const;
 
 export type ProblemStatus = keyof typeof problemResponses;

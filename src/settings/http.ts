@@ -22,6 +22,10 @@ export const httpSettings = namedSettings({
     '24h',
     'how long the answer to a `POST` with an `Idempotency-Key` is replayed',
   ),
+  IDEMPOTENCY_LEASE: positiveDurationSetting(
+    '5m',
+    'how long a `POST` with an `Idempotency-Key` holds its key while it runs; one still running after three quarters of it (a stalled process) writes nothing and answers `503`',
+  ),
   RATE_LIMIT: declare({
     default: '600/1m',
     expected: 'requests per window such as 600/1m, or off',

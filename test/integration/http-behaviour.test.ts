@@ -38,9 +38,10 @@ const expectSecurityHeaders = (response: Response, { cacheControl = 'no-store' }
 
 describe('cross-cutting HTTP configuration', () => {
   const base = { DATA_DIR: '/tmp/unused' };
-  it('has defaults: 24 h keys, 600 requests a minute, no CORS, time-outs of 20 s, 60 s and 5 s, no proxy', () => {
+  it('has defaults: 24 h keys held 5 minutes while they run, 600 requests a minute, no CORS, time-outs of 20 s, 60 s and 5 s, no proxy', () => {
     expect(loadConfig(base).http).to.deep.equal({
       idempotencyTtlMs: 24 * 3_600_000,
+      idempotencyLeaseMs: 5 * 60_000,
       rateLimit: { limit: 600, windowMs: 60_000 },
       corsOrigins: null,
       headersTimeoutMs: 20_000,
@@ -50,12 +51,13 @@ describe('cross-cutting HTTP configuration', () => {
     });
   });
 
-  it('reads RATE_LIMIT, CORS_ORIGINS, the time-outs and TRUST_PROXY', () => {
+  it('reads RATE_LIMIT, CORS_ORIGINS, IDEMPOTENCY_TTL and IDEMPOTENCY_LEASE, the time-outs and TRUST_PROXY', () => {
     const { http } = loadConfig({
       ...base,
       RATE_LIMIT: '100/30s',
       CORS_ORIGINS: 'https://app.example.com,http://[::1]:8080',
       IDEMPOTENCY_TTL: '1h',
+      IDEMPOTENCY_LEASE: '90s',
       HTTP_HEADERS_TIMEOUT: '5s',
       HTTP_REQUEST_TIMEOUT: '2m',
       HTTP_KEEP_ALIVE_TIMEOUT: '65s',
@@ -63,6 +65,7 @@ describe('cross-cutting HTTP configuration', () => {
     });
     expect(http).to.deep.equal({
       idempotencyTtlMs: 3_600_000,
+      idempotencyLeaseMs: 90_000,
       rateLimit: { limit: 100, windowMs: 30_000 },
       corsOrigins: ['https://app.example.com', 'http://[::1]:8080'],
       headersTimeoutMs: 5_000,
@@ -165,54 +168,109 @@ describe('cross-cutting HTTP behaviour', () => {
       expect((await post('k-422')).body.id).to.equal(first.body.id);
     });
 
-    it('answers 409 while a request with the key is still in flight, and replays it once it is done', async () => {
+    /**
+     * A POST with the key that sends its headers and half its body, and keeps the connection open: the
+     * request holds its claim on the key, recorded before this resolves, until `finish` sends the rest.
+     */
+    const slowPost = async (key: string) => {
       const body = JSON.stringify(fox);
       const half = Math.floor(body.length / 2);
-      // The first request sends its headers and half its body, and keeps the connection open.
       const slow = httpRequest(observations(), {
         method: 'POST',
         headers: {
           'Content-Type': 'application/json',
           'Content-Length': String(Buffer.byteLength(body)),
           'X-API-Key': apiKey,
-          'Idempotency-Key': 'slow-upload',
+          'Idempotency-Key': key,
         },
       });
-      const answered = new Promise<{ status: number; body: any }>((resolve, reject) => {
-        slow.on('error', reject);
-        slow.on('response', (res: IncomingMessage) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-        });
-      });
+      const answered = new Promise<{ status: number; body: any; headers: IncomingMessage['headers'] }>(
+        (resolve, reject) => {
+          slow.on('error', reject);
+          slow.on('response', (res: IncomingMessage) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => (text += chunk));
+            res.on('end', () =>
+              resolve({ status: res.statusCode!, body: JSON.parse(text), headers: res.headers }),
+            );
+          });
+        },
+      );
       slow.write(body.slice(0, half));
       slow.flushHeaders();
-
-      // Once its claim is recorded...
       const db = new Database(join(server.dataDir, 'idempotency.db'), { readonly: true });
       try {
         await eventually(async () => {
-          const row = db.prepare('SELECT state FROM idempotency_keys WHERE key = ?').get('slow-upload') as
+          const row = db.prepare('SELECT state FROM idempotency_keys WHERE key = ?').get(key) as
             { state: string } | undefined;
           return Promise.resolve(row?.state === 'pending' ? true : undefined);
         });
       } finally {
         db.close();
       }
-      // ...the same key again is refused, with the same or another body.
+      return {
+        finish: () => {
+          slow.end(body.slice(half));
+          return answered;
+        },
+      };
+    };
+
+    it('answers 409 while a request with the key is still in flight, and replays it once it is done', async () => {
+      const slow = await slowPost('slow-upload');
+      // While its claim is held, the same key again is refused, with the same or another body.
       const during = await post('slow-upload');
       expectProblem(during, 409, '/problems/idempotency-key-in-flight');
       expect(during.headers.get('retry-after')).to.equal('1');
       expectProblem(await post('slow-upload', { ...fox, notes: 'x' }), 409);
 
-      slow.end(body.slice(half));
-      const first = await answered;
+      const first = await slow.finish();
       expect(first.status).to.equal(201);
       const after = await post('slow-upload');
       expect(after.status).to.equal(201);
       expect(after.body).to.deep.equal(first.body);
+    });
+
+    it('lets a request that outlived its hold on the key (IDEMPOTENCY_LEASE) write nothing, so the write happens once', async () => {
+      await server.close();
+      const clock = testClock();
+      server = await startTestServer({}, { options: { clock } });
+      tenant = await withTenant(server);
+      apiKey = await tenant.key(['observations:read', 'observations:write']);
+      const observationCount = async () => {
+        const list = await request(`${observations()}?limit=200`, { headers: { 'X-API-Key': apiKey } });
+        return (list.body.data as unknown[]).length;
+      };
+      const lapsed = (answer: Awaited<ReturnType<Awaited<ReturnType<typeof slowPost>>['finish']>>) => {
+        expect(answer.status, JSON.stringify(answer.body)).to.equal(503);
+        expect(answer.body.type).to.equal('/problems/idempotency-key-lapsed');
+        expect(answer.headers['retry-after']).to.equal('1');
+      };
+
+      // Stalled past three quarters of the 5-minute lease, with nobody else holding the key: it writes
+      // nothing, and gives the key up, so that a retry runs afresh.
+      const alone = await slowPost('stalled-alone');
+      clock.advance(4 * 60_000);
+      const head = await server.stores.eventStore.headPosition();
+      lapsed(await alone.finish());
+      expect(await server.stores.eventStore.headPosition()).to.equal(head);
+      const retried = await post('stalled-alone');
+      expect(retried.status).to.equal(201);
+      expect(retried.headers.get('idempotency-replayed')).to.equal(null);
+
+      // Stalled past the whole lease, while a retry with the key claimed it and ran: the stalled request
+      // comes back late and writes nothing, and the answer kept is the retry's.
+      const late = await slowPost('stalled-late');
+      clock.advance(6 * 60_000);
+      const retry = await post('stalled-late');
+      expect(retry.status).to.equal(201);
+      lapsed(await late.finish());
+      const replayed = await post('stalled-late');
+      expect(replayed.headers.get('idempotency-replayed')).to.equal('true');
+      expect(replayed.body.id).to.equal(retry.body.id);
+      await eventually(async () => ((await observationCount()) === 2 ? true : undefined));
+      expect(await observationCount()).to.equal(2);
     });
 
     it('keeps keys apart per credential and per tenant', async () => {
