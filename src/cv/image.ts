@@ -66,36 +66,6 @@ export const decodeGrey = async (
   }
 };
 
-/**
- * Decodes the stored bytes into RGB, three bytes a pixel, oriented as displayed, stretched to exactly
- * `width` × `height` (what a detector with a fixed square input takes). Transparency is flattened onto
- * white, and every colour space (CMYK, grey, 16-bit) becomes 8-bit sRGB. Failures as decodeGrey's.
- */
-export const decodeRgb = async (
-  image: Buffer,
-  { width, height, signal }: { width: number; height: number; signal?: AbortSignal },
-): Promise<Uint8Array> => {
-  throwIfAborted(signal);
-  const header = storedHeader(image);
-  try {
-    const data = await sharp(image, { failOn: 'truncated', limitInputPixels: header.width * header.height })
-      .rotate()
-      .flatten({ background: '#ffffff' })
-      .toColourspace('srgb')
-      .removeAlpha()
-      .resize({ width, height, fit: 'fill' })
-      .raw({ depth: 'uchar' })
-      .toBuffer();
-    throwIfAborted(signal);
-    if (data.length !== width * height * 3) throw new Error(`the decoder gave ${data.length} bytes`);
-    // A copy of its own, so that it can be transferred to a thread whatever memory sharp handed back.
-    return new Uint8Array(data);
-  } catch (error) {
-    if (signal?.aborted) throw error;
-    throw unreadable((error as Error).message.split('\n')[0]!);
-  }
-};
-
 /** The size of the image as displayed: the header's, turned by its EXIF orientation. */
 export const displayedSize = (header: ImageHeader): { width: number; height: number } =>
   header.orientation >= 5

@@ -94,10 +94,11 @@ describe('the built-in object detector (objects-coco)', function () {
     expect(labelsOf(job)).to.include('cup');
   });
 
-  it('finds an animal in the photograph of a cat (CenterNet calls this cat a dog: docs/api.md says so)', async () => {
+  it('finds the cat, and nothing else, in the photograph of a cat', async () => {
+    // Stretched to the square rather than letterboxed, CenterNet called this cat a dog.
     const job = await detect(t, fixturePhoto('chelsea'));
     expect(job.status).to.equal('completed');
-    expect(labelsOf(job).some((label) => ['cat', 'dog'].includes(label))).to.equal(true);
+    expect(labelsOf(job)).to.deep.equal(['cat']);
   });
 
   it('applies the job’s parameters: a higher threshold and fewer detections', async () => {
@@ -188,9 +189,46 @@ describe('the built-in object detector (objects-coco)', function () {
         expect(bestMatch(job.result.detections, 'horse', horse)).to.be.above(0.5);
     });
 
-    it('finds the person in the field', async () => {
+    it('finds the person in the field, the dog and the horse (called a cow), each where it is, one label each', async () => {
       const job = await detect(t, photo('person.jpg'));
+      const size = { width: 640, height: 424 };
       expect(labelsOf(job)[0]).to.equal('person');
+      const { detections } = job.result;
+      expect(bestMatch(detections, 'person', pixelBox(size, 190, 98, 275, 375))).to.be.above(0.6);
+      expect(bestMatch(detections, 'dog', pixelBox(size, 65, 262, 205, 345))).to.be.above(0.6);
+      // A small model's near classes (docs/api.md): the white horse's box is found, under `cow`.
+      const horse = pixelBox(size, 405, 138, 602, 345);
+      const onHorse = detections.filter((d: Detection) => intersectionOverUnion(d.bbox, horse) > 0.6);
+      expect(onHorse).to.have.length(1);
+      expect(['horse', 'cow', 'sheep']).to.include(onHorse[0].label);
+    });
+
+    it('finds the eagle, as a bird', async () => {
+      const job = await detect(t, photo('eagle.jpg'));
+      const size = { width: 773, height: 512 };
+      expect(labelsOf(job)).to.deep.equal(['bird']);
+      expect(bestMatch(job.result.detections, 'bird', pixelBox(size, 135, 85, 600, 450))).to.be.above(0.7);
+    });
+
+    it('finds the giraffe and the zebra, each where it stands', async () => {
+      const job = await detect(t, photo('giraffe.jpg'));
+      const size = { width: 500, height: 500 };
+      expect(labelsOf(job).sort()).to.deep.equal(['giraffe', 'zebra']);
+      expect(bestMatch(job.result.detections, 'giraffe', pixelBox(size, 165, 30, 448, 440))).to.be.above(0.7);
+      expect(bestMatch(job.result.detections, 'zebra', pixelBox(size, 247, 205, 425, 428))).to.be.above(0.5);
+    });
+
+    it('finds kites in the sky and people on the beach', async () => {
+      const job = await detect(t, photo('kite.jpg'));
+      expect(job.result.summary.counts.kite).to.be.at.least(2);
+      expect(job.result.summary.counts.person).to.be.at.least(4);
+      const { detections } = job.result;
+      // Kites fly above the people.
+      const middle = (label: string) =>
+        detections
+          .filter((d: Detection) => d.label === label)
+          .map((d: Detection) => d.bbox.y + d.bbox.height / 2);
+      expect(Math.max(...middle('kite'))).to.be.below(Math.min(...middle('person')));
     });
   });
 

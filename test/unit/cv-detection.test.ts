@@ -123,4 +123,19 @@ describe('detection post-processing', () => {
       { classIndex: 0, score: Math.fround(0.1), x1: 0, y1: 0, x2: 5, y2: 5 },
     ]);
   });
+
+  it('keeps one class of each box CenterNet gives, the best, as it is one object under several classes', () => {
+    const row = (score: number, classIndex: number, x1 = 10) => [x1, 20, 110, 220, score, classIndex];
+    // A horse seen as a sheep, a horse and a cow, in any order; another horse beside it.
+    const rows = new Float32Array([
+      ...row(0.25, 19),
+      ...row(0.5, 17),
+      ...row(0.375, 18),
+      ...row(0.5, 17, 11),
+    ]);
+    expect(centerNetCandidates(rows)).to.deep.equal([
+      { classIndex: 17, score: 0.5, x1: 10, y1: 20, x2: 110, y2: 220 },
+      { classIndex: 17, score: 0.5, x1: 11, y1: 20, x2: 110, y2: 220 },
+    ]);
+  });
 });

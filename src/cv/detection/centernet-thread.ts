@@ -33,8 +33,8 @@ model.catch(() => undefined);
 const infer = async ({ pixels }: CenterNetTask): Promise<CenterNetAnswer> => {
   const graph = await model;
   const started = performance.now();
-  const { side } = centerNetInput;
-  const input = tf.tidy(() => tf.tensor4d(Float32Array.from(pixels), [1, side, side, 3]));
+  const { width, height } = centerNetInput;
+  const input = tf.tidy(() => tf.tensor4d(Float32Array.from(pixels), [1, height, width, 3]));
   const output = graph.execute(input, detectionsOutput) as tf.Tensor;
   try {
     const rows = (await output.data()) as Float32Array;

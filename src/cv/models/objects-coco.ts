@@ -8,7 +8,6 @@ import {
 import { cocoLabels } from '../detection/coco-labels.js';
 import { countByLabel, nonMaxSuppression, toDetections } from '../detection/nms.js';
 import { centerNetFiles, loadCenterNetWeights } from '../detection/weights.js';
-import { decodeRgb, displayedSize, storedHeader } from '../image.js';
 import {
   CvModelError,
   effectiveParameters,
@@ -16,6 +15,7 @@ import {
   type ModelResult,
   type ModelStatus,
 } from './port.js';
+import { imageCoordinates, prepareInput } from './tensor-input.js';
 
 export interface ObjectsCocoSettings {
   /** Inference threads (CV_WORKERS), each with the model loaded once. */
@@ -101,25 +101,33 @@ export const objectsCoco = (settings: ObjectsCocoSettings): CvModel & { threads:
     threads: () => pool?.threads() ?? 0,
     run: async (image, { signal, parameters, decode }): Promise<ModelResult> => {
       const applied = effectiveParameters(parameters, objectsCocoDefaults);
-      const { side } = centerNetInput;
       let decodeMs = 0;
-      const image512 = await decode(async () => {
+      const prepared = await decode(async () => {
         const started = performance.now();
-        const pixels = await decodeRgb(image, { width: side, height: side, signal });
+        const input = await prepareInput(image, centerNetInput, signal);
         decodeMs = performance.now() - started;
-        return pixels;
+        return input;
       });
-      const answer = await infer(image512, signal);
+      // A copy of its own, so that it can be transferred to a thread whatever memory sharp handed back.
+      const answer = await infer(new Uint8Array(prepared.values), signal);
       const suppressionStarted = performance.now();
-      const kept = nonMaxSuppression(centerNetCandidates(answer.rows), { ...applied, iouThreshold });
-      const detections = toDetections(kept, { width: side, height: side, labels: cocoLabels });
+      const toImage = imageCoordinates(prepared.placement, prepared.image);
+      const candidates = centerNetCandidates(answer.rows).map((c) => ({
+        ...c,
+        x1: toImage.x(c.x1),
+        y1: toImage.y(c.y1),
+        x2: toImage.x(c.x2),
+        y2: toImage.y(c.y2),
+      }));
+      const kept = nonMaxSuppression(candidates, { ...applied, iouThreshold });
+      const detections = toDetections(kept, { ...prepared.image, labels: cocoLabels });
       // The time of the work itself: waits for a decode slot or a thread, and a thread's loading, are not it.
       const inferenceMs = decodeMs + answer.inferenceMs + (performance.now() - suppressionStarted);
       return {
         detections,
         summary: {
           counts: countByLabel(detections),
-          image: displayedSize(storedHeader(image)),
+          image: prepared.image,
           model: { name: 'centernet-mobilenetv3-coco', version: modelVersion },
           inferenceMs: Math.round(inferenceMs),
           parameters: applied,

@@ -16,6 +16,15 @@ export interface Placement {
   padY: number;
 }
 
+/**
+ * Input tensor pixels → the image's (the letterbox undone), clipped to the image: for a model's boxes,
+ * `x1`/`x2` through `x` and `y1`/`y2` through `y`.
+ */
+export const imageCoordinates = (placement: Placement, image: { width: number; height: number }) => ({
+  x: (x: number) => Math.min(image.width, Math.max(0, (x - placement.padX) / placement.scaleX)),
+  y: (y: number) => Math.min(image.height, Math.max(0, (y - placement.padY) / placement.scaleY)),
+});
+
 export interface PreparedInput {
   /** The 0..255 channel values in the tensor's order (NCHW planar or NHWC interleaved), RGB. */
   values: Uint8Array;
@@ -60,9 +69,10 @@ const planar = (interleaved: Buffer, pixels: number): Uint8Array => {
  */
 export const prepareInput = async (
   image: Buffer,
-  input: TensorInputSetting,
+  input: Pick<TensorInputSetting, 'width' | 'height' | 'layout' | 'resize'>,
   signal?: AbortSignal,
 ): Promise<PreparedInput> => {
+  signal?.throwIfAborted();
   const header = storedHeader(image);
   const shown = displayedSize(header);
   const fit =

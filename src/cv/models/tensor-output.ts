@@ -1,6 +1,6 @@
 import type { Candidate } from '../detection/nms.js';
 import { invalidReply as invalid } from './inference-http.js';
-import type { Placement } from './tensor-input.js';
+import { imageCoordinates, type Placement } from './tensor-input.js';
 import type { TensorOutputSetting } from './tensor-settings.js';
 
 /**
@@ -140,8 +140,7 @@ export const yoloCandidates = (
   const { boxStride, attributeStride } = layout;
   const firstClass = layout.objectness ? 5 : 4;
   const candidates: Candidate[] = [];
-  const toX = (x: number) => Math.min(image.width, Math.max(0, (x - placement.padX) / placement.scaleX));
-  const toY = (y: number) => Math.min(image.height, Math.max(0, (y - placement.padY) / placement.scaleY));
+  const { x: toX, y: toY } = imageCoordinates(placement, image);
   for (let box = 0; box < layout.boxes; box += 1) {
     const at = (attribute: number) => data[box * boxStride + attribute * attributeStride]!;
     const width = at(2);
