@@ -61,10 +61,6 @@ export const countsOf = (result: NonNullable<CvJob['result']>): [string, number]
   return [...counts].sort(([a, m], [b, n]) => n - m || a.localeCompare(b));
 };
 
-/** "3 horse, 1 person". */
-export const countsText = (counts: [string, number][]): string =>
-  counts.map(([label, count]) => `${count} ${label}`).join(', ');
-
 /** What the job's model says of itself and of the run, each part only when given. */
 export const runOf = (summary: unknown) => {
   const model = isFields(summary) ? summary.model : undefined;

@@ -6,7 +6,6 @@ import { When } from './ui.js';
 import './seen.css';
 import {
   countsOf,
-  countsText,
   percent,
   qualityOf,
   resolutionText,
@@ -58,10 +57,14 @@ const QualityReport = ({ quality }: { quality: Quality }) => (
   </>
 );
 
+/** "horse ×3, person": as the observations list says them, whatever the labels' grammar. */
+const countedLabelsText = (counts: [string, number][]): string =>
+  labelsText(counts.map(([label, count]) => ({ label, count })));
+
 /** Counts, or what found nothing says it looked for. */
 const Found = ({ result }: { result: NonNullable<CvJob['result']> }) => {
   const counts = countsOf(result);
-  if (counts.length > 0) return <p class="counts">{countsText(counts)}</p>;
+  if (counts.length > 0) return <p class="counts">{countedLabelsText(counts)}</p>;
   const { minConfidence } = runOf(result.summary);
   return (
     <p class="counts muted">
@@ -157,7 +160,7 @@ export const LatestByModel = ({ jobs }: { jobs: readonly CvJob[] }) => {
               {quality ? (
                 <QualityReport quality={quality} />
               ) : counts.length > 0 ? (
-                <p class="counts">{labelsText(counts.map(([label, count]) => ({ label, count })))}</p>
+                <p class="counts">{countedLabelsText(counts)}</p>
               ) : (
                 <p class="counts muted">Nothing found</p>
               )}

@@ -194,7 +194,7 @@ describe('the console says what CV jobs saw', function () {
     await page.reload();
     const detector = page.locator(`[data-media="${photoId}"] .seen-job[data-model="objects-test"]`);
     await detector.waitFor();
-    expect(await detector.locator('.counts').textContent()).to.equal('3 horse, 1 person');
+    expect(await detector.locator('.counts').textContent()).to.equal('horse ×3, person');
     const run = await detector.locator('.run').textContent();
     expect(run).to.match(
       /^centernet-mobilenetv3-coco 2024\.05 · 150 ms · confidence ≥ 30\s% · up to 100 detections · finished/,
@@ -205,7 +205,9 @@ describe('the console says what CV jobs saw', function () {
     for (const { label } of proposals.result.detections) byLabel.set(label, (byLabel.get(label) ?? 0) + 1);
     expect(byLabel.size).to.be.greaterThan(0);
     const counts = (await job(proposals.id).locator('.counts').textContent())!.split(', ');
-    expect(counts.sort()).to.deep.equal([...byLabel].map(([label, n]) => `${n} ${label}`).sort());
+    expect(counts.sort()).to.deep.equal(
+      [...byLabel].map(([label, n]) => (n > 1 ? `${label} ×${n}` : label)).sort(),
+    );
 
     expect(await job(nothing.id).locator('.counts').textContent()).to.equal('Nothing found above 30\u00a0%');
 

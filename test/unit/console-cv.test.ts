@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import {
   countsOf,
-  countsText,
   huesOf,
   parametersOf,
   percent,
@@ -18,14 +17,20 @@ describe("the console's reading of a CV result", () => {
   describe('when the summary has counts', () => {
     it('says them, most first, and does not count the detections again', () => {
       const result = { detections: seen('horse'), summary: { counts: { person: 1, horse: 3, dog: 0 } } };
-      expect(countsText(countsOf(result))).to.equal('3 horse, 1 person');
+      expect(countsOf(result)).to.deep.equal([
+        ['horse', 3],
+        ['person', 1],
+      ]);
     });
   });
 
   describe('when the summary has none', () => {
     it('counts the detections by label', () => {
       const result = { detections: seen('dark-object', 'light-object', 'dark-object'), summary: {} };
-      expect(countsText(countsOf(result))).to.equal('2 dark-object, 1 light-object');
+      expect(countsOf(result)).to.deep.equal([
+        ['dark-object', 2],
+        ['light-object', 1],
+      ]);
     });
   });
 
