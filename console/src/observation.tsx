@@ -1,6 +1,7 @@
 // One observation: what was seen (the latest detections per model, the image quality), attributes, notes,
 // its location, what changed in each version, and its media with the CV detections drawn on the image (a
 // toggle per model) and said in words, and a CV job to run and watch.
+import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { call, getJson, query, sendJson, tenantPath, type Page } from './api.js';
 import { Boxes } from './boxes.js';
@@ -11,8 +12,8 @@ import { observationTitle, PlaceLink, type Observation } from './observations.js
 import { namesOf } from './places-data.js';
 import { useLocation } from './places.js';
 import { LatestByModel, WhatWasSeen } from './seen.js';
-import { mainAttribute, positionText, versionChanges } from './seen-text.js';
-import { Json, Loading, ProblemBox, Section, When, toggled, useAction, useLoad } from './ui.js';
+import { attributeText, mainAttribute, positionText, versionChanges } from './seen-text.js';
+import { Loading, ProblemBox, Section, When, toggled, useAction, useLoad } from './ui.js';
 
 interface Version {
   version: number;
@@ -214,6 +215,22 @@ const Upload = ({ observationId, onDone }: { observationId: string; onDone: () =
   );
 };
 
+/** The attributes as a list, each name with its value (nested ones as JSON), or that there are none. */
+const Attributes = ({ attributes }: { attributes: Record<string, unknown> }) => {
+  const entries = Object.entries(attributes);
+  if (entries.length === 0) return <p class="muted">None</p>;
+  return (
+    <dl class="attributes">
+      {entries.map(([name, value]) => (
+        <Fragment key={name}>
+          <dt>{name}</dt>
+          <dd>{attributeText(value)}</dd>
+        </Fragment>
+      ))}
+    </dl>
+  );
+};
+
 /** Each version with what it changed, newest first: the list reads as what happened lately. */
 const History = ({ versions }: { versions: readonly Version[] }) => (
   <ol class="history" reversed>
@@ -303,7 +320,7 @@ export const ObservationScreen = ({ id, cv, placesToo }: { id: string; cv: boole
         </dl>
         <ProblemBox error={place.error} />
         <h3>Attributes</h3>
-        <Json value={o.attributes} />
+        <Attributes attributes={o.attributes} />
         {o.position ? (
           <WorldMap
             label="Where it was observed"

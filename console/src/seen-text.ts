@@ -36,6 +36,10 @@ export const mainAttribute = (
   return null;
 };
 
+/** An attribute's value as the observation screen lists it: text as it is, other values as JSON. */
+export const attributeText = (value: unknown): string =>
+  typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+
 /** "horse ×3, person": each label once, with its count when more than one. */
 export const labelsText = (labels: readonly { label: string; count: number }[]): string =>
   labels.map(({ label, count }) => (count > 1 ? `${label} ×${count}` : label)).join(', ');

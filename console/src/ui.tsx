@@ -155,10 +155,6 @@ export const Pager = ({
   </nav>
 );
 
-export const Json = ({ value }: { value: unknown }) => (
-  <pre class="json">{JSON.stringify(value, null, 2)}</pre>
-);
-
 /**
  * A box that scrolls sideways inside the page when its content is wider (a table on a phone), instead of
  * widening the page. While it overflows it is a labelled tab stop, so that a keyboard can scroll it too.

@@ -235,6 +235,10 @@ describe('the console says what was seen, and where', function () {
           .getByRole('link', { name: 'Ridge meadow' });
         expect(await place.getAttribute('href')).to.equal(`#/locations/${ids.ridge}`);
         expect(await page.locator('dd.coordinates').textContent()).to.equal('44.2300, 7.1200');
+        // The attributes as a list of names and values, not as JSON.
+        const attributes = page.locator('dl.attributes');
+        expect(await attributes.locator('dt').allTextContents()).to.deep.equal(['count', 'species']);
+        expect(await attributes.locator('dd').allTextContents()).to.deep.equal(['2', 'Vulpes vulpes']);
         const history = page.locator('ol.history');
         await history.getByText("notes: 'by the stones' → 'by the three stones'").waitFor();
         expect(await history.getByText('attributes.count: 1 → 2').count()).to.equal(1);

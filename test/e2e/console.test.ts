@@ -167,6 +167,18 @@ describe('the console in a browser', function () {
       page = await openConsole(context);
     });
     after(() => context.close());
+    // What the page showed when a test failed, beside the other screenshots: a wait that ran out says what
+    // it waited for, not what was there instead.
+    afterEach(async function () {
+      if (this.currentTest?.state !== 'failed') return;
+      const name = this.currentTest.title.replace(/[^a-z0-9]+/gi, '-').slice(0, 60);
+      const failures = new URL('../../.screenshots/console/', import.meta.url);
+      mkdirSync(failures, { recursive: true });
+      await page.screenshot({ path: new URL(`failed-${name}.png`, failures).pathname, fullPage: true });
+      console.log(
+        `      (the page at ${page.url()} when it failed: .screenshots/console/failed-${name}.png)`,
+      );
+    });
 
     it('signs in with the key, keeping it in sessionStorage only, and shows every screen', async () => {
       await page.getByRole('heading', { name: 'Sign in to the observation console' }).waitFor();

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import {
+  attributeText,
   distanceText,
   labelsText,
   mainAttribute,
@@ -51,6 +52,19 @@ describe('what the observation screens say', () => {
         key: 'kind',
         text: 'moss',
       }));
+  });
+
+  describe('attributeText', () => {
+    it('writes text as it is, and numbers, booleans, null, lists and objects as JSON', () => {
+      expect(['Vulpes vulpes', 2, true, null, [1, 2], { sex: 'f' }].map(attributeText)).to.deep.equal([
+        'Vulpes vulpes',
+        '2',
+        'true',
+        'null',
+        '[1,2]',
+        '{"sex":"f"}',
+      ]);
+    });
   });
 
   describe('labels', () => {
