@@ -168,9 +168,17 @@ const httpSettings = (env: Environment): HttpSettings => {
   if (headersTimeoutMs > requestTimeoutMs) {
     throw new ConfigError('HTTP_HEADERS_TIMEOUT must not be longer than HTTP_REQUEST_TIMEOUT');
   }
+  const idempotencyLeaseMs = readSetting(env, S.IDEMPOTENCY_LEASE);
+  // A request may start writing only in the first three quarters of its hold on its key (src/http/
+  // idempotency.ts), and its body alone may take HTTP_REQUEST_TIMEOUT to arrive.
+  if ((idempotencyLeaseMs * 3) / 4 <= requestTimeoutMs) {
+    throw new ConfigError(
+      `IDEMPOTENCY_LEASE must be longer than 4/3 of HTTP_REQUEST_TIMEOUT (${Math.ceil((requestTimeoutMs * 4) / 3000)} s): a request with an Idempotency-Key may start writing only in the first three quarters of its hold on the key, and its body may take HTTP_REQUEST_TIMEOUT to arrive`,
+    );
+  }
   return {
     idempotencyTtlMs: readSetting(env, S.IDEMPOTENCY_TTL),
-    idempotencyLeaseMs: readSetting(env, S.IDEMPOTENCY_LEASE),
+    idempotencyLeaseMs,
     rateLimit: readSetting(env, S.RATE_LIMIT),
     corsOrigins: readOptionalSetting(env, S.CORS_ORIGINS),
     headersTimeoutMs,

@@ -24,7 +24,7 @@ export const httpSettings = namedSettings({
   ),
   IDEMPOTENCY_LEASE: positiveDurationSetting(
     '5m',
-    'how long a `POST` with an `Idempotency-Key` holds its key while it runs; one still running after three quarters of it (a stalled process) writes nothing and answers `503`',
+    'how long a `POST` with an `Idempotency-Key` holds its key while it runs; one still running after three quarters of it (a stalled process) writes nothing and answers `503`; longer than 4/3 of HTTP_REQUEST_TIMEOUT',
   ),
   RATE_LIMIT: declare({
     default: '600/1m',

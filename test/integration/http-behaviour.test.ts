@@ -57,7 +57,7 @@ describe('cross-cutting HTTP configuration', () => {
       RATE_LIMIT: '100/30s',
       CORS_ORIGINS: 'https://app.example.com,http://[::1]:8080',
       IDEMPOTENCY_TTL: '1h',
-      IDEMPOTENCY_LEASE: '90s',
+      IDEMPOTENCY_LEASE: '3m',
       HTTP_HEADERS_TIMEOUT: '5s',
       HTTP_REQUEST_TIMEOUT: '2m',
       HTTP_KEEP_ALIVE_TIMEOUT: '65s',
@@ -65,7 +65,7 @@ describe('cross-cutting HTTP configuration', () => {
     });
     expect(http).to.deep.equal({
       idempotencyTtlMs: 3_600_000,
-      idempotencyLeaseMs: 90_000,
+      idempotencyLeaseMs: 180_000,
       rateLimit: { limit: 100, windowMs: 30_000 },
       corsOrigins: ['https://app.example.com', 'http://[::1]:8080'],
       headersTimeoutMs: 5_000,
@@ -93,6 +93,18 @@ describe('cross-cutting HTTP configuration', () => {
       expect(() => loadConfig({ ...base, [name]: value })).to.throw(ConfigError, name);
     });
   }
+
+  it('refuses an IDEMPOTENCY_LEASE whose requests could outlive three quarters of it while their bodies arrive', () => {
+    expect(() => loadConfig({ ...base, IDEMPOTENCY_LEASE: '80s' })).to.throw(
+      ConfigError,
+      'IDEMPOTENCY_LEASE must be longer than 4/3 of HTTP_REQUEST_TIMEOUT (80 s)',
+    );
+    expect(loadConfig({ ...base, IDEMPOTENCY_LEASE: '81s' }).http.idempotencyLeaseMs).to.equal(81_000);
+    expect(() => loadConfig({ ...base, IDEMPOTENCY_LEASE: '5m', HTTP_REQUEST_TIMEOUT: '4m' })).to.throw(
+      ConfigError,
+      'IDEMPOTENCY_LEASE',
+    );
+  });
 
   it('refuses headers that may take longer than the whole request', () => {
     expect(() => loadConfig({ ...base, HTTP_HEADERS_TIMEOUT: '2m', HTTP_REQUEST_TIMEOUT: '1m' })).to.throw(
