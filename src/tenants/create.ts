@@ -10,7 +10,10 @@ import { tenantDecider } from './decider.js';
 
 /**
  * Creates a tenant and its first admin API key, whose secret is returned once. Used by POST /v1/tenants and
- * by the CLI. Should the key's append fail after the tenant's, the platform key can still create one.
+ * by the CLI. They are two streams, so two appends: the key's comes first, so that a request whose second
+ * append fails (a full disk, a lost database) leaves no tenant behind, only a key of a tenant that does not
+ * exist, whose secret nobody was shown. A retry then makes one whole tenant, rather than a second one
+ * beside a tenant without an admin key.
  */
 export const createTenant = async (
   eventStore: EventStore,
@@ -19,6 +22,11 @@ export const createTenant = async (
   { name, notificationEmail }: { name: string; notificationEmail: string },
 ): Promise<{ tenant: Tenant; adminApiKey: string; result: CommandResult<TenantState, TenantEvent> }> => {
   const tenantId = newId('t');
+  const initial = await createSecretCredential(eventStore, apiKeyDecider, 'apikey', context(tenantId), {
+    id: newId('k'),
+    name: 'initial admin key',
+    scopes: ['admin'],
+  });
   const result = await handleCommand(
     eventStore,
     tenantDecider,
@@ -27,11 +35,6 @@ export const createTenant = async (
     context(tenantId),
   );
   if (result.state.status === 'absent') throw new Error('CreateTenant produced no tenant');
-  const initial = await createSecretCredential(eventStore, apiKeyDecider, 'apikey', context(tenantId), {
-    id: newId('k'),
-    name: 'initial admin key',
-    scopes: ['admin'],
-  });
   const adminApiKey = formatCredential(apiKeyPrefix, {
     tenantId,
     id: initial.credential.id,

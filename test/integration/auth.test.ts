@@ -74,6 +74,33 @@ describe('authentication and credentials', () => {
       expect(JSON.stringify(read.body)).not.to.include(response.body.adminApiKey.split('.')[2]);
     });
 
+    it('leaves no tenant behind when its last append fails, so that a retry makes one whole tenant', async () => {
+      const store = server.stores.eventStore;
+      const append = store.appendToStream.bind(store);
+      let appends = 0;
+      store.appendToStream = (stream, events, expected) =>
+        ++appends === 2
+          ? Promise.reject(new Error('the disk filled up between the two appends'))
+          : append(stream, events, expected);
+      const create = () =>
+        request(
+          `${server.url}/v1/tenants`,
+          asPlatform({ method: 'POST', body: { name: 'Globex', notificationEmail: 'ops@globex.test' } }),
+        );
+      try {
+        expect((await create()).status).to.equal(500);
+      } finally {
+        store.appendToStream = append;
+      }
+      expect(appends).to.equal(2);
+      const retried = await create();
+      expect(retried.status).to.equal(201);
+      await eventually(async () => {
+        const list = await request(`${server.url}/v1/tenants`, asPlatform());
+        expect(list.body.data.map((t: { name: string }) => t.name)).to.deep.equal(['acme', 'Globex']);
+      });
+    });
+
     it('lets the platform key list tenants and read any one of them', async () => {
       const other = await withTenant(server, 'globex');
       await eventually(async () => {
