@@ -150,6 +150,6 @@ describe('the README Quickstart, followed as written', function () {
       'the detector job to complete',
     );
     expect(job.model).to.equal('objects-coco');
-    expect(job.result.summary.counts).to.deep.equal({ dog: 1 });
+    expect(job.result.summary.counts).to.deep.equal({ cat: 1 });
   });
 });
