@@ -5,12 +5,12 @@ import type { Candidate } from './nms.js';
  * (src/cv/models/objects-coco.ts). The model takes a 512 × 512 RGB image, values 0..255, row by row; it
  * answers 100 rows of six numbers. The photograph is letterboxed into it (its aspect ratio kept, padded
  * with grey): on the test photographs that scored the right class higher than stretching it to the square
- * did (Chelsea the cat a `cat` at 0.55 rather than a `dog` at 0.50, darknet's eagle a `bird` at 0.72
- * rather than 0.56, the dog beside the person at 0.66 rather than 0.36).
+ * did (Chelsea the cat a `cat` at 0.50 rather than a `dog` at 0.50, darknet's eagle a `bird` at 0.71
+ * rather than 0.56, the dog beside the person at 0.54 rather than 0.36).
  */
 export const centerNetInput = { width: 512, height: 512, layout: 'NHWC', resize: 'letterbox' } as const;
 
-/** One image for a thread: side × side × 3 bytes, row by row, RGB. */
+/** One image for a thread: width × height × 3 bytes, row by row, RGB. */
 export interface CenterNetTask {
   pixels: Uint8Array;
 }
