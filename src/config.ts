@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { RemoteModelSetting } from './cv/models/remote-settings.js';
 import type { ConsoleSettings } from './console/serve.js';
 import type { CorsOrigins } from './http/cors.js';
+import { writableShareOfLease } from './http/idempotency-store.js';
 import type { RateLimitPolicy } from './http/rate-limit-policy.js';
 import type { DecodeQueueSettings } from './media/decode-queue.js';
 import type { DecodeLimits } from './media/header.js';
@@ -169,11 +170,11 @@ const httpSettings = (env: Environment): HttpSettings => {
     throw new ConfigError('HTTP_HEADERS_TIMEOUT must not be longer than HTTP_REQUEST_TIMEOUT');
   }
   const idempotencyLeaseMs = readSetting(env, S.IDEMPOTENCY_LEASE);
-  // A request may start writing only in the first three quarters of its hold on its key (src/http/
-  // idempotency.ts), and its body alone may take HTTP_REQUEST_TIMEOUT to arrive.
-  if ((idempotencyLeaseMs * 3) / 4 <= requestTimeoutMs) {
+  // A request may start writing only in the first three quarters of its hold on its key, and its body alone
+  // may take HTTP_REQUEST_TIMEOUT to arrive.
+  if (idempotencyLeaseMs * writableShareOfLease <= requestTimeoutMs) {
     throw new ConfigError(
-      `IDEMPOTENCY_LEASE must be longer than 4/3 of HTTP_REQUEST_TIMEOUT (${Math.ceil((requestTimeoutMs * 4) / 3000)} s): a request with an Idempotency-Key may start writing only in the first three quarters of its hold on the key, and its body may take HTTP_REQUEST_TIMEOUT to arrive`,
+      `IDEMPOTENCY_LEASE must be longer than 4/3 of HTTP_REQUEST_TIMEOUT (${Math.ceil(requestTimeoutMs / writableShareOfLease / 1000)} s): a request with an Idempotency-Key may start writing only in the first three quarters of its hold on the key, and its body may take HTTP_REQUEST_TIMEOUT to arrive`,
     );
   }
   return {

@@ -7,6 +7,12 @@
  * (./idempotency-store-mongo.ts); each must pass test/contract/idempotency-store.contract.ts.
  */
 
+/**
+ * How much of a claim's lease its request may spend before its first append (src/http/idempotency.ts,
+ * writeGuard): the rest is for that append to commit before another request may claim the key.
+ */
+export const writableShareOfLease = 3 / 4;
+
 export interface IdempotencyId {
   /** The tenant and the credential, e.g. `t_acme|apikey:k_01…`. */
   scope: string;

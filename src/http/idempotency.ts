@@ -3,10 +3,15 @@ import { Stream } from 'node:stream';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import getRawBody from 'raw-body';
-import { problemType } from '../core/errors.js';
+import { problemType, UnavailableError } from '../core/errors.js';
 import type { Clock } from '../core/ids.js';
 import { idempotencySeal, type IdempotencySeal } from './idempotency-seal.js';
-import type { IdempotencyId, IdempotencyStore, StoredResponse } from './idempotency-store.js';
+import {
+  writableShareOfLease,
+  type IdempotencyId,
+  type IdempotencyStore,
+  type StoredResponse,
+} from './idempotency-store.js';
 
 declare module 'koa' {
   interface DefaultState {
@@ -39,14 +44,9 @@ export class IdempotencyKeyInFlightError extends problemType(
  * The request ran so long (a stalled process, a paused machine) that its hold on the key was about to end
  * or had ended, when another request with the key may run: it wrote nothing, so the write happens once.
  */
-export class IdempotencyKeyLapsedError extends problemType(
-  503,
-  'idempotency-key-lapsed',
-  'The request outlived its hold on the Idempotency-Key',
-) {
-  override get headers(): Record<string, string> {
-    return { 'Retry-After': '1' };
-  }
+export class IdempotencyKeyLapsedError extends UnavailableError {
+  override readonly slug = 'idempotency-key-lapsed';
+  override readonly title = 'The request outlived its hold on the Idempotency-Key';
 }
 
 /** The key was used before for another request: another route, body or scope set. */
@@ -234,7 +234,7 @@ const idempotentRoute = (
     }
 
     const { token } = claim;
-    ctx.state.beforeWrite = writeGuard(clock, now + (leaseMs * 3) / 4);
+    ctx.state.beforeWrite = writeGuard(clock, now + leaseMs * writableShareOfLease);
     let body: Buffer;
     try {
       body = await readBody(ctx);
