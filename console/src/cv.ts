@@ -49,7 +49,7 @@ export const percent = (fraction: number): string => {
 };
 
 /** `summary.counts` when the model gives one, else the detections counted by label; most first. */
-export const countsOf = (result: NonNullable<CvJob['result']>): [string, number][] => {
+export const countsOf = (result: NonNullable<CvJob['result']>): { label: string; count: number }[] => {
   const given = isFields(result.summary) ? result.summary.counts : undefined;
   const counts = new Map<string, number>();
   if (isFields(given)) {
@@ -58,7 +58,9 @@ export const countsOf = (result: NonNullable<CvJob['result']>): [string, number]
   } else {
     for (const { label } of result.detections) counts.set(label, (counts.get(label) ?? 0) + 1);
   }
-  return [...counts].sort(([a, m], [b, n]) => n - m || a.localeCompare(b));
+  return [...counts]
+    .map(([label, count]) => ({ label, count }))
+    .sort((a, b) => b.count - a.count || a.label.localeCompare(b.label));
 };
 
 /** What the job's model says of itself and of the run, each part only when given. */

@@ -57,14 +57,10 @@ const QualityReport = ({ quality }: { quality: Quality }) => (
   </>
 );
 
-/** "horse ×3, person": as the observations list says them, whatever the labels' grammar. */
-const countedLabelsText = (counts: [string, number][]): string =>
-  labelsText(counts.map(([label, count]) => ({ label, count })));
-
 /** Counts, or what found nothing says it looked for. */
 const Found = ({ result }: { result: NonNullable<CvJob['result']> }) => {
   const counts = countsOf(result);
-  if (counts.length > 0) return <p class="counts">{countedLabelsText(counts)}</p>;
+  if (counts.length > 0) return <p class="counts">{labelsText(counts)}</p>;
   const { minConfidence } = runOf(result.summary);
   return (
     <p class="counts muted">
@@ -160,7 +156,7 @@ export const LatestByModel = ({ jobs }: { jobs: readonly CvJob[] }) => {
               {quality ? (
                 <QualityReport quality={quality} />
               ) : counts.length > 0 ? (
-                <p class="counts">{countedLabelsText(counts)}</p>
+                <p class="counts">{labelsText(counts)}</p>
               ) : (
                 <p class="counts muted">Nothing found</p>
               )}

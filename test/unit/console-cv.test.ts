@@ -18,8 +18,8 @@ describe("the console's reading of a CV result", () => {
     it('says them, most first, and does not count the detections again', () => {
       const result = { detections: seen('horse'), summary: { counts: { person: 1, horse: 3, dog: 0 } } };
       expect(countsOf(result)).to.deep.equal([
-        ['horse', 3],
-        ['person', 1],
+        { label: 'horse', count: 3 },
+        { label: 'person', count: 1 },
       ]);
     });
   });
@@ -28,8 +28,8 @@ describe("the console's reading of a CV result", () => {
     it('counts the detections by label', () => {
       const result = { detections: seen('dark-object', 'light-object', 'dark-object'), summary: {} };
       expect(countsOf(result)).to.deep.equal([
-        ['dark-object', 2],
-        ['light-object', 1],
+        { label: 'dark-object', count: 2 },
+        { label: 'light-object', count: 1 },
       ]);
     });
   });
