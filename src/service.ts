@@ -111,13 +111,16 @@ const checkSharedValues = async (config: Config, shared: SharedValues, logger: L
   const store = await openFingerprintStore(config);
   if (!store) {
     logger.warn(
-      'secrets not compared with other processes: EventStoreDB alone keeps no fingerprints (docs/operations.md#shared-secrets)',
+      'secrets and models not compared with other processes: EventStoreDB alone keeps no fingerprints (docs/operations.md#shared-secrets)',
     );
     return;
   }
   try {
     const outcome = await checkFingerprints(store, fingerprintsOf(shared), recorder(config.dataDir));
-    logger.info({ store: store.kind, ...outcome }, 'secrets agree with the other processes on the store');
+    logger.info(
+      { store: store.kind, ...outcome },
+      'secrets and models agree with the other processes on the store',
+    );
   } finally {
     await store.close();
   }

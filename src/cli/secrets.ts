@@ -12,13 +12,14 @@ import { UsageError, type Commands } from './command.js';
 import { requireDataDir, storeLine } from './stores.js';
 
 /**
- * The fingerprints of the secrets every process on a store must share (docs/operations.md#shared-secrets).
- * A process whose secrets differ from the recorded ones refuses to start; after a secret was changed on
- * purpose, this records the new ones, and the processes are then restarted with them.
+ * The fingerprints of the secrets (and remote CV models) every process on a store must share
+ * (docs/operations.md#shared-secrets). A process whose values differ from the recorded ones refuses to
+ * start; after a value was changed on purpose, this records the new ones, and the processes are then
+ * restarted with them.
  */
 export const secretCommands: Commands = {
   'secrets record': {
-    help: "secrets record\n  Records the fingerprints of this environment's secrets and keyring as the ones every process on the\n  store must have (after changing a secret on purpose); never the secrets themselves.",
+    help: "secrets record\n  Records the fingerprints of this environment's secrets, keyring and remote CV models as the ones every\n  process on the store must have (after changing one on purpose); never the secrets themselves.",
     run: async (args, { config, create, print }) => {
       flags(args, { options: {} });
       if (!config.eventStoreUrl && !config.databaseUrl) requireDataDir(config.dataDir, create);

@@ -2,11 +2,13 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Keyring } from '../auth/signing-keys.js';
 import type { Config } from '../config.js';
+import type { RemoteModelSetting } from '../cv/models/remote-settings.js';
 import { developmentSecret, existingDevelopmentSecret } from '../core/development-secrets.js';
 import { ConfigError } from '../settings.js';
 import {
   joined,
   keyringFingerprints,
+  modelsFingerprint,
   remedy,
   secretFingerprint,
   verdict,
@@ -22,6 +24,8 @@ export interface SharedValues<Value = string> {
   webhookSecretKey: { value: Value; given: boolean };
   idempotencySecretKey: { value: Value; given: boolean };
   keyring: { value: Keyring; given: boolean };
+  /** CV_REMOTE_MODELS or CV_MODELS_FILE: never generated, an empty list when neither is set. */
+  remoteModels: readonly RemoteModelSetting[];
 }
 
 type SecretsConfig = Pick<
@@ -30,6 +34,7 @@ type SecretsConfig = Pick<
 > & {
   webhooks: Pick<Config['webhooks'], 'secretKey'>;
   signingKeysExplicit: boolean;
+  cv: Pick<Config['cv'], 'remoteModels'>;
 };
 
 const valuesWith = <Value>(
@@ -45,6 +50,7 @@ const valuesWith = <Value>(
     webhookSecretKey: secret(config.webhooks.secretKey, 'webhookSecretKey'),
     idempotencySecretKey: secret(config.idempotencySecretKey, 'idempotencySecretKey'),
     keyring: { value: keyring, given: config.signingKeysExplicit },
+    remoteModels: config.cv.remoteModels,
   };
 };
 
@@ -87,6 +93,7 @@ export const fingerprintsOf = (shared: SharedValues<string | null>): Fingerprint
       values: keyringFingerprints(shared.keyring.value),
       given: shared.keyring.given,
     },
+    { name: 'CV_REMOTE_MODELS', values: [modelsFingerprint(shared.remoteModels)], given: true },
   ];
 };
 
@@ -142,7 +149,7 @@ export const checkFingerprints = async (
   }
   if (mismatches.length > 0) {
     throw new ConfigError(
-      `this process's secrets differ from those of the other processes on its store (docs/operations.md#shared-secrets): ${mismatches.join('; ')}`,
+      `this process's secrets or models differ from those of the other processes on its store (docs/operations.md#shared-secrets): ${mismatches.join('; ')}`,
     );
   }
   return outcome;

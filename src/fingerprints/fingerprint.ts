@@ -1,9 +1,12 @@
 import { createHash, createHmac, createPublicKey } from 'node:crypto';
 import type { Keyring } from '../auth/signing-keys.js';
+import type { RemoteModelSetting } from '../cv/models/remote-settings.js';
+import { canonicalJson } from '../eventstore/hash-chain.js';
 
 /**
- * Values every process on one store must share (the secrets, the signing keyring), as fingerprints that
- * reveal nothing usable: an HMAC of a fixed label keyed by the secret, or the hash of a public key. The
+ * Values every process on one store must share (the secrets, the signing keyring, the remote CV models), as
+ * fingerprints that reveal nothing usable: an HMAC of a fixed label keyed by the secret, or a hash of a
+ * public key or of the models' descriptions. The
  * first process on a store records them; a later one whose values differ refuses to start (check.ts).
  * Background: docs/operations.md#shared-secrets.
  */
@@ -45,6 +48,20 @@ export const keyringFingerprints = (keyring: Keyring): string[] =>
     )
     .sort();
 
+/**
+ * SHA-256 of the remote models as jobs see them: their names and what each is and answers, in name order.
+ * An API process accepts a job for any model it has, and whichever worker claims the job runs it, so every
+ * process must have the same models, or a job accepted by one fails `model_unknown` (or reads another
+ * model's answer) on another. Left out: `url` and `timeout`, which may rightly differ between machines (an
+ * inference server beside each worker), and which may hold a password.
+ */
+export const modelsFingerprint = (models: readonly RemoteModelSetting[]): string => {
+  const described = models
+    .map(({ url: _url, timeoutMs: _timeoutMs, ...model }) => model)
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
+  return `sha256:${createHash('sha256').update(canonicalJson(described)).digest('base64url')}`;
+};
+
 export const joined = (values: readonly string[]): string => [...values].sort().join(',');
 
 /**
@@ -67,6 +84,9 @@ export const verdict = (recorded: string | undefined, mine: readonly string[]): 
 /** What an operator does about a mismatch: copy the development files, or set the variable. */
 export const remedy = (fingerprint: Fingerprint, recorded: RecordedFingerprint): string => {
   const source = `the first process (${recorded.recordedBy}, ${recorded.recordedAt})`;
+  if (fingerprint.name === 'CV_REMOTE_MODELS') {
+    return `CV_REMOTE_MODELS (or CV_MODELS_FILE) does not describe the same models as that of ${source}: give every process the same models (only their url and timeout may differ), or after changing them on purpose stop the processes, run \`obs secrets record\` with the new ones, and start them again`;
+  }
   if (fingerprint.name === 'SIGNING_KEYS_FILE') {
     return fingerprint.given
       ? `SIGNING_KEYS_FILE shares no key with the keyring of ${source}: give every process the same file`

@@ -33,7 +33,7 @@ export const cvSettings = namedSettings({
     defaultShown: 'none',
     expected: 'a JSON list of {"name", "url", "timeout", "protocol": "json" or "tensor", …}',
     description:
-      'models behind inference servers (Open Inference Protocol: our JSON contract, or YOLO tensors on Triton or KServe; docs/api.md); not with CV_MODELS_FILE',
+      'models behind inference servers (Open Inference Protocol: our JSON contract, or YOLO tensors on Triton or KServe; docs/api.md), the same in every process on the store but for url and timeout; not with CV_MODELS_FILE',
     echo: 'never',
     parse: remoteModels,
   }),

@@ -121,4 +121,44 @@ describe('processes on one DATA_DIR (SQLite) with different secrets', function (
       keys.remove();
     }
   });
+
+  it('refuses other remote CV models, accepts the same ones at another url, and other ones recorded by `obs secrets record`', async () => {
+    const { dir, remove } = tempDir();
+    const birds = { name: 'birds', url: 'http://127.0.0.1:9/v2', timeout: '5s' };
+    const models = (list: object[]) => ({ CV_REMOTE_MODELS: JSON.stringify(list) });
+    try {
+      const first = await startServiceProcess(dir, models([birds]));
+      await stop(first.child, first.exited);
+
+      // Without the model, this process's API would refuse birds jobs, and as a worker it would fail
+      // the jobs the first one accepted with model_unknown.
+      const without = await refusedStart({ DATA_DIR: dir });
+      expect(without.code, without.stderr).to.equal(2);
+      expect(configurationErrors(without.stderr)).to.have.length(1);
+      expect(without.stderr).to.include(
+        'CV_REMOTE_MODELS (or CV_MODELS_FILE) does not describe the same models as that of the first process (host ',
+      );
+      const renamed = await refusedStart({ DATA_DIR: dir, ...models([{ ...birds, remoteName: 'gulls' }]) });
+      expect(renamed.code, renamed.stderr).to.equal(2);
+
+      // An inference server beside each worker: the url and the time-out may differ.
+      const elsewhere = await startServiceProcess(
+        dir,
+        models([{ ...birds, url: 'http://127.0.0.1:10/v2', timeout: '30s' }]),
+      );
+      await stop(elsewhere.child, elsewhere.exited);
+
+      // The model retired on purpose: recorded, then every process starts without it.
+      const record = startTs('src/cli/main.ts', ['secrets', 'record'], {
+        DATA_DIR: dir,
+        PLATFORM_ADMIN_KEY: platformKey,
+      });
+      expect(await record.exited, record.output.stderr).to.equal(0);
+      expect(record.output.stdout.trim()).to.equal('Recorded CV_REMOTE_MODELS');
+      const restarted = await startServiceProcess(dir, {});
+      await stop(restarted.child, restarted.exited);
+    } finally {
+      remove();
+    }
+  });
 });

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import { keyringOf, rotateKeys, readKeys } from '../../src/auth/signing-keys.js';
-import { keyringFingerprints, secretFingerprint, verdict } from '../../src/fingerprints/fingerprint.js';
+import { parseRemoteModelSettings } from '../../src/cv/models/remote-settings.js';
+import {
+  keyringFingerprints,
+  modelsFingerprint,
+  secretFingerprint,
+  verdict,
+} from '../../src/fingerprints/fingerprint.js';
 import { tempDir } from '../support/adapters.js';
 import { join } from 'node:path';
 
@@ -46,6 +52,52 @@ describe('the fingerprints of the shared secrets', () => {
       } finally {
         remove();
       }
+    });
+  });
+
+  describe('of the remote CV models', () => {
+    const models = (entries: Record<string, unknown>[]) =>
+      modelsFingerprint(parseRemoteModelSettings(entries));
+    const birds = {
+      name: 'birds',
+      url: 'http://10.0.0.1:8000',
+      returns: { detections: 'detections', summary: {} },
+    };
+    const plates = { name: 'plates', url: 'http://10.0.0.1:8001', timeout: '5s' };
+
+    it('are the same whatever the order, the url, the time-out or a password in the url', () => {
+      const fingerprint = models([birds, plates]);
+      expect(fingerprint).to.match(/^sha256:[A-Za-z0-9_-]{43}$/);
+      expect(models([plates, birds])).to.equal(fingerprint);
+      expect(
+        models([
+          { ...birds, url: 'http://user:secret@127.0.0.1:9000/v2' },
+          { ...plates, timeout: '60s' },
+        ]),
+      ).to.equal(fingerprint);
+    });
+
+    it('differ when a model is missing, renamed, or answers or means something else', () => {
+      const fingerprint = models([birds, plates]);
+      const others = [
+        models([birds]),
+        models([]),
+        models([birds, { ...plates, name: 'plates-2' }]),
+        models([birds, { ...plates, remoteName: 'plates_v2' }]),
+        models([birds, { ...plates, modelVersion: '2' }]),
+        models([birds, { ...plates, description: 'number plates' }]),
+        models([{ ...birds, returns: { detections: 'boxes', summary: {} } }, plates]),
+        models([
+          birds,
+          {
+            ...plates,
+            protocol: 'tensor',
+            input: { name: 'images', width: 640, height: 640 },
+            output: { name: 'output0', format: 'yolov8' },
+          },
+        ]),
+      ];
+      expect(new Set([fingerprint, ...others]).size).to.equal(others.length + 1);
     });
   });
 });
