@@ -187,7 +187,14 @@ export const runScaleout = async ({
     ] as const) {
       const ownDir = databaseUrl && role === 'api' ? tempDir(name) : null;
       if (ownDir) dirs.push(ownDir);
-      const childEnv = { ...shared, ROLE: role, ...(ownDir ? { DATA_DIR: ownDir } : {}) };
+      // The API processes serve the one address a load balancer would: on their own ports, PUBLIC_URL
+      // unset, each would issue tokens the other refuses, and the second would not start.
+      const childEnv = {
+        ...shared,
+        ROLE: role,
+        PUBLIC_URL: 'http://127.0.0.1:3000',
+        ...(ownDir ? { DATA_DIR: ownDir } : {}),
+      };
       started.push(await startServer('src/main.ts', databaseUrl ? `${name}-postgres` : name, childEnv));
     }
     const [a, b] = [started[1]!, started[2]!];

@@ -53,6 +53,8 @@ export interface Config {
   platformAdminKey: string | null;
   /** The service's public base URL: the issuer of its tokens. */
   publicUrl: string;
+  /** True when PUBLIC_URL was given; otherwise it is the address the process listens on. */
+  publicUrlExplicit: boolean;
   tokenAudience: string;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
@@ -272,6 +274,7 @@ export const loadConfig = (env: Environment = process.env): Config => {
     idempotencySecretKey: readOptionalSetting(env, S.IDEMPOTENCY_SECRET_KEY),
     platformAdminKey: readOptionalSetting(env, S.PLATFORM_ADMIN_KEY),
     publicUrl: readOptionalSetting(env, S.PUBLIC_URL) ?? listenUrl(readSetting(env, S.HOST), port),
+    publicUrlExplicit: readOptionalSetting(env, S.PUBLIC_URL) !== null,
     tokenAudience: readSetting(env, S.TOKEN_AUDIENCE),
     accessTokenTtlSeconds: Math.round(readSetting(env, S.ACCESS_TOKEN_TTL) / 1000),
     refreshTokenTtlSeconds: Math.round(readSetting(env, S.REFRESH_TOKEN_TTL) / 1000),

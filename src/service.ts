@@ -28,6 +28,7 @@ import {
   sharedValues,
   type SharedValues,
 } from './fingerprints/check.js';
+import { issuerRenewal, type IssuerRenewal } from './fingerprints/issuer.js';
 import { openFingerprintStore } from './fingerprints/store.js';
 import { openStores, type Stores } from './stores.js';
 import { directoryWriteProbe, readiness, readinessAnswer, storeFailures } from './http/health.js';
@@ -106,24 +107,35 @@ const liveKeyring = (
 /**
  * Records this process's fingerprints on a new store, or compares them with the recorded ones: a ConfigError
  * (exit code 2) names each setting that differs. EventStoreDB alone shares no other store to keep them in.
+ * A process that serves the API then keeps its PUBLIC_URL's record renewed (fingerprints/issuer.ts).
  */
-const checkSharedValues = async (config: Config, shared: SharedValues, logger: Logger): Promise<void> => {
+const checkSharedValues = async (
+  config: Config,
+  shared: SharedValues,
+  logger: Logger,
+): Promise<IssuerRenewal | null> => {
   const store = await openFingerprintStore(config);
   if (!store) {
     logger.warn(
-      'secrets and models not compared with other processes: EventStoreDB alone keeps no fingerprints (docs/operations.md#shared-secrets)',
+      'secrets, models and PUBLIC_URL not compared with other processes: EventStoreDB alone keeps no fingerprints (docs/operations.md#shared-secrets)',
     );
-    return;
+    return null;
   }
+  const by = recorder(config.dataDir);
   try {
-    const outcome = await checkFingerprints(store, fingerprintsOf(shared), recorder(config.dataDir));
+    const outcome = await checkFingerprints(store, fingerprintsOf(shared), by);
     logger.info(
       { store: store.kind, ...outcome },
-      'secrets and models agree with the other processes on the store',
+      'secrets, models and PUBLIC_URL agree with the other processes on the store',
     );
   } finally {
     await store.close();
   }
+  if (!shared.issuer) return null;
+  // A renewal that waits for another process's write lock on events.db blocks the requests meanwhile: it
+  // waits briefly, and a renewal that could not is tried again at the next one.
+  const renewals = (await openFingerprintStore(config, { busyTimeoutMs: 50 }))!;
+  return issuerRenewal({ store: renewals, publicUrl: shared.issuer.value, by, logger });
 };
 
 export interface ServiceOptions {
@@ -167,8 +179,9 @@ export const startService = async (
       'PLATFORM_ADMIN_KEY is not set: generated a development platform admin key (kept in DATA_DIR/secrets.json; send it as X-API-Key to create a tenant)',
     ),
   );
+  let issuer: IssuerRenewal | null;
   try {
-    await checkSharedValues(config, shared, logger);
+    issuer = await checkSharedValues(config, shared, logger);
   } catch (error) {
     keyring.close();
     await opened.close();
@@ -274,6 +287,7 @@ export const startService = async (
     consumers,
     unavailable: () => featureConsumers.flatMap((consumer) => consumer.unavailable?.() ?? []),
     draining: () => drained !== null,
+    ...(issuer ? { issuer: () => issuer.check() } : {}),
     writeProbe: directoryWriteProbe(config.dataDir),
     storeFailures: storeFailures(),
     platformKey: platformAdminKey,
@@ -331,6 +345,7 @@ export const startService = async (
     await metricsListener?.close();
     await drained;
     await duties.stop();
+    await issuer?.stop();
     for (const consumer of featureConsumers) await consumer.close?.();
     keyring.close();
     await revoked.stop();

@@ -12,9 +12,11 @@ import {
   remedy,
   secretFingerprint,
   verdict,
+  type Verdict,
   type Fingerprint,
   type RecordedFingerprint,
 } from './fingerprint.js';
+import { issuerFingerprint } from './issuer.js';
 import type { FingerprintStore } from './store.js';
 
 /** The values a process runs with that every other process on its store must share. */
@@ -26,11 +28,19 @@ export interface SharedValues<Value = string> {
   keyring: { value: Keyring; given: boolean };
   /** CV_REMOTE_MODELS or CV_MODELS_FILE: never generated, an empty list when neither is set. */
   remoteModels: readonly RemoteModelSetting[];
+  /** PUBLIC_URL, the tokens' issuer, of a process that serves the API; null for one that does not. */
+  issuer: { value: string; given: boolean } | null;
 }
 
 type SecretsConfig = Pick<
   Config,
-  'dataDir' | 'platformAdminKey' | 'cursorSecret' | 'idempotencySecretKey'
+  | 'dataDir'
+  | 'platformAdminKey'
+  | 'cursorSecret'
+  | 'idempotencySecretKey'
+  | 'role'
+  | 'publicUrl'
+  | 'publicUrlExplicit'
 > & {
   webhooks: Pick<Config['webhooks'], 'secretKey'>;
   signingKeysExplicit: boolean;
@@ -41,6 +51,7 @@ const valuesWith = <Value>(
   config: SecretsConfig,
   keyring: Keyring,
   developmentValue: (name: string) => Value,
+  issuer: SharedValues['issuer'],
 ): SharedValues<Value> => {
   const secret = (given: string | null, name: string) =>
     given !== null ? { value: given as Value, given: true } : { value: developmentValue(name), given: false };
@@ -51,6 +62,7 @@ const valuesWith = <Value>(
     idempotencySecretKey: secret(config.idempotencySecretKey, 'idempotencySecretKey'),
     keyring: { value: keyring, given: config.signingKeysExplicit },
     remoteModels: config.cv.remoteModels,
+    issuer,
   };
 };
 
@@ -63,13 +75,20 @@ export const sharedValues = (
   keyring: Keyring,
   onPlatformKeyCreated?: (key: string) => void,
 ): SharedValues =>
-  valuesWith(config, keyring, (name) =>
-    developmentSecret(config.dataDir, name, name === 'platformAdminKey' ? onPlatformKeyCreated : undefined),
+  valuesWith(
+    config,
+    keyring,
+    (name) =>
+      developmentSecret(config.dataDir, name, name === 'platformAdminKey' ? onPlatformKeyCreated : undefined),
+    config.role === 'worker' ? null : { value: config.publicUrl, given: config.publicUrlExplicit },
   );
 
-/** For the CLI: a secret neither given nor in DATA_DIR/secrets.json is left out (null), never made up. */
+/**
+ * For the CLI: a secret neither given nor in DATA_DIR/secrets.json is left out (null), never made up; and
+ * PUBLIC_URL, whose record stands only while the API processes that have it run (issuer.ts).
+ */
 export const existingSharedValues = (config: SecretsConfig, keyring: Keyring): SharedValues<string | null> =>
-  valuesWith(config, keyring, (name) => existingDevelopmentSecret(config.dataDir, name) ?? null);
+  valuesWith(config, keyring, (name) => existingDevelopmentSecret(config.dataDir, name) ?? null, null);
 
 /** The secrets fingerprinted besides the keyring (SIGNING_KEYS_FILE). */
 export const sharedSecretNames = [
@@ -94,6 +113,7 @@ export const fingerprintsOf = (shared: SharedValues<string | null>): Fingerprint
       given: shared.keyring.given,
     },
     { name: 'CV_REMOTE_MODELS', values: [modelsFingerprint(shared.remoteModels)], given: true },
+    ...(shared.issuer ? [issuerFingerprint(shared.issuer.value, shared.issuer.given)] : []),
   ];
 };
 
@@ -108,6 +128,12 @@ export interface CheckOutcome {
   updated: string[];
 }
 
+/** A record that its processes stopped renewing: none of them runs any more, another value may follow. */
+const takenOver = (recorded: RecordedFingerprint | undefined, fingerprint: Fingerprint, now: Date) =>
+  recorded !== undefined &&
+  fingerprint.renewedWithinMs !== undefined &&
+  now.getTime() - Date.parse(recorded.recordedAt) > fingerprint.renewedWithinMs;
+
 /** Two processes may write at once: a lost compare-and-set reads again, a few times at most. */
 const attempts = 5;
 
@@ -121,8 +147,21 @@ export const checkFingerprints = async (
   by: string,
   now: () => Date = () => new Date(),
 ): Promise<CheckOutcome> => {
+  const judge = (fingerprint: Fingerprint, recorded: RecordedFingerprint | undefined): Verdict =>
+    takenOver(recorded, fingerprint, now()) ? 'update' : verdict(recorded?.fingerprint, fingerprint.values);
+  const refuse = (mismatches: string[]) =>
+    new ConfigError(
+      `this process's shared settings differ from those of the other processes on its store (docs/operations.md#shared-secrets): ${mismatches.join('; ')}`,
+    );
+  // Every setting is compared before any is written: a process refused for one records none of the others
+  // (its PUBLIC_URL would otherwise hold the record for a process that never ran).
+  const before = await store.read();
+  const mismatches = mine.flatMap((fingerprint) => {
+    const recorded = before.find((row) => row.name === fingerprint.name);
+    return judge(fingerprint, recorded) === 'mismatch' ? [remedy(fingerprint, recorded!)] : [];
+  });
+  if (mismatches.length > 0) throw refuse(mismatches);
   const outcome: CheckOutcome = { recorded: [], updated: [] };
-  const mismatches: string[] = [];
   for (const fingerprint of mine) {
     for (let attempt = 1; ; attempt += 1) {
       const recorded = (await store.read()).find((row) => row.name === fingerprint.name);
@@ -132,12 +171,10 @@ export const checkFingerprints = async (
         recordedAt: now().toISOString(),
         recordedBy: by,
       };
-      const found = verdict(recorded?.fingerprint, fingerprint.values);
+      const found = judge(fingerprint, recorded);
       if (found === 'same') break;
-      if (found === 'mismatch') {
-        mismatches.push(remedy(fingerprint, recorded!));
-        break;
-      }
+      // Another process recorded its own since the comparison above.
+      if (found === 'mismatch') throw refuse([remedy(fingerprint, recorded!)]);
       const written =
         found === 'record' ? await store.insert(row) : await store.replace(row, recorded!.fingerprint);
       if (written) {
@@ -146,11 +183,6 @@ export const checkFingerprints = async (
       }
       if (attempt === attempts) throw new Error(`${fingerprint.name}: the fingerprint kept changing`);
     }
-  }
-  if (mismatches.length > 0) {
-    throw new ConfigError(
-      `this process's secrets or models differ from those of the other processes on its store (docs/operations.md#shared-secrets): ${mismatches.join('; ')}`,
-    );
   }
   return outcome;
 };

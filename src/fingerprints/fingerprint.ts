@@ -19,6 +19,11 @@ export interface Fingerprint {
   values: readonly string[];
   /** True when the value came from the environment, false when generated into DATA_DIR. */
   given: boolean;
+  /**
+   * Set for a value that may change between runs (PUBLIC_URL, issuer.ts): the record stands only while
+   * the processes that have it renew it, at least this often; a record older than this is taken over.
+   */
+  renewedWithinMs?: number;
 }
 
 /** A fingerprint as a store keeps it. */
@@ -84,6 +89,13 @@ export const verdict = (recorded: string | undefined, mine: readonly string[]): 
 /** What an operator does about a mismatch: copy the development files, or set the variable. */
 export const remedy = (fingerprint: Fingerprint, recorded: RecordedFingerprint): string => {
   const source = `the first process (${recorded.recordedBy}, ${recorded.recordedAt})`;
+  if (fingerprint.name === 'PUBLIC_URL') {
+    const running = `a process that runs (${recorded.recordedBy}, last seen ${recorded.recordedAt})`;
+    const mine = fingerprint.values.join(',');
+    return fingerprint.given
+      ? `PUBLIC_URL is ${mine} here but ${recorded.fingerprint} in ${running}, and each refuses the tokens the other issues (their iss): set the one address clients use in every process that serves the API`
+      : `PUBLIC_URL is not set, so it is this process's own address, ${mine}, but it is ${recorded.fingerprint} in ${running}, and each refuses the tokens the other issues (their iss): set PUBLIC_URL to the one address clients use (a load balancer's) in every process that serves the API, or start this one once that one has stopped`;
+  }
   if (fingerprint.name === 'CV_REMOTE_MODELS') {
     return `CV_REMOTE_MODELS (or CV_MODELS_FILE) does not describe the same models as that of ${source}: give every process the same models (only their url and timeout may differ), or after changing them on purpose stop the processes, run \`obs secrets record\` with the new ones, and start them again`;
   }

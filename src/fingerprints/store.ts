@@ -39,10 +39,13 @@ const tableSql = `CREATE TABLE IF NOT EXISTS settings_fingerprints (
   recorded_by TEXT NOT NULL
 )`;
 
-/** In events.db, on a connection of its own (the event store's is busy with appends). */
-export const sqliteFingerprints = (file: string): FingerprintStore => {
+/**
+ * In events.db, on a connection of its own (the event store's is busy with appends). `busyTimeoutMs` is how
+ * long a call may wait for another process's write lock, blocking this one's event loop meanwhile.
+ */
+export const sqliteFingerprints = (file: string, { busyTimeoutMs = 5000 } = {}): FingerprintStore => {
   const db = new Database(file);
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   db.exec(tableSql);
   const insert = db.prepare(
     `INSERT INTO settings_fingerprints (name, fingerprint, recorded_at, recorded_by)
@@ -140,12 +143,13 @@ const mongoFingerprints = async (url: string): Promise<FingerprintStore> => {
  */
 export const openFingerprintStore = async (
   config: Pick<Config, 'dataDir' | 'eventStoreUrl' | 'mongodbUrl' | 'databaseUrl' | 'databasePoolSize'>,
+  sqlite: { busyTimeoutMs?: number } = {},
 ): Promise<FingerprintStore | null> => {
   const postgres = { poolSize: config.databasePoolSize };
   if (!config.eventStoreUrl) {
     return config.databaseUrl
       ? postgresFingerprints(config.databaseUrl, postgres)
-      : sqliteFingerprints(join(config.dataDir, 'events.db'));
+      : sqliteFingerprints(join(config.dataDir, 'events.db'), sqlite);
   }
   if (config.mongodbUrl) return mongoFingerprints(config.mongodbUrl);
   if (config.databaseUrl) return postgresFingerprints(config.databaseUrl, postgres);

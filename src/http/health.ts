@@ -66,6 +66,8 @@ export interface HealthSources {
   draining: () => boolean;
   /** What cannot work in this process though the rest does (a CV model): a warning, not a failure. */
   unavailable?: () => string[];
+  /** Whether this process's PUBLIC_URL is still that of the API processes on its store (fingerprints/issuer.ts). */
+  issuer?: () => Check;
   /** A small write to the storage; rejects when it cannot take writes. */
   writeProbe?: () => Promise<void>;
   /** Refused writes; createApp makes one when none is given, and feeds it from its problem middleware. */
@@ -164,6 +166,7 @@ export const readiness = async (deps: HealthDeps) => {
           error: stopped.map((consumer) => `${consumer.name} is ${consumer.state}`).join('; '),
         }
       : { status: 'pass' }) as Check,
+    issuer: health.issuer?.() ?? { status: 'pass' },
     capabilities: unavailableCheck(health.unavailable?.() ?? []),
   };
   const failed = Object.entries(checks).filter(([, check]) => check.status === 'fail');

@@ -44,7 +44,8 @@ export const processSettings = namedSettings({
     default: null,
     defaultShown: '`http://HOST:PORT` (`http://127.0.0.1:3000`; loopback for a wildcard HOST)',
     expected: urlForm(['http', 'https'], 'https://obs.example.com'),
-    description: 'the address clients use: the `iss` of the tokens and the base of the OAuth metadata',
+    description:
+      'the address clients use: the `iss` of the tokens and the base of the OAuth metadata; the same in every process that serves the API on one store',
     parse: (s) => (url(['http', 'https'])(s) && URL.canParse(s) ? s.replace(/\/+$/, '') : undefined),
   }),
   LOG_LEVEL: choiceSetting(logLevels, 'info', 'the lowest pino level logged'),

@@ -39,6 +39,8 @@ describe('the CV worker killed mid-run', function () {
         CV_JOB_TIMEOUT: '4s',
         CV_CONCURRENCY: '2',
         CV_REMOTE_MODELS: JSON.stringify([{ name: 'slow', url: inference.url, timeout: '10s' }]),
+        // Started again on another port after a kill -9: its address stays the one clients use.
+        PUBLIC_URL: 'http://127.0.0.1:3000',
       });
       const url = `http://127.0.0.1:${port}`;
       await eventually(async () => (await fetch(`${url}/health`).catch(() => null))?.ok === true, 30_000);

@@ -20,6 +20,9 @@ const startProcess = async (dataDir: string, env: Record<string, string> = {}) =
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_RETRY_SCHEDULE: '100ms,100ms',
     WORKER_LEASE_TTL: '2s',
+    // One address for the processes of one DATA_DIR, as behind a load balancer: on their own ports with
+    // PUBLIC_URL unset, each would issue tokens the others refuse, and the second would not start.
+    PUBLIC_URL: 'http://127.0.0.1:3000',
     ...env,
   });
   return { ...started, stop: () => stop(started.child, started.exited) };

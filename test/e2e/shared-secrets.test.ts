@@ -5,7 +5,9 @@ import { rotateKeys } from '../../src/auth/signing-keys.js';
 import { tempDir } from '../support/adapters.js';
 import { createTestDatabase, describePostgres } from '../support/postgres.js';
 import { freePort, startTs, stop } from '../support/process.js';
-import { platformKey, startServiceProcess } from '../support/service-process.js';
+import { bearer, clientToken } from '../support/auth.js';
+import { request, type TestServer } from '../support/server.js';
+import { createTenant, platformKey, startServiceProcess } from '../support/service-process.js';
 
 const pause = (ms: number) =>
   new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), ms));
@@ -32,10 +34,12 @@ describePostgres('two processes on one DATABASE_URL with their own DATA_DIRs', (
     const databaseUrl = createTestDatabase();
     const first = tempDir();
     const second = tempDir();
-    const service = await startServiceProcess(first.dir, { DATABASE_URL: databaseUrl });
+    // Both serve the API, at the one address clients use (a process with another one would exit 2 too).
+    const env = { DATABASE_URL: databaseUrl, PUBLIC_URL: 'https://obs.example.test' };
+    const service = await startServiceProcess(first.dir, env);
     try {
       const started = Date.now();
-      const refused = await refusedStart({ DATA_DIR: second.dir, DATABASE_URL: databaseUrl });
+      const refused = await refusedStart({ DATA_DIR: second.dir, ...env });
       console.log(`      the second process exited ${refused.code} after ${Date.now() - started} ms`);
       expect(refused.code, refused.stderr).to.equal(2);
       const lines = configurationErrors(refused.stderr);
@@ -48,13 +52,14 @@ describePostgres('two processes on one DATABASE_URL with their own DATA_DIRs', (
       expect(lines[0]).to.include(`DATA_DIR ${first.dir}`);
       expect(lines[0]).to.include('copy its DATA_DIR/secrets.json here');
       expect(lines[0]).to.include('copy its DATA_DIR/signing-keys.json here');
-      // The platform key was given, the same to both: it agrees.
+      // The platform key and PUBLIC_URL were given, the same to both: they agree.
       expect(lines[0]).not.to.include('PLATFORM_ADMIN_KEY');
+      expect(lines[0]).not.to.include('PUBLIC_URL');
 
       // What the message says to do: copy the first process's files.
       for (const file of ['secrets.json', 'signing-keys.json'])
         copyFileSync(join(first.dir, file), join(second.dir, file));
-      const again = await startServiceProcess(second.dir, { DATABASE_URL: databaseUrl });
+      const again = await startServiceProcess(second.dir, env);
       await stop(again.child, again.exited);
     } finally {
       await stop(service.child, service.exited);
@@ -103,7 +108,7 @@ describe('processes on one DATA_DIR (SQLite) with different secrets', function (
       rotateKeys(keyring);
       const rotated = await startServiceProcess(dir, env);
       await stop(rotated.child, rotated.exited);
-      expect(rotated.output.stdout).to.match(/"updated":\["SIGNING_KEYS_FILE"\]/);
+      expect(rotated.output.stdout).to.match(/"updated":\[[^\]]*"SIGNING_KEYS_FILE"/);
 
       // A secret changed on purpose: recorded by the operator, then every process starts with it.
       const changed = { ...env, WEBHOOK_SECRET_KEY: 'the-second-webhook-secret-key-0123456789' };
@@ -158,6 +163,51 @@ describe('processes on one DATA_DIR (SQLite) with different secrets', function (
       const restarted = await startServiceProcess(dir, {});
       await stop(restarted.child, restarted.exited);
     } finally {
+      remove();
+    }
+  });
+
+  it('refuses a second API process whose PUBLIC_URL differs while the first runs, so a token never works on one and not the other', async () => {
+    const { dir, remove } = tempDir();
+    const running: Awaited<ReturnType<typeof startServiceProcess>>[] = [];
+    try {
+      // As docs/operations.md lays processes out on one machine: ROLE=api on their own ports.
+      const first = await startServiceProcess(dir, { ROLE: 'api' });
+      running.push(first);
+      const refused = await refusedStart({ DATA_DIR: dir, ROLE: 'api' });
+      expect(refused.code, refused.stderr).to.equal(2);
+      expect(configurationErrors(refused.stderr)).to.have.length(1);
+      expect(refused.stderr).to.include(
+        `PUBLIC_URL is not set, so it is this process's own address, http://127.0.0.1:`,
+      );
+      expect(refused.stderr).to.include(`but it is ${first.url} in a process that runs (host `);
+
+      // What the message says: the one address clients use, in every process that serves the API. A
+      // worker serves no token, and needs none.
+      const second = await startServiceProcess(dir, { ROLE: 'api', PUBLIC_URL: first.url });
+      running.push(second);
+      running.push(await startServiceProcess(dir, { ROLE: 'worker' }));
+      const tenant = await createTenant(first.url, 'issuer');
+      const { accessToken } = await clientToken(
+        first as unknown as TestServer,
+        { tenantId: tenant.tenantId, adminKey: tenant.headers['X-API-Key'] },
+        ['observations:read'],
+      );
+      for (const api of [first, second]) {
+        const list = await request(`${api.url}/v1/tenants/${tenant.tenantId}/observations`, {
+          headers: bearer(accessToken),
+        });
+        expect(list.status, `${api.url}: ${JSON.stringify(list.body)}`).to.equal(200);
+      }
+
+      // Once they have stopped, a process with another address may start at once: the record was theirs.
+      while (running.length > 0) {
+        const service = running.pop()!;
+        await stop(service.child, service.exited);
+      }
+      running.push(await startServiceProcess(dir, { ROLE: 'api' }));
+    } finally {
+      for (const service of running) await stop(service.child, service.exited);
       remove();
     }
   });

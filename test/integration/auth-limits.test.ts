@@ -112,7 +112,8 @@ describe('failed-authentication limits (issue 11, findings 3 and 4)', function (
     });
 
     it('shares the limits between two processes on one DATA_DIR', async () => {
-      const second = await startTestServer({}, { dataDir: server.dataDir });
+      // Behind one address, as two instances of one service: a second PUBLIC_URL would not start.
+      const second = await startTestServer({ PUBLIC_URL: server.url }, { dataDir: server.dataDir });
       try {
         for (let i = 0; i < 5; i += 1) {
           expectUnauthorized(

@@ -9,6 +9,7 @@ const checkNames = [
   'idempotency',
   'storage',
   'consumers',
+  'issuer',
   'capabilities',
 ];
 

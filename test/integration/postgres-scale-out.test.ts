@@ -59,6 +59,8 @@ describePostgres('PostgreSQL: two API and two worker processes on one database',
         WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
         CV_JOB_TIMEOUT: '4s',
         CV_REMOTE_MODELS: JSON.stringify([{ name: 'remote', url: inference.url, timeout: '10s' }]),
+        // The address a load balancer in front of both APIs would have: one issuer for every token.
+        PUBLIC_URL: 'http://127.0.0.1:3000',
       });
       running.push(service);
       return service;

@@ -25,6 +25,8 @@ describePostgres('the request rate limit on PostgreSQL', () => {
       WEBHOOK_SECRET_KEY: 'rate-limit-shared-webhook-key-0123456789',
       IDEMPOTENCY_SECRET_KEY: 'rate-limit-shared-idempotency-key-0123456789',
       SIGNING_KEYS_FILE: keyring,
+      // One address for both instances, as behind a load balancer: a second one would not start.
+      PUBLIC_URL: 'http://127.0.0.1:3000',
     };
     servers = [await startTestServer(env), await startTestServer(env)];
   });
