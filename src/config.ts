@@ -52,15 +52,16 @@ export interface Config {
   idempotencySecretKey: string | null;
   platformAdminKey: string | null;
   /** The service's public base URL: the issuer of its tokens. */
+  /** PUBLIC_URL, or when not given, the address the process listens on. */
   publicUrl: string;
-  /** True when PUBLIC_URL was given; otherwise it is the address the process listens on. */
-  publicUrlExplicit: boolean;
   tokenAudience: string;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   signingKeysFile: string;
   /** True when SIGNING_KEYS_FILE was given; otherwise a development keyring is created in DATA_DIR. */
   signingKeysExplicit: boolean;
+  /** The names of the settings the environment gave, the others being defaults. */
+  givenSettings: ReadonlySet<string>;
   webhooks: {
     timeoutMs: number;
     retryDelaysMs: number[];
@@ -274,12 +275,14 @@ export const loadConfig = (env: Environment = process.env): Config => {
     idempotencySecretKey: readOptionalSetting(env, S.IDEMPOTENCY_SECRET_KEY),
     platformAdminKey: readOptionalSetting(env, S.PLATFORM_ADMIN_KEY),
     publicUrl: readOptionalSetting(env, S.PUBLIC_URL) ?? listenUrl(readSetting(env, S.HOST), port),
-    publicUrlExplicit: readOptionalSetting(env, S.PUBLIC_URL) !== null,
     tokenAudience: readSetting(env, S.TOKEN_AUDIENCE),
     accessTokenTtlSeconds: Math.round(readSetting(env, S.ACCESS_TOKEN_TTL) / 1000),
     refreshTokenTtlSeconds: Math.round(readSetting(env, S.REFRESH_TOKEN_TTL) / 1000),
     signingKeysFile: signingKeysFile ?? join(dataDir, 'signing-keys.json'),
     signingKeysExplicit: signingKeysFile !== null,
+    givenSettings: new Set(
+      allSettings.filter((setting) => givenText(env, setting) !== undefined).map((setting) => setting.name),
+    ),
     webhooks: {
       timeoutMs: readSetting(env, S.WEBHOOK_TIMEOUT),
       retryDelaysMs: readSetting(env, S.WEBHOOK_RETRY_SCHEDULE),

@@ -30,6 +30,8 @@ export interface SharedValues<Value = string> {
   remoteModels: readonly RemoteModelSetting[];
   /** PUBLIC_URL, the tokens' issuer, of a process that serves the API; null for one that does not. */
   issuer: { value: string; given: boolean } | null;
+  /** TOKEN_AUDIENCE, the tokens' audience; null for a process that serves no API. */
+  audience: string | null;
 }
 
 type SecretsConfig = Pick<
@@ -40,7 +42,8 @@ type SecretsConfig = Pick<
   | 'idempotencySecretKey'
   | 'role'
   | 'publicUrl'
-  | 'publicUrlExplicit'
+  | 'tokenAudience'
+  | 'givenSettings'
 > & {
   webhooks: Pick<Config['webhooks'], 'secretKey'>;
   signingKeysExplicit: boolean;
@@ -51,7 +54,7 @@ const valuesWith = <Value>(
   config: SecretsConfig,
   keyring: Keyring,
   developmentValue: (name: string) => Value,
-  issuer: SharedValues['issuer'],
+  tokens: Pick<SharedValues, 'issuer' | 'audience'>,
 ): SharedValues<Value> => {
   const secret = (given: string | null, name: string) =>
     given !== null ? { value: given as Value, given: true } : { value: developmentValue(name), given: false };
@@ -62,7 +65,7 @@ const valuesWith = <Value>(
     idempotencySecretKey: secret(config.idempotencySecretKey, 'idempotencySecretKey'),
     keyring: { value: keyring, given: config.signingKeysExplicit },
     remoteModels: config.cv.remoteModels,
-    issuer,
+    ...tokens,
   };
 };
 
@@ -80,7 +83,12 @@ export const sharedValues = (
     keyring,
     (name) =>
       developmentSecret(config.dataDir, name, name === 'platformAdminKey' ? onPlatformKeyCreated : undefined),
-    config.role === 'worker' ? null : { value: config.publicUrl, given: config.publicUrlExplicit },
+    config.role === 'worker'
+      ? { issuer: null, audience: null }
+      : {
+          issuer: { value: config.publicUrl, given: config.givenSettings.has('PUBLIC_URL') },
+          audience: config.tokenAudience,
+        },
   );
 
 /**
@@ -88,7 +96,10 @@ export const sharedValues = (
  * PUBLIC_URL, whose record stands only while the API processes that have it run (issuer.ts).
  */
 export const existingSharedValues = (config: SecretsConfig, keyring: Keyring): SharedValues<string | null> =>
-  valuesWith(config, keyring, (name) => existingDevelopmentSecret(config.dataDir, name) ?? null, null);
+  valuesWith(config, keyring, (name) => existingDevelopmentSecret(config.dataDir, name) ?? null, {
+    issuer: null,
+    audience: config.tokenAudience,
+  });
 
 /** The secrets fingerprinted besides the keyring (SIGNING_KEYS_FILE). */
 export const sharedSecretNames = [
@@ -114,6 +125,7 @@ export const fingerprintsOf = (shared: SharedValues<string | null>): Fingerprint
     },
     { name: 'CV_REMOTE_MODELS', values: [modelsFingerprint(shared.remoteModels)], given: true },
     ...(shared.issuer ? [issuerFingerprint(shared.issuer.value, shared.issuer.given)] : []),
+    ...(shared.audience !== null ? [{ name: 'TOKEN_AUDIENCE', values: [shared.audience], given: true }] : []),
   ];
 };
 

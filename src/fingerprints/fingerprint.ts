@@ -96,6 +96,9 @@ export const remedy = (fingerprint: Fingerprint, recorded: RecordedFingerprint):
       ? `PUBLIC_URL is ${mine} here but ${recorded.fingerprint} in ${running}, and each refuses the tokens the other issues (their iss): set the one address clients use in every process that serves the API`
       : `PUBLIC_URL is not set, so it is this process's own address, ${mine}, but it is ${recorded.fingerprint} in ${running}, and each refuses the tokens the other issues (their iss): set PUBLIC_URL to the one address clients use (a load balancer's) in every process that serves the API, or start this one once that one has stopped`;
   }
+  if (fingerprint.name === 'TOKEN_AUDIENCE') {
+    return `TOKEN_AUDIENCE is ${fingerprint.values.join(',')} here but ${recorded.fingerprint} in ${source}, and each refuses the tokens the other issues (their aud): set the same in every process that serves the API, or after changing it on purpose stop them, run \`obs secrets record\` with the new one, and start them again`;
+  }
   if (fingerprint.name === 'CV_REMOTE_MODELS') {
     return `CV_REMOTE_MODELS (or CV_MODELS_FILE) does not describe the same models as that of ${source}: give every process the same models (only their url and timeout may differ), or after changing them on purpose stop the processes, run \`obs secrets record\` with the new ones, and start them again`;
   }

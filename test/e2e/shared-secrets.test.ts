@@ -118,7 +118,9 @@ describe('processes on one DATA_DIR (SQLite) with different secrets', function (
         PLATFORM_ADMIN_KEY: platformKey,
       });
       expect(await record.exited, record.output.stderr).to.equal(0);
-      expect(record.output.stdout.trim()).to.equal('Recorded WEBHOOK_SECRET_KEY');
+      expect(record.output.stdout.trim()).to.equal(
+        'Recorded WEBHOOK_SECRET_KEY\nLeft as recorded (not set): CV_REMOTE_MODELS, TOKEN_AUDIENCE',
+      );
       const restarted = await startServiceProcess(dir, changed);
       await stop(restarted.child, restarted.exited);
     } finally {
@@ -153,13 +155,24 @@ describe('processes on one DATA_DIR (SQLite) with different secrets', function (
       );
       await stop(elsewhere.child, elsewhere.exited);
 
-      // The model retired on purpose: recorded, then every process starts without it.
-      const record = startTs('src/cli/main.ts', ['secrets', 'record'], {
-        DATA_DIR: dir,
-        PLATFORM_ADMIN_KEY: platformKey,
-      });
-      expect(await record.exited, record.output.stderr).to.equal(0);
-      expect(record.output.stdout.trim()).to.equal('Recorded CV_REMOTE_MODELS');
+      // `obs secrets record` run for a secret, in an environment without the models, leaves them alone.
+      const record = (env: Record<string, string>) =>
+        startTs('src/cli/main.ts', ['secrets', 'record'], {
+          DATA_DIR: dir,
+          PLATFORM_ADMIN_KEY: platformKey,
+          ...env,
+        });
+      const unset = record({});
+      expect(await unset.exited, unset.output.stderr).to.equal(0);
+      expect(unset.output.stdout).to.include('Left as recorded (not set): CV_REMOTE_MODELS, TOKEN_AUDIENCE');
+      expect((await refusedStart({ DATA_DIR: dir })).code).to.equal(2);
+
+      // The model retired on purpose: an empty list recorded, then every process starts without it.
+      const retired = record({ CV_REMOTE_MODELS: '[]' });
+      expect(await retired.exited, retired.output.stderr).to.equal(0);
+      expect(retired.output.stdout.trim()).to.equal(
+        'Recorded CV_REMOTE_MODELS\nLeft as recorded (not set): TOKEN_AUDIENCE',
+      );
       const restarted = await startServiceProcess(dir, {});
       await stop(restarted.child, restarted.exited);
     } finally {
@@ -181,6 +194,18 @@ describe('processes on one DATA_DIR (SQLite) with different secrets', function (
         `PUBLIC_URL is not set, so it is this process's own address, http://127.0.0.1:`,
       );
       expect(refused.stderr).to.include(`but it is ${first.url} in a process that runs (host `);
+
+      // The audience of the tokens must agree as well.
+      const audience = await refusedStart({
+        DATA_DIR: dir,
+        ROLE: 'api',
+        PUBLIC_URL: first.url,
+        TOKEN_AUDIENCE: 'another-audience',
+      });
+      expect(audience.code, audience.stderr).to.equal(2);
+      expect(audience.stderr).to.include(
+        'TOKEN_AUDIENCE is another-audience here but observation-service in the first process (host ',
+      );
 
       // What the message says: the one address clients use, in every process that serves the API. A
       // worker serves no token, and needs none.
