@@ -28,6 +28,7 @@ import {
   sharedValues,
   type SharedValues,
 } from './fingerprints/check.js';
+import { agreedFingerprints } from './fingerprints/agreed.js';
 import { issuerRenewal, type IssuerRenewal } from './fingerprints/issuer.js';
 import { openFingerprintStore } from './fingerprints/store.js';
 import { openStores, type Stores } from './stores.js';
@@ -117,16 +118,20 @@ const checkSharedValues = async (
   const store = await openFingerprintStore(config);
   if (!store) {
     logger.warn(
-      'secrets, models and PUBLIC_URL not compared with other processes: EventStoreDB alone keeps no fingerprints (docs/operations.md#shared-secrets)',
+      'shared settings not compared with other processes: EventStoreDB alone keeps no fingerprints (docs/operations.md#shared-secrets)',
     );
     return null;
   }
   const by = recorder(config.dataDir);
   try {
-    const outcome = await checkFingerprints(store, fingerprintsOf(shared), by);
+    const mine = [
+      ...fingerprintsOf(shared),
+      ...agreedFingerprints(config, { servesApi: config.role !== 'worker' }),
+    ];
+    const outcome = await checkFingerprints(store, mine, by);
     logger.info(
       { store: store.kind, ...outcome },
-      'secrets, models and PUBLIC_URL agree with the other processes on the store',
+      'shared settings agree with the other processes on the store',
     );
   } finally {
     await store.close();

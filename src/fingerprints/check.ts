@@ -30,8 +30,6 @@ export interface SharedValues<Value = string> {
   remoteModels: readonly RemoteModelSetting[];
   /** PUBLIC_URL, the tokens' issuer, of a process that serves the API; null for one that does not. */
   issuer: { value: string; given: boolean } | null;
-  /** TOKEN_AUDIENCE, the tokens' audience; null for a process that serves no API. */
-  audience: string | null;
 }
 
 type SecretsConfig = Pick<
@@ -42,7 +40,6 @@ type SecretsConfig = Pick<
   | 'idempotencySecretKey'
   | 'role'
   | 'publicUrl'
-  | 'tokenAudience'
   | 'givenSettings'
 > & {
   webhooks: Pick<Config['webhooks'], 'secretKey'>;
@@ -54,7 +51,7 @@ const valuesWith = <Value>(
   config: SecretsConfig,
   keyring: Keyring,
   developmentValue: (name: string) => Value,
-  tokens: Pick<SharedValues, 'issuer' | 'audience'>,
+  issuer: SharedValues['issuer'],
 ): SharedValues<Value> => {
   const secret = (given: string | null, name: string) =>
     given !== null ? { value: given as Value, given: true } : { value: developmentValue(name), given: false };
@@ -65,7 +62,7 @@ const valuesWith = <Value>(
     idempotencySecretKey: secret(config.idempotencySecretKey, 'idempotencySecretKey'),
     keyring: { value: keyring, given: config.signingKeysExplicit },
     remoteModels: config.cv.remoteModels,
-    ...tokens,
+    issuer,
   };
 };
 
@@ -84,11 +81,8 @@ export const sharedValues = (
     (name) =>
       developmentSecret(config.dataDir, name, name === 'platformAdminKey' ? onPlatformKeyCreated : undefined),
     config.role === 'worker'
-      ? { issuer: null, audience: null }
-      : {
-          issuer: { value: config.publicUrl, given: config.givenSettings.has('PUBLIC_URL') },
-          audience: config.tokenAudience,
-        },
+      ? null
+      : { value: config.publicUrl, given: config.givenSettings.has('PUBLIC_URL') },
   );
 
 /**
@@ -96,10 +90,7 @@ export const sharedValues = (
  * PUBLIC_URL, whose record stands only while the API processes that have it run (issuer.ts).
  */
 export const existingSharedValues = (config: SecretsConfig, keyring: Keyring): SharedValues<string | null> =>
-  valuesWith(config, keyring, (name) => existingDevelopmentSecret(config.dataDir, name) ?? null, {
-    issuer: null,
-    audience: config.tokenAudience,
-  });
+  valuesWith(config, keyring, (name) => existingDevelopmentSecret(config.dataDir, name) ?? null, null);
 
 /** The secrets fingerprinted besides the keyring (SIGNING_KEYS_FILE). */
 export const sharedSecretNames = [
@@ -125,7 +116,6 @@ export const fingerprintsOf = (shared: SharedValues<string | null>): Fingerprint
     },
     { name: 'CV_REMOTE_MODELS', values: [modelsFingerprint(shared.remoteModels)], given: true },
     ...(shared.issuer ? [issuerFingerprint(shared.issuer.value, shared.issuer.given)] : []),
-    ...(shared.audience !== null ? [{ name: 'TOKEN_AUDIENCE', values: [shared.audience], given: true }] : []),
   ];
 };
 

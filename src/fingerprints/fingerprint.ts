@@ -4,11 +4,11 @@ import type { RemoteModelSetting } from '../cv/models/remote-settings.js';
 import { canonicalJson } from '../eventstore/hash-chain.js';
 
 /**
- * Values every process on one store must share (the secrets, the signing keyring, the remote CV models), as
- * fingerprints that reveal nothing usable: an HMAC of a fixed label keyed by the secret, or a hash of a
- * public key or of the models' descriptions. The
- * first process on a store records them; a later one whose values differ refuses to start (check.ts).
- * Background: docs/operations.md#shared-secrets.
+ * Values every process on one store must share, as fingerprints that reveal nothing usable: for a secret an
+ * HMAC of a fixed label keyed by it, for the signing keyring a hash of each public key, for the remote CV
+ * models a hash of their descriptions; settings that are no secret (PUBLIC_URL, issuer.ts; the others,
+ * agreed.ts) as they are. The first process on a store records them; a later one whose values differ
+ * refuses to start (check.ts). Background: docs/operations.md#shared-secrets.
  */
 
 /** A fingerprinted setting as one process has it: the fingerprints it accepts, as a sorted set. */
@@ -24,6 +24,8 @@ export interface Fingerprint {
    * the processes that have it renew it, at least this often; a record older than this is taken over.
    */
   renewedWithinMs?: number;
+  /** Set for a setting compared as it is (agreed.ts): what goes wrong when two processes differ. */
+  agreed?: { why: string };
 }
 
 /** A fingerprint as a store keeps it. */
@@ -96,8 +98,8 @@ export const remedy = (fingerprint: Fingerprint, recorded: RecordedFingerprint):
       ? `PUBLIC_URL is ${mine} here but ${recorded.fingerprint} in ${running}, and each refuses the tokens the other issues (their iss): set the one address clients use in every process that serves the API`
       : `PUBLIC_URL is not set, so it is this process's own address, ${mine}, but it is ${recorded.fingerprint} in ${running}, and each refuses the tokens the other issues (their iss): set PUBLIC_URL to the one address clients use (a load balancer's) in every process that serves the API, or start this one once that one has stopped`;
   }
-  if (fingerprint.name === 'TOKEN_AUDIENCE') {
-    return `TOKEN_AUDIENCE is ${fingerprint.values.join(',')} here but ${recorded.fingerprint} in ${source}, and each refuses the tokens the other issues (their aud): set the same in every process that serves the API, or after changing it on purpose stop them, run \`obs secrets record\` with the new one, and start them again`;
+  if (fingerprint.agreed) {
+    return `${fingerprint.name} is ${fingerprint.values.join(',')} here but ${recorded.fingerprint} in ${source}, and ${fingerprint.agreed.why}: set it alike in every process, or after changing it on purpose stop them, run \`obs secrets record\` with the new value, and start them again`;
   }
   if (fingerprint.name === 'CV_REMOTE_MODELS') {
     return `CV_REMOTE_MODELS (or CV_MODELS_FILE) does not describe the same models as that of ${source}: give every process the same models (only their url and timeout may differ), or after changing them on purpose stop the processes, run \`obs secrets record\` with the new ones, and start them again`;

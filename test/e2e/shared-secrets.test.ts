@@ -118,8 +118,10 @@ describe('processes on one DATA_DIR (SQLite) with different secrets', function (
         PLATFORM_ADMIN_KEY: platformKey,
       });
       expect(await record.exited, record.output.stderr).to.equal(0);
-      expect(record.output.stdout.trim()).to.equal(
-        'Recorded WEBHOOK_SECRET_KEY\nLeft as recorded (not set): CV_REMOTE_MODELS, TOKEN_AUDIENCE',
+      const [recorded, left] = record.output.stdout.trim().split('\n');
+      expect(recorded).to.equal('Recorded WEBHOOK_SECRET_KEY');
+      expect(left).to.match(
+        /^Left as recorded \(not set\): CV_REMOTE_MODELS, TOKEN_AUDIENCE, WEBHOOK_ALLOW_HTTP,/,
       );
       const restarted = await startServiceProcess(dir, changed);
       await stop(restarted.child, restarted.exited);
@@ -165,14 +167,13 @@ describe('processes on one DATA_DIR (SQLite) with different secrets', function (
       const unset = record({});
       expect(await unset.exited, unset.output.stderr).to.equal(0);
       expect(unset.output.stdout).to.include('Left as recorded (not set): CV_REMOTE_MODELS, TOKEN_AUDIENCE');
+      expect(unset.output.stdout).to.include('Every fingerprint was already recorded');
       expect((await refusedStart({ DATA_DIR: dir })).code).to.equal(2);
 
       // The model retired on purpose: an empty list recorded, then every process starts without it.
       const retired = record({ CV_REMOTE_MODELS: '[]' });
       expect(await retired.exited, retired.output.stderr).to.equal(0);
-      expect(retired.output.stdout.trim()).to.equal(
-        'Recorded CV_REMOTE_MODELS\nLeft as recorded (not set): TOKEN_AUDIENCE',
-      );
+      expect(retired.output.stdout.trim().split('\n')[0]).to.equal('Recorded CV_REMOTE_MODELS');
       const restarted = await startServiceProcess(dir, {});
       await stop(restarted.child, restarted.exited);
     } finally {
@@ -211,6 +212,13 @@ describe('processes on one DATA_DIR (SQLite) with different secrets', function (
       // worker serves no token, and needs none.
       const second = await startServiceProcess(dir, { ROLE: 'api', PUBLIC_URL: first.url });
       running.push(second);
+      // A worker delivers what the APIs accept: it must allow the same receivers.
+      const worker = await refusedStart({ DATA_DIR: dir, ROLE: 'worker', WEBHOOK_ALLOW_HTTP: 'true' });
+      expect(worker.code, worker.stderr).to.equal(2);
+      expect(worker.stderr).to.include(
+        'WEBHOOK_ALLOW_HTTP is true here but false in the first process (host ',
+      );
+      expect(worker.stderr).to.include('a subscription one accepts is one the other refuses to deliver to');
       running.push(await startServiceProcess(dir, { ROLE: 'worker' }));
       const tenant = await createTenant(first.url, 'issuer');
       const { accessToken } = await clientToken(

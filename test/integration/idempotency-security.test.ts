@@ -252,7 +252,7 @@ describe('IDEMPOTENCY_SECRET_KEY', function () {
         CURSOR_SECRET: 'test-secret',
       });
       expect(await record.exited, record.output.stderr).to.equal(0);
-      expect(record.output.stdout.trim()).to.equal('Recorded IDEMPOTENCY_SECRET_KEY');
+      expect(record.output.stdout.trim().split('\n')[0]).to.equal('Recorded IDEMPOTENCY_SECRET_KEY');
       server = await startTestServer(changed, { dataDir: dir });
       const head = await server.stores.eventStore.headPosition();
       const after = await create();
