@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { keyringOf, rotateKeys, readKeys } from '../../src/auth/signing-keys.js';
+import { loadConfig } from '../../src/config.js';
 import { parseRemoteModelSettings } from '../../src/cv/models/remote-settings.js';
+import { agreedFingerprints } from '../../src/fingerprints/agreed.js';
 import {
   keyringFingerprints,
   modelsFingerprint,
@@ -98,6 +100,40 @@ describe('the fingerprints of the shared secrets', () => {
         ]),
       ];
       expect(new Set([fingerprint, ...others]).size).to.equal(others.length + 1);
+    });
+  });
+
+  describe('of the settings that are no secret but must agree', () => {
+    const config = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: '/tmp/unused', ...env });
+    const names = (fingerprints: { name: string }[]) => fingerprints.map((fingerprint) => fingerprint.name);
+
+    it('are the values themselves, the API’s own only for a process that serves it', () => {
+      const api = agreedFingerprints(config({ WEBHOOK_ALLOW_HTTP: 'true' }), { servesApi: true });
+      expect(api.find((fingerprint) => fingerprint.name === 'WEBHOOK_ALLOW_HTTP')?.values).to.deep.equal([
+        'true',
+      ]);
+      expect(api.find((fingerprint) => fingerprint.name === 'TOKEN_AUDIENCE')?.values).to.deep.equal([
+        'observation-service',
+      ]);
+      expect(names(agreedFingerprints(config(), { servesApi: false }))).not.to.include('TOKEN_AUDIENCE');
+    });
+
+    it('count the effective value: WEBHOOK_ALLOW_LOOPBACK differs between production and development', () => {
+      const loopback = (env: Record<string, string>) =>
+        agreedFingerprints(config(env), { servesApi: false }).find(
+          (fingerprint) => fingerprint.name === 'WEBHOOK_ALLOW_LOOPBACK',
+        )?.values;
+      expect(loopback({})).to.deep.equal(['true']);
+      expect(loopback({ WEBHOOK_ALLOW_LOOPBACK: 'false' })).to.deep.equal(['false']);
+    });
+
+    it('are left out for `obs secrets record` unless its environment sets them', () => {
+      expect(agreedFingerprints(config(), { servesApi: true, onlyGiven: true })).to.deep.equal([]);
+      expect(
+        names(
+          agreedFingerprints(config({ MEDIA_MAX_PIXELS: '1000000' }), { servesApi: true, onlyGiven: true }),
+        ),
+      ).to.deep.equal(['MEDIA_MAX_PIXELS']);
     });
   });
 });
