@@ -51,8 +51,7 @@ export interface Config {
   /** Seals the kept Idempotency-Key answers; generated into DATA_DIR/secrets.json in development. */
   idempotencySecretKey: string | null;
   platformAdminKey: string | null;
-  /** The service's public base URL: the issuer of its tokens. */
-  /** PUBLIC_URL, or when not given, the address the process listens on. */
+  /** The service's public base URL, the issuer of its tokens: PUBLIC_URL, else the address it listens on. */
   publicUrl: string;
   tokenAudience: string;
   accessTokenTtlSeconds: number;
