@@ -117,7 +117,9 @@ export const openApiDocument = ({ publicUrl, version = '0.1.0' }: OpenApiOptions
     }
   }
   const base = publicUrl.replace(/\/+$/, '');
-  return {
+  // A copy of its own: the schemas are the codecs' module-level objects, which a caller that changes its
+  // document (a test adding an event type) would otherwise change for every document built after.
+  return structuredClone({
     openapi: '3.1.0',
     // The dialect of every schema without a $schema of its own: 3.1 tools then read them as 2020-12.
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
@@ -178,7 +180,7 @@ export const openApiDocument = ({ publicUrl, version = '0.1.0' }: OpenApiOptions
         },
       },
     },
-  };
+  });
 };
 
 export type OpenApiDocument = ReturnType<typeof openApiDocument>;
