@@ -33,7 +33,7 @@ export interface paths {
     };
     /**
      * Readiness
-     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Without a credential it says only that (`status`); with the platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with its lag and parked events, which may name a database and its error. Any other credential is answered as none. With METRICS=port the metrics port serves the detailed answer as well.
+     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down, and no process with another PUBLIC_URL took over while this one was frozen. Without a credential it says only that (`status`); with the platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with its lag and parked events, which may name a database and its error. Any other credential is answered as none. With METRICS=port the metrics port serves the detailed answer as well.
      *
      *     Needs no credential.
      */
@@ -55,7 +55,7 @@ export interface paths {
     };
     /**
      * Readiness (alias of /health/ready)
-     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down. Without a credential it says only that (`status`); with the platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with its lag and parked events, which may name a database and its error. Any other credential is answered as none. With METRICS=port the metrics port serves the detailed answer as well.
+     * @description Whether this process should get traffic: every store answers (event store, read models, blobs, idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and the process is not shutting down, and no process with another PUBLIC_URL took over while this one was frozen. Without a credential it says only that (`status`); with the platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with its lag and parked events, which may name a database and its error. Any other credential is answered as none. With METRICS=port the metrics port serves the detailed answer as well.
      *
      *     Needs no credential.
      */
@@ -3061,8 +3061,11 @@ export interface operations {
             /** @description Only for the platform key */
             checks?: {
               draining: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3074,8 +3077,11 @@ export interface operations {
                 };
               };
               eventStore: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3087,8 +3093,11 @@ export interface operations {
                 };
               };
               readModels: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3100,8 +3109,11 @@ export interface operations {
                 };
               };
               blobs: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3113,8 +3125,11 @@ export interface operations {
                 };
               };
               idempotency: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3126,8 +3141,11 @@ export interface operations {
                 };
               };
               storage: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3139,8 +3157,43 @@ export interface operations {
                 };
               };
               consumers: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
+                /** @description Why it fails */
+                error?: string;
+                /** @description storage: the last write a store refused for lack of space or write access */
+                lastRefusedWrite?: {
+                  /** @description e.g. SQLITE_FULL, ENOSPC, SQLITE_READONLY */
+                  code: string;
+                  /** Format: date-time */
+                  at: string;
+                };
+              };
+              issuer: {
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
+                /** @description Why it fails */
+                error?: string;
+                /** @description storage: the last write a store refused for lack of space or write access */
+                lastRefusedWrite?: {
+                  /** @description e.g. SQLITE_FULL, ENOSPC, SQLITE_READONLY */
+                  code: string;
+                  /** Format: date-time */
+                  at: string;
+                };
+              };
+              capabilities: {
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3196,8 +3249,11 @@ export interface operations {
             /** @description Only for the platform key */
             checks?: {
               draining: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3209,8 +3265,11 @@ export interface operations {
                 };
               };
               eventStore: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3222,8 +3281,11 @@ export interface operations {
                 };
               };
               readModels: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3235,8 +3297,11 @@ export interface operations {
                 };
               };
               blobs: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3248,8 +3313,11 @@ export interface operations {
                 };
               };
               idempotency: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3261,8 +3329,11 @@ export interface operations {
                 };
               };
               storage: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3274,8 +3345,43 @@ export interface operations {
                 };
               };
               consumers: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
+                /** @description Why it fails */
+                error?: string;
+                /** @description storage: the last write a store refused for lack of space or write access */
+                lastRefusedWrite?: {
+                  /** @description e.g. SQLITE_FULL, ENOSPC, SQLITE_READONLY */
+                  code: string;
+                  /** Format: date-time */
+                  at: string;
+                };
+              };
+              issuer: {
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
+                /** @description Why it fails */
+                error?: string;
+                /** @description storage: the last write a store refused for lack of space or write access */
+                lastRefusedWrite?: {
+                  /** @description e.g. SQLITE_FULL, ENOSPC, SQLITE_READONLY */
+                  code: string;
+                  /** Format: date-time */
+                  at: string;
+                };
+              };
+              capabilities: {
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3339,8 +3445,11 @@ export interface operations {
             /** @description Only for the platform key */
             checks?: {
               draining: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3352,8 +3461,11 @@ export interface operations {
                 };
               };
               eventStore: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3365,8 +3477,11 @@ export interface operations {
                 };
               };
               readModels: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3378,8 +3493,11 @@ export interface operations {
                 };
               };
               blobs: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3391,8 +3509,11 @@ export interface operations {
                 };
               };
               idempotency: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3404,8 +3525,11 @@ export interface operations {
                 };
               };
               storage: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3417,8 +3541,43 @@ export interface operations {
                 };
               };
               consumers: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
+                /** @description Why it fails */
+                error?: string;
+                /** @description storage: the last write a store refused for lack of space or write access */
+                lastRefusedWrite?: {
+                  /** @description e.g. SQLITE_FULL, ENOSPC, SQLITE_READONLY */
+                  code: string;
+                  /** Format: date-time */
+                  at: string;
+                };
+              };
+              issuer: {
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
+                /** @description Why it fails */
+                error?: string;
+                /** @description storage: the last write a store refused for lack of space or write access */
+                lastRefusedWrite?: {
+                  /** @description e.g. SQLITE_FULL, ENOSPC, SQLITE_READONLY */
+                  code: string;
+                  /** Format: date-time */
+                  at: string;
+                };
+              };
+              capabilities: {
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3474,8 +3633,11 @@ export interface operations {
             /** @description Only for the platform key */
             checks?: {
               draining: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3487,8 +3649,11 @@ export interface operations {
                 };
               };
               eventStore: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3500,8 +3665,11 @@ export interface operations {
                 };
               };
               readModels: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3513,8 +3681,11 @@ export interface operations {
                 };
               };
               blobs: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3526,8 +3697,11 @@ export interface operations {
                 };
               };
               idempotency: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3539,8 +3713,11 @@ export interface operations {
                 };
               };
               storage: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */
@@ -3552,8 +3729,43 @@ export interface operations {
                 };
               };
               consumers: {
-                /** @enum {string} */
-                status: 'pass' | 'fail';
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
+                /** @description Why it fails */
+                error?: string;
+                /** @description storage: the last write a store refused for lack of space or write access */
+                lastRefusedWrite?: {
+                  /** @description e.g. SQLITE_FULL, ENOSPC, SQLITE_READONLY */
+                  code: string;
+                  /** Format: date-time */
+                  at: string;
+                };
+              };
+              issuer: {
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
+                /** @description Why it fails */
+                error?: string;
+                /** @description storage: the last write a store refused for lack of space or write access */
+                lastRefusedWrite?: {
+                  /** @description e.g. SQLITE_FULL, ENOSPC, SQLITE_READONLY */
+                  code: string;
+                  /** Format: date-time */
+                  at: string;
+                };
+              };
+              capabilities: {
+                /**
+                 * @description `warn`: something works only in part (capabilities); the process still takes traffic
+                 * @enum {string}
+                 */
+                status: 'pass' | 'warn' | 'fail';
                 /** @description Why it fails */
                 error?: string;
                 /** @description storage: the last write a store refused for lack of space or write access */

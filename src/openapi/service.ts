@@ -11,7 +11,11 @@ export const documentPath = '/v1/openapi.json';
 const tag = 'Service';
 
 const check = object(
-  { status: enumOf(['pass', 'fail']) },
+  {
+    status: enumOf(['pass', 'warn', 'fail'], {
+      description: '`warn`: something works only in part (capabilities); the process still takes traffic',
+    }),
+  },
   {
     error: string({ description: 'Why it fails' }),
     lastRefusedWrite: object(
@@ -58,9 +62,17 @@ const readiness = (status: 'ready' | 'not-ready'): Schema =>
     {
       checks: object(
         Object.fromEntries(
-          ['draining', 'eventStore', 'readModels', 'blobs', 'idempotency', 'storage', 'consumers'].map(
-            (name) => [name, check],
-          ),
+          [
+            'draining',
+            'eventStore',
+            'readModels',
+            'blobs',
+            'idempotency',
+            'storage',
+            'consumers',
+            'issuer',
+            'capabilities',
+          ].map((name) => [name, check]),
         ),
         {},
         { description: 'Only for the platform key' },
@@ -81,7 +93,8 @@ const readinessOperation = (path: string, operationId: string, alias: boolean) =
     description:
       'Whether this process should get traffic: every store answers (event store, read models, blobs, ' +
       'idempotency records), the storage takes writes (not full, not read-only), every consumer runs, and ' +
-      'the process is not shutting down. Without a credential it says only that (`status`); with the ' +
+      'the process is not shutting down, and no process with another PUBLIC_URL took over while this one ' +
+      'was frozen. Without a credential it says only that (`status`); with the ' +
       'platform key (`X-API-Key`, or `Authorization: Bearer`) it lists every check and each consumer with ' +
       'its lag and parked events, which may name a database and its error. Any other credential is ' +
       'answered as none. With METRICS=port the metrics port serves the detailed answer as well.',
