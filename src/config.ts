@@ -57,9 +57,10 @@ export interface Config {
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   signingKeysFile: string;
-  /** True when SIGNING_KEYS_FILE was given; otherwise a development keyring is created in DATA_DIR. */
-  signingKeysExplicit: boolean;
-  /** The names of the settings the environment gave, the others being defaults. */
+  /**
+   * The names of the settings the environment gave, the others being defaults: without SIGNING_KEYS_FILE,
+   * for one, a development keyring is created in DATA_DIR.
+   */
   givenSettings: ReadonlySet<string>;
   webhooks: {
     timeoutMs: number;
@@ -278,7 +279,6 @@ export const loadConfig = (env: Environment = process.env): Config => {
     accessTokenTtlSeconds: Math.round(readSetting(env, S.ACCESS_TOKEN_TTL) / 1000),
     refreshTokenTtlSeconds: Math.round(readSetting(env, S.REFRESH_TOKEN_TTL) / 1000),
     signingKeysFile: signingKeysFile ?? join(dataDir, 'signing-keys.json'),
-    signingKeysExplicit: signingKeysFile !== null,
     givenSettings: new Set(
       allSettings.filter((setting) => givenText(env, setting) !== undefined).map((setting) => setting.name),
     ),

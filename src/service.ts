@@ -176,7 +176,7 @@ export const startService = async (
   });
   // Before anything is served: this process's secrets and keyring must be those of every other process on
   // the store, or it would fail later one request (or one webhook delivery) at a time.
-  const keyring = liveKeyring(config.signingKeysFile, !config.signingKeysExplicit, logger);
+  const keyring = liveKeyring(config.signingKeysFile, !config.givenSettings.has('SIGNING_KEYS_FILE'), logger);
   const shared = sharedValues(config, keyring.current(), (key) =>
     // A field of its own: the line a person reads on a terminal (src/main.ts) sets it apart from the message.
     logger.warn(

@@ -142,7 +142,7 @@ export const auditCommands: Commands = {
         await catchUp(streamHeadsProjection, stores, 60_000);
         // As the service does: a development keyring is made in DATA_DIR, a production one must exist.
         const { signing } = loadKeyring(context.config.signingKeysFile, {
-          create: !context.config.signingKeysExplicit,
+          create: !context.config.givenSettings.has('SIGNING_KEYS_FILE'),
         });
         const digest = await recordDigest(
           stores.eventStore,

@@ -11,7 +11,7 @@ import { requireDataDir } from './stores.js';
  * directory to exist (or `--create`), as the stores do.
  */
 const keyringFile = ({ config, create }: Pick<Context, 'config' | 'create'>): string => {
-  if (!config.signingKeysExplicit) requireDataDir(config.dataDir, create);
+  if (!config.givenSettings.has('SIGNING_KEYS_FILE')) requireDataDir(config.dataDir, create);
   process.stderr.write(`obs: keys ${resolve(config.signingKeysFile)}\n`);
   return config.signingKeysFile;
 };

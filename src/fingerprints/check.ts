@@ -43,7 +43,6 @@ type SecretsConfig = Pick<
   | 'givenSettings'
 > & {
   webhooks: Pick<Config['webhooks'], 'secretKey'>;
-  signingKeysExplicit: boolean;
   cv: Pick<Config['cv'], 'remoteModels'>;
 };
 
@@ -60,7 +59,7 @@ const valuesWith = <Value>(
     cursorSecret: secret(config.cursorSecret, 'cursorSecret'),
     webhookSecretKey: secret(config.webhooks.secretKey, 'webhookSecretKey'),
     idempotencySecretKey: secret(config.idempotencySecretKey, 'idempotencySecretKey'),
-    keyring: { value: keyring, given: config.signingKeysExplicit },
+    keyring: { value: keyring, given: config.givenSettings.has('SIGNING_KEYS_FILE') },
     remoteModels: config.cv.remoteModels,
     issuer,
   };
